@@ -1,0 +1,52 @@
+package base
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotFound is returned by Get when the key has no visible value.
+var ErrNotFound = errors.New("strata: not found")
+
+// ErrCorruption marks every error caused by bytes on disk that fail a
+// checksum or cannot be decoded. Match it with errors.Is.
+var ErrCorruption = errors.New("strata: corruption")
+
+// ErrClosed is returned by operations on a closed DB, iterator or snapshot.
+var ErrClosed = errors.New("strata: closed")
+
+// CorruptionError describes corrupt bytes: which file, at what offset, and
+// what was expected. It matches ErrCorruption with errors.Is.
+type CorruptionError struct {
+	File   string // file name (base name, not a full path)
+	Offset int64  // byte offset in the file, or -1 when not known
+	Detail string
+}
+
+func (e *CorruptionError) Error() string {
+	if e.Offset >= 0 {
+		return fmt.Sprintf("strata: corruption in %s at offset %d: %s", e.File, e.Offset, e.Detail)
+	}
+	return fmt.Sprintf("strata: corruption in %s: %s", e.File, e.Detail)
+}
+
+// Is makes errors.Is(err, ErrCorruption) true.
+func (e *CorruptionError) Is(target error) bool { return target == ErrCorruption }
+
+// CorruptionErrorf returns a CorruptionError for file at offset (-1 if
+// unknown).
+func CorruptionErrorf(file string, offset int64, format string, args ...any) error {
+	return &CorruptionError{File: file, Offset: offset, Detail: fmt.Sprintf(format, args...)}
+}
+
+// MarkCorruption wraps err (for example a decoding error with no file
+// context) so that it matches ErrCorruption and names file.
+func MarkCorruption(file string, offset int64, err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ErrCorruption) {
+		return err
+	}
+	return &CorruptionError{File: file, Offset: offset, Detail: err.Error()}
+}
