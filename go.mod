@@ -1,3 +1,12 @@
 module github.com/strata-db/strata
 
 go 1.26.8
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/google/btree v1.1.3
+	github.com/klauspost/compress v1.20.4
+	github.com/stretchr/testify v1.12.1
+)
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect

@@ -2,13 +2,36 @@
 // of its file I/O, with three implementations:
 //
 //   - Default: the operating system's filesystem.
-//   - NewMem: an in-memory filesystem that can simulate a crash. Data written
-//     to a file survives a crash only once the file is synced; a file's
-//     creation, rename or removal survives only once its directory is
-//     synced. CrashClone returns the state a machine would find after
-//     power loss, optionally with torn (partially persisted) unsynced tails.
-//   - NewErrorFS: a wrapper that fails a chosen operation (the i-th, or those
-//     matching a predicate), for fault-injection tests.
+//   - NewMem: an in-memory filesystem (MemFS) that can simulate a crash.
+//   - NewErrorFS: a wrapper (ErrorFS) that fails the operations an Injector
+//     chooses (the i-th, or those matching a predicate), for
+//     fault-injection tests.
+//
+// # MemFS crash semantics
+//
+// Every file has current contents and durable contents; File.Sync makes
+// the current contents durable. Every directory has current entries and
+// durable entries; Create (of a new file), Rename, Remove, RemoveAll and
+// Link change only current entries, and Sync on a directory opened with
+// OpenDir (or Open) makes its current entries durable. Directories made by
+// MkdirAll are durable in their parent at once (a simplification).
+//
+// CrashClone returns a new, independent MemFS with what a machine would find
+// after power loss: only durable entries, each naming its file with the
+// file's durable contents. So a file created but whose directory was never
+// synced disappears; a rename or removal not followed by a sync of the
+// directory is undone; unsynced data is lost. Truncating an existing file
+// with Create is not durable until the file is synced. With
+// CrashOptions.TornWrites, each file also keeps a random prefix of the data
+// written since its last sync (see CrashClone for the exact rule).
+//
+// Otherwise MemFS behaves like a POSIX filesystem: hard links share one
+// file, handles see writes made through other handles, a removed file stays
+// usable through its open handles, Read and Write go at the handle's offset,
+// and operations on a closed File fail with an error matching os.ErrClosed.
+// Errors are *os.PathError or *os.LinkError around the errno the OS would
+// give, so errors.Is(err, os.ErrNotExist) and errors.Is(err, os.ErrExist)
+// work as on the OS.
 //
 // Tests of the engine depend on these semantics; keep them exact.
 package vfs
