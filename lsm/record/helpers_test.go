@@ -1,0 +1,307 @@
+package record
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"hash/crc32"
+	"io"
+	"math/rand/v2"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata/internal/base"
+)
+
+// memFile is an in-memory vfs.File for tests. It can fail the writeFail-th
+// Write (counting from 1), write only part of that call's bytes first, and
+// fail Sync and Close.
+type memFile struct {
+	data []byte
+	rpos int
+
+	writes      int   // Write calls so far
+	writeFail   int   // 0: never fail
+	partial     int   // bytes the failing Write still writes
+	writeErr    error // returned by the failing Write (nil: a short write)
+	syncErr     error
+	closeErr    error
+	syncs       int
+	closes      int
+	afterFailed int // Write calls after a failed one
+	failed      bool
+}
+
+var errInjected = errors.New("injected failure")
+
+func (f *memFile) Write(p []byte) (int, error) {
+	f.writes++
+	if f.failed {
+		f.afterFailed++
+	}
+	if f.writeFail != 0 && f.writes == f.writeFail {
+		f.failed = true
+		n := min(f.partial, len(p))
+		f.data = append(f.data, p[:n]...)
+		return n, f.writeErr
+	}
+	f.data = append(f.data, p...)
+	return len(p), nil
+}
+
+func (f *memFile) Read(p []byte) (int, error) {
+	if f.rpos >= len(f.data) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.data[f.rpos:])
+	f.rpos += n
+	return n, nil
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	if off >= int64(len(f.data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, f.data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *memFile) Sync() error {
+	f.syncs++
+	return f.syncErr
+}
+
+func (f *memFile) Close() error {
+	f.closes++
+	return f.closeErr
+}
+
+func (f *memFile) Stat() (os.FileInfo, error) { return memInfo{int64(len(f.data))}, nil }
+
+type memInfo struct{ size int64 }
+
+func (i memInfo) Name() string       { return "mem" }
+func (i memInfo) Size() int64        { return i.size }
+func (i memInfo) Mode() os.FileMode  { return 0o644 }
+func (i memInfo) ModTime() time.Time { return time.Time{} }
+func (i memInfo) IsDir() bool        { return false }
+func (i memInfo) Sys() any           { return nil }
+
+// discardFile is a vfs.File whose writes go nowhere, for benchmarks.
+type discardFile struct{ memFile }
+
+func (f *discardFile) Write(p []byte) (int, error) { return len(p), nil }
+
+// writtenLog is a log built by the Writer, with what the tests need to know
+// about it.
+type writtenLog struct {
+	data   []byte
+	recs   [][]byte
+	starts []int64 // WriteRecord's returned offsets
+	ends   []int64 // Size() after each record
+}
+
+// writeLog writes recs with a Writer and returns the file's bytes.
+func writeLog(t testing.TB, recs [][]byte) writtenLog {
+	t.Helper()
+	f := &memFile{}
+	w := NewWriter(f)
+	l := writtenLog{recs: recs}
+	for _, r := range recs {
+		off, err := w.WriteRecord(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.starts = append(l.starts, off)
+		l.ends = append(l.ends, w.Size())
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	l.data = f.data
+	return l
+}
+
+// randRecords returns n records of sizes drawn to hit the interesting cases:
+// empty, small, block-sized and multi-block.
+func randRecords(rng *rand.Rand, n int, maxLarge int) [][]byte {
+	recs := make([][]byte, n)
+	for i := range recs {
+		var size int
+		switch rng.IntN(6) {
+		case 0:
+			size = 0
+		case 1, 2:
+			size = rng.IntN(200)
+		case 3:
+			size = rng.IntN(4 << 10)
+		case 4:
+			size = BlockSize - headerSize + rng.IntN(15) - 7
+		default:
+			size = rng.IntN(maxLarge + 1)
+		}
+		recs[i] = randBytes(rng, size)
+	}
+	return recs
+}
+
+func randBytes(rng *rand.Rand, n int) []byte {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
+}
+
+// readAll reads every record of data with a Reader and returns them with
+// the final error and offset.
+func readAll(data []byte) (recs [][]byte, err error, offset int64) {
+	r := NewReader(bytes.NewReader(data), "test.log")
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			return recs, err, r.Offset()
+		}
+		recs = append(recs, bytes.Clone(rec))
+	}
+}
+
+// modelResult is what reading a log should give.
+type modelResult struct {
+	recs    [][]byte
+	offset  int64 // end of the valid prefix
+	corrupt int64 // offset of the corrupt chunk, or -1 for io.EOF
+}
+
+// modelRead is a straightforward reader of a whole log held in memory,
+// written independently of Reader to serve as its model.
+func modelRead(data []byte) modelResult {
+	res := modelResult{corrupt: -1}
+	tab := crc32.MakeTable(crc32.Castagnoli)
+	valid := func(pos, limit int) bool {
+		if limit-pos < 7 {
+			return false
+		}
+		length := int(binary.LittleEndian.Uint16(data[pos+4:]))
+		typ := data[pos+6]
+		if typ < 1 || typ > 4 || pos+7+length > limit {
+			return false
+		}
+		c := crc32.Checksum(data[pos+6:pos+7+length], tab)
+		c = ((c >> 15) | (c << 17)) + 0xa282ead8
+		return c == binary.LittleEndian.Uint32(data[pos:])
+	}
+	var cur []byte
+	inRec := false
+	pos := 0
+	for {
+		blockEnd := min((pos/BlockSize+1)*BlockSize, len(data))
+		if blockEnd-pos < 7 {
+			if blockEnd == len(data) {
+				return res
+			}
+			pos = blockEnd
+			continue
+		}
+		if !valid(pos, blockEnd) {
+			for b := blockEnd; b < len(data); b += BlockSize {
+				if valid(b, min(b+BlockSize, len(data))) {
+					res.corrupt = int64(pos)
+					return res
+				}
+			}
+			return res
+		}
+		length := int(binary.LittleEndian.Uint16(data[pos+4:]))
+		typ := data[pos+6]
+		payload := data[pos+7 : pos+7+length]
+		chunkPos := pos
+		pos += 7 + length
+		switch {
+		case typ == 1 && !inRec:
+			res.recs = append(res.recs, bytes.Clone(payload))
+			res.offset = int64(pos)
+		case typ == 2 && !inRec:
+			inRec = true
+			cur = append([]byte(nil), payload...)
+		case typ == 3 && inRec:
+			cur = append(cur, payload...)
+		case typ == 4 && inRec:
+			res.recs = append(res.recs, append(cur, payload...))
+			res.offset = int64(pos)
+			inRec = false
+			cur = nil
+		default:
+			res.corrupt = int64(chunkPos)
+			return res
+		}
+	}
+}
+
+// checkAgainstModel reads data with a Reader and checks it against the
+// model, returning the model's result.
+func checkAgainstModel(t testing.TB, data []byte) modelResult {
+	t.Helper()
+	want := modelRead(data)
+	got, err, off := readAll(data)
+	if len(got) != len(want.recs) {
+		t.Fatalf("read %d records, model %d (err %v)", len(got), len(want.recs), err)
+	}
+	for i := range got {
+		if !bytes.Equal(got[i], want.recs[i]) {
+			t.Fatalf("record %d differs from the model", i)
+		}
+	}
+	if off != want.offset {
+		t.Fatalf("Offset() = %d, model %d", off, want.offset)
+	}
+	if want.corrupt < 0 {
+		if err != io.EOF {
+			t.Fatalf("err = %v, want io.EOF", err)
+		}
+	} else {
+		var ce *base.CorruptionError
+		if !errors.Is(err, base.ErrCorruption) || !errors.As(err, &ce) {
+			t.Fatalf("err = %v, want corruption at %d", err, want.corrupt)
+		}
+		if ce.Offset != want.corrupt || ce.File != "test.log" {
+			t.Fatalf("corruption names %s at %d, want test.log at %d (%v)", ce.File, ce.Offset, want.corrupt, err)
+		}
+	}
+	return want
+}
+
+// prefixReader reads logs whose records should be a prefix of want, reusing
+// one Reader so that tests which read thousands of logs stay fast.
+type prefixReader struct {
+	r    *Reader
+	src  bytes.Reader
+	want [][]byte
+}
+
+func newPrefixReader(want [][]byte) *prefixReader {
+	return &prefixReader{r: NewReader(nil, "test.log"), want: want}
+}
+
+// read reads data and returns how many records it held, the error that
+// ended it and the final Offset. It fails t if a record is not the
+// expected one.
+func (p *prefixReader) read(t testing.TB, data []byte) (n int, err error, offset int64) {
+	t.Helper()
+	p.src.Reset(data)
+	p.r.reset(&p.src, "test.log")
+	for {
+		rec, err := p.r.Next()
+		if err != nil {
+			return n, err, p.r.Offset()
+		}
+		if n >= len(p.want) || !bytes.Equal(rec, p.want[n]) {
+			t.Fatalf("record %d is not the one written", n)
+		}
+		n++
+	}
+}
