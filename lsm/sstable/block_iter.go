@@ -1,0 +1,445 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+
+	"github.com/strata-db/strata/internal/base"
+)
+
+// blockIter walks the entries of one decoded block (see block_writer.go for
+// the format). Every read is bounds-checked: bad bytes set err to a
+// CorruptionError naming the file and the block's offset, and the
+// positioning method returns false.
+//
+// Backward steps decode forward from the preceding restart point and keep
+// the decoded entries of that restart interval in a cache, so a run of Prev
+// calls costs about one entry decode each.
+type blockIter struct {
+	data        []byte
+	restarts    int // offset of the restart array: entries live in data[:restarts]
+	numRestarts int
+	// checkKeys is set for data blocks: every key must be an encoded
+	// internal key of a point kind.
+	checkKeys bool
+
+	offset     int // offset of the current entry
+	nextOffset int // offset just past the current entry
+	key        []byte
+	keyBuf     []byte
+	keyInBuf   bool // key aliases keyBuf (else it aliases data or cacheBuf)
+	val        []byte
+
+	// INVARIANT: cacheIdx >= 0 exactly when the current entry is
+	// cache[cacheIdx]; cache holds consecutive entries of one restart
+	// interval, and the entry after the last one is at its nextOffset.
+	cache    []cachedEntry
+	cacheBuf []byte
+	cacheIdx int
+
+	err      error
+	file     string
+	blockOff uint64
+}
+
+type cachedEntry struct {
+	offset, nextOffset int
+	keyEnd             int // key is cacheBuf[previous keyEnd:keyEnd]
+	valLen             int // value is data[nextOffset-valLen:nextOffset]
+}
+
+// init points the iterator at a block. data must stay unchanged while the
+// iterator uses it. file and blockOff are used in error messages.
+func (i *blockIter) init(data []byte, checkKeys bool, file string, blockOff uint64) error {
+	i.data = data
+	i.checkKeys = checkKeys
+	i.file = file
+	i.blockOff = blockOff
+	i.err = nil
+	i.key, i.val = nil, nil
+	i.keyInBuf = false
+	i.offset, i.nextOffset = 0, 0
+	i.clearCache()
+	i.restarts, i.numRestarts = 0, 0
+	if len(data) < 4 {
+		return i.corrupt(0, "block of %d bytes is shorter than its restart count", len(data))
+	}
+	n := uint64(binary.LittleEndian.Uint32(data[len(data)-4:]))
+	if n == 0 || n*4+4 > uint64(len(data)) {
+		return i.corrupt(len(data)-4, "bad restart count %d for a %d-byte block", n, len(data))
+	}
+	i.numRestarts = int(n)
+	i.restarts = len(data) - 4 - 4*int(n)
+	if r0 := binary.LittleEndian.Uint32(data[i.restarts:]); r0 != 0 {
+		return i.corrupt(i.restarts, "first restart point is %d, not 0", r0)
+	}
+	return nil
+}
+
+func (i *blockIter) corrupt(off int, format string, args ...any) error {
+	args = append([]any{off}, args...)
+	i.err = base.CorruptionErrorf(i.file, int64(i.blockOff), "block byte %d: "+format, args...)
+	return i.err
+}
+
+func (i *blockIter) clearCache() {
+	i.cache = i.cache[:0]
+	i.cacheBuf = i.cacheBuf[:0]
+	i.cacheIdx = -1
+}
+
+// restartOffset returns the offset of restart point j (0 <= j < numRestarts).
+func (i *blockIter) restartOffset(j int) (int, bool) {
+	off := int(binary.LittleEndian.Uint32(i.data[i.restarts+4*j:]))
+	if off >= i.restarts {
+		i.corrupt(i.restarts+4*j, "restart point %d at %d is past the entries (%d)", j, off, i.restarts)
+		return 0, false
+	}
+	return off, true
+}
+
+// readVarints reads the three lengths of the entry at p.
+func (i *blockIter) readVarints(p int) (shared, unshared, vlen uint64, np int, ok bool) {
+	d := i.data[:i.restarts]
+	if p+3 <= len(d) && (d[p]|d[p+1]|d[p+2]) < 0x80 {
+		return uint64(d[p]), uint64(d[p+1]), uint64(d[p+2]), p + 3, true
+	}
+	var n int
+	if p >= len(d) {
+		return 0, 0, 0, 0, false
+	}
+	if shared, n = binary.Uvarint(d[p:]); n <= 0 {
+		return 0, 0, 0, 0, false
+	}
+	p += n
+	if unshared, n = binary.Uvarint(d[p:]); n <= 0 {
+		return 0, 0, 0, 0, false
+	}
+	p += n
+	if vlen, n = binary.Uvarint(d[p:]); n <= 0 {
+		return 0, 0, 0, 0, false
+	}
+	return shared, unshared, vlen, p + n, true
+}
+
+// decodeAt decodes the entry at off, taking the shared key prefix from the
+// current key, and makes it current.
+func (i *blockIter) decodeAt(off int) bool {
+	shared, unshared, vlen, p, ok := i.readVarints(off)
+	if !ok {
+		i.corrupt(off, "bad entry header")
+		return false
+	}
+	avail := uint64(i.restarts - p)
+	if shared > uint64(len(i.key)) || unshared > avail || vlen > avail-unshared {
+		i.corrupt(off, "entry lengths (shared %d, unshared %d, value %d) out of bounds", shared, unshared, vlen)
+		return false
+	}
+	keyEnd := p + int(unshared)
+	valEnd := keyEnd + int(vlen)
+	if shared == 0 {
+		i.key = i.data[p:keyEnd:keyEnd]
+		i.keyInBuf = false
+	} else {
+		if i.keyInBuf {
+			i.keyBuf = i.keyBuf[:shared]
+		} else {
+			i.keyBuf = append(i.keyBuf[:0], i.key[:shared]...)
+		}
+		i.keyBuf = append(i.keyBuf, i.data[p:keyEnd]...)
+		i.key = i.keyBuf
+		i.keyInBuf = true
+	}
+	if i.checkKeys && !i.checkKey(off, i.key) {
+		return false
+	}
+	i.val = i.data[keyEnd:valEnd:valEnd]
+	i.offset = off
+	i.nextOffset = valEnd
+	return true
+}
+
+// checkKey reports whether k is an encoded internal key of a point kind.
+func (i *blockIter) checkKey(off int, k []byte) bool {
+	if len(k) < base.TrailerLen {
+		i.corrupt(off, "key of %d bytes is shorter than a trailer", len(k))
+		return false
+	}
+	if kind := base.Kind(k[len(k)-base.TrailerLen]); kind > base.KindValuePointer {
+		i.corrupt(off, "entry has kind %s, not a point kind", kind)
+		return false
+	}
+	return true
+}
+
+// restartKey returns the key of restart point j without changing the
+// current entry.
+func (i *blockIter) restartKey(j int) ([]byte, bool) {
+	off, ok := i.restartOffset(j)
+	if !ok {
+		return nil, false
+	}
+	shared, unshared, _, p, ok := i.readVarints(off)
+	if !ok || shared != 0 || unshared > uint64(i.restarts-p) {
+		i.corrupt(off, "bad restart entry")
+		return nil, false
+	}
+	k := i.data[p : p+int(unshared)]
+	if i.checkKeys && !i.checkKey(off, k) {
+		return nil, false
+	}
+	return k, true
+}
+
+// compareKey compares an encoded internal key (at least TrailerLen bytes)
+// with the internal key (ukey, trailer).
+func compareKey(enc, ukey []byte, trailer uint64) int {
+	n := len(enc) - base.TrailerLen
+	if c := bytes.Compare(enc[:n], ukey); c != 0 {
+		return c
+	}
+	t := binary.LittleEndian.Uint64(enc[n:])
+	switch {
+	case t > trailer:
+		return -1
+	case t < trailer:
+		return 1
+	}
+	return 0
+}
+
+// searchRestarts returns the first restart point whose key is >= (ukey,
+// trailer), or numRestarts if there is none.
+func (i *blockIter) searchRestarts(ukey []byte, trailer uint64) (int, bool) {
+	lo, hi := 0, i.numRestarts
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		k, ok := i.restartKey(mid)
+		if !ok {
+			return 0, false
+		}
+		if compareKey(k, ukey, trailer) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo, true
+}
+
+// First moves to the first entry.
+func (i *blockIter) First() bool {
+	i.clearCache()
+	if i.err != nil || i.restarts == 0 {
+		return false
+	}
+	i.key, i.keyInBuf = nil, false
+	return i.decodeAt(0)
+}
+
+// Last moves to the last entry.
+func (i *blockIter) Last() bool {
+	i.clearCache()
+	if i.err != nil || i.restarts == 0 {
+		return false
+	}
+	start, ok := i.restartOffset(i.numRestarts - 1)
+	if !ok {
+		return false
+	}
+	return i.fillCache(start, i.restarts, nil, 0)
+}
+
+// Next moves to the following entry; false at the end of the block.
+func (i *blockIter) Next() bool {
+	if i.err != nil {
+		return false
+	}
+	if i.cacheIdx >= 0 {
+		if i.cacheIdx+1 < len(i.cache) {
+			i.cacheIdx++
+			i.setFromCache()
+			return true
+		}
+		// The current key aliases cacheBuf; decodeAt copies the shared
+		// prefix out of it before the cache is reused.
+		i.cacheIdx = -1
+	}
+	if i.nextOffset >= i.restarts {
+		return false
+	}
+	return i.decodeAt(i.nextOffset)
+}
+
+// Prev moves to the preceding entry; false at the start of the block.
+func (i *blockIter) Prev() bool {
+	if i.err != nil {
+		return false
+	}
+	if i.cacheIdx > 0 {
+		i.cacheIdx--
+		i.setFromCache()
+		return true
+	}
+	target := i.offset
+	if target == 0 {
+		return false
+	}
+	// Find the last restart point before target.
+	lo, hi := 0, i.numRestarts
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if int(binary.LittleEndian.Uint32(i.data[i.restarts+4*mid:])) < target {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	// lo >= 1 because restart 0 is at offset 0 < target.
+	start, ok := i.restartOffset(lo - 1)
+	if !ok {
+		return false
+	}
+	return i.fillCache(start, target, nil, 0)
+}
+
+// SeekGE moves to the first entry >= (ukey, trailer) in internal-key order.
+func (i *blockIter) SeekGE(ukey []byte, trailer uint64) bool {
+	i.clearCache()
+	if i.err != nil || i.restarts == 0 {
+		return false
+	}
+	j, ok := i.searchRestarts(ukey, trailer)
+	if !ok {
+		return false
+	}
+	start := 0
+	if j > 0 {
+		if start, ok = i.restartOffset(j - 1); !ok {
+			return false
+		}
+	}
+	i.key, i.keyInBuf = nil, false
+	if !i.decodeAt(start) {
+		return false
+	}
+	for compareKey(i.key, ukey, trailer) < 0 {
+		if i.nextOffset >= i.restarts {
+			return false
+		}
+		if !i.decodeAt(i.nextOffset) {
+			return false
+		}
+	}
+	return true
+}
+
+// SeekLT moves to the last entry < (ukey, trailer) in internal-key order.
+func (i *blockIter) SeekLT(ukey []byte, trailer uint64) bool {
+	i.clearCache()
+	if i.err != nil || i.restarts == 0 {
+		return false
+	}
+	j, ok := i.searchRestarts(ukey, trailer)
+	if !ok || j == 0 {
+		return false
+	}
+	limit := i.restarts
+	if j < i.numRestarts {
+		if limit, ok = i.restartOffset(j); !ok {
+			return false
+		}
+	}
+	start, ok := i.restartOffset(j - 1)
+	if !ok {
+		return false
+	}
+	return i.fillCache(start, limit, ukey, trailer)
+}
+
+// fillCache decodes the entries from start (a restart point) up to limit
+// into the cache and makes the last of them current. With a non-nil stopKey
+// it stops before the first entry >= (stopKey, stopTrailer); otherwise the
+// entries must end exactly at limit.
+func (i *blockIter) fillCache(start, limit int, stopKey []byte, stopTrailer uint64) bool {
+	i.clearCache()
+	if start >= limit {
+		i.corrupt(start, "restart point at %d is not before %d", start, limit)
+		return false
+	}
+	i.key, i.keyInBuf = nil, false
+	off := start
+	for off < limit {
+		if !i.decodeAt(off) {
+			return false
+		}
+		if stopKey != nil && compareKey(i.key, stopKey, stopTrailer) >= 0 {
+			break
+		}
+		i.cacheBuf = append(i.cacheBuf, i.key...)
+		i.cache = append(i.cache, cachedEntry{
+			offset:     i.offset,
+			nextOffset: i.nextOffset,
+			keyEnd:     len(i.cacheBuf),
+			valLen:     len(i.val),
+		})
+		off = i.nextOffset
+	}
+	if stopKey == nil && off != limit {
+		i.corrupt(start, "entries from restart point %d overrun offset %d", start, limit)
+		return false
+	}
+	if len(i.cache) == 0 {
+		return false
+	}
+	i.cacheIdx = len(i.cache) - 1
+	i.setFromCache()
+	return true
+}
+
+func (i *blockIter) setFromCache() {
+	e := &i.cache[i.cacheIdx]
+	ks := 0
+	if i.cacheIdx > 0 {
+		ks = i.cache[i.cacheIdx-1].keyEnd
+	}
+	i.key = i.cacheBuf[ks:e.keyEnd:e.keyEnd]
+	i.keyInBuf = false
+	i.val = i.data[e.nextOffset-e.valLen : e.nextOffset : e.nextOffset]
+	i.offset = e.offset
+	i.nextOffset = e.nextOffset
+}
+
+// ikey returns the current key as an internal key (checkKeys blocks only).
+func (i *blockIter) ikey() base.InternalKey {
+	n := len(i.key) - base.TrailerLen
+	return base.InternalKey{
+		UserKey: i.key[:n:n],
+		Trailer: base.Trailer(binary.LittleEndian.Uint64(i.key[n:])),
+	}
+}
+
+// forEachEntry calls fn for each entry of a block in order and checks that
+// the keys strictly increase under cmp (bytes.Compare when nil). k and v are
+// valid only during the call. fn sees each key before it is compared, so it
+// can validate the key's shape for cmp.
+func forEachEntry(b []byte, file string, off uint64, cmp func(a, b []byte) int, fn func(k, v []byte) error) error {
+	if cmp == nil {
+		cmp = bytes.Compare
+	}
+	var it blockIter
+	if err := it.init(b, false, file, off); err != nil {
+		return err
+	}
+	var prev []byte
+	for ok, first := it.First(), true; ok; ok, first = it.Next(), false {
+		if err := fn(it.key, it.val); err != nil {
+			return err
+		}
+		if !first && cmp(prev, it.key) >= 0 {
+			return base.CorruptionErrorf(file, int64(off), "block keys out of order at byte %d", it.offset)
+		}
+		prev = append(prev[:0], it.key...)
+	}
+	return it.err
+}

@@ -1,0 +1,82 @@
+package sstable
+
+import "encoding/binary"
+
+// Block format, shared by data, index and meta blocks:
+//
+//	+---------+---------+-----+---------+-----------+-----------+-----+--------------+
+//	| entry 0 | entry 1 | ... | entry n | restart 0 | restart 1 | ... | num restarts |
+//	|         |         |     |         | (u32 LE)  | (u32 LE)  |     | (u32 LE)     |
+//	+---------+---------+-----+---------+-----------+-----------+-----+--------------+
+//
+// Each entry stores its key as a suffix of the previous entry's key:
+//
+//	+-----------------+-------------------+-----------------+---------------+-------+
+//	| shared (uvarint)| unshared (uvarint)| value len (uvar)| key[shared:]  | value |
+//	+-----------------+-------------------+-----------------+---------------+-------+
+//
+// Every restartInterval-th entry is a restart point: it has shared == 0 and
+// its offset is listed in the restart array, so a reader can binary-search
+// the restart points and decode forward from one. The restart array always
+// holds at least one offset (0), even in an empty block. Data, index and
+// range-del blocks hold encoded internal keys; the properties and meta-index
+// blocks hold plain names.
+type blockWriter struct {
+	restartInterval int
+	buf             []byte
+	restarts        []uint32
+	counter         int // entries since the last restart point
+	nEntries        int
+	prevKey         []byte
+}
+
+func newBlockWriter(restartInterval int) blockWriter {
+	w := blockWriter{restartInterval: restartInterval}
+	w.reset()
+	return w
+}
+
+func (w *blockWriter) reset() {
+	w.buf = w.buf[:0]
+	w.restarts = append(w.restarts[:0], 0)
+	w.counter = 0
+	w.nEntries = 0
+	w.prevKey = w.prevKey[:0]
+}
+
+func (w *blockWriter) empty() bool { return w.nEntries == 0 }
+
+// add appends an entry. Keys must be added in the block's order.
+func (w *blockWriter) add(key, value []byte) {
+	shared := 0
+	if w.counter >= w.restartInterval {
+		w.restarts = append(w.restarts, uint32(len(w.buf)))
+		w.counter = 0
+	} else {
+		n := min(len(key), len(w.prevKey))
+		for shared < n && key[shared] == w.prevKey[shared] {
+			shared++
+		}
+	}
+	w.buf = binary.AppendUvarint(w.buf, uint64(shared))
+	w.buf = binary.AppendUvarint(w.buf, uint64(len(key)-shared))
+	w.buf = binary.AppendUvarint(w.buf, uint64(len(value)))
+	w.buf = append(w.buf, key[shared:]...)
+	w.buf = append(w.buf, value...)
+	w.prevKey = append(w.prevKey[:0], key...)
+	w.counter++
+	w.nEntries++
+}
+
+// estimatedSize is the size finish would return now.
+func (w *blockWriter) estimatedSize() int { return len(w.buf) + 4*len(w.restarts) + 4 }
+
+// finish appends the restart array and returns the block. The result is
+// valid until the next reset or add.
+func (w *blockWriter) finish() []byte {
+	for _, r := range w.restarts {
+		w.buf = binary.LittleEndian.AppendUint32(w.buf, r)
+	}
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(len(w.restarts)))
+	return w.buf
+}

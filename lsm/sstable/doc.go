@@ -1,0 +1,76 @@
+// Package sstable implements the block-based table format of the LSM tree:
+// the Writer that builds a table from sorted entries, the Reader that opens
+// one, point lookups (Get) and iterators (base.InternalIterator), the
+// whole-table Bloom filter, properties, the meta-block index through which
+// later features store their own blocks, per-block compression and
+// checksums.
+//
+// It owns the bytes of one table file. It does not own file naming or
+// lifetimes (the manifest and DB do), the block cache (package cache plugs
+// in through the Cache interface), or the meaning of values (a
+// KindValuePointer value is opaque here).
+//
+// # File layout
+//
+//	+------------------------+ offset 0
+//	| data block 0 + trailer |  entries sorted by internal key
+//	| data block 1 + trailer |
+//	| ...                    |
+//	+------------------------+
+//	| extra meta blocks      |  Writer.AddMetaBlock, in name order
+//	| filter block           |  "strata.filter.bloom" (absent when BitsPerKey < 0)
+//	| range-del block        |  "strata.rangedel"     (absent without tombstones)
+//	| index block            |  one entry per data block
+//	| properties block       |  "strata.properties"
+//	| meta-index block       |  name -> handle of every meta block
+//	+------------------------+
+//	| footer (56 bytes)      |  meta-index handle, index handle, version,
+//	+------------------------+  checksum, magic
+//
+// Every block is followed by a 5-byte trailer, so every byte of the file is
+// covered by a checksum (the footer carries its own):
+//
+//	+--------------------------+-----------+-----------------------------+
+//	| block (maybe compressed) | type (1B) | checksum (4B LE)            |
+//	+--------------------------+-----------+-----------------------------+
+//	checksum = low 32 bits of xxhash64(block bytes || type byte)
+//	type     = 0 none, 1 snappy, 2 s2, 3 zstd (see Compression)
+//
+// A zstd block is uvarint(decoded length) followed by one zstd frame;
+// snappy and s2 blocks carry their decoded length in their own header. A
+// block is stored raw when its codec saves less than 12.5%. A block handle
+// is uvarint(offset) uvarint(length), the length excluding the trailer.
+//
+// # Blocks
+//
+// All blocks share one format (see block_writer.go): prefix-compressed
+// entries (shared length, unshared length, value length as uvarints, key
+// suffix, value) with a restart point every BlockRestartInterval entries
+// (default 16; 1 for the index, properties and meta-index blocks), then the
+// restart offsets as uint32 LE and their count.
+//
+//   - Data blocks map encoded internal keys (user key + 8-byte LE trailer
+//     seq<<8|kind, see internal/base) of point kinds to values.
+//   - The index block maps, for each data block, a separator key s with
+//     last key of the block <= s < first key of the next block (internal-key
+//     order) to the block's handle. Separators are shortened user keys
+//     (base.Separator; base.Successor after the last block) carrying the
+//     trailer SeqNumMax,KindMax; when the user key cannot be shortened the
+//     block's last key itself is used. The index is single-level: a 64 MiB
+//     table of 4 KiB blocks has about 16k entries, decoded at open into a
+//     flat array that Get and SeekGE binary-search.
+//   - The range-del block maps start#seq,RANGEDEL to the exclusive end key.
+//   - The properties block maps property names to values (properties.go).
+//   - The meta-index block maps meta block names to handles (meta.go).
+//   - The filter block is a cache-line-blocked Bloom filter over distinct
+//     user keys (filter.go).
+//
+// The footer layout is in format.go.
+//
+// # Errors
+//
+// Every decode path is bounds-checked. Bytes that fail a checksum or do not
+// decode produce a base.CorruptionError (errors.Is(err, base.ErrCorruption))
+// naming the file and the offset of the block or footer; I/O errors are
+// wrapped with %w.
+package sstable

@@ -1,0 +1,120 @@
+package sstable
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/strata-db/strata/internal/base"
+)
+
+func TestFilterFalsePositiveRate(t *testing.T) {
+	const n = 20000
+	for _, c := range []struct {
+		bitsPerKey int
+		maxFPR     float64 // generous bound; the expected rate is well below
+	}{
+		{4, 0.20},
+		{10, 0.025},
+		{20, 0.001},
+	} {
+		var hashes []uint64
+		for i := range n {
+			hashes = append(hashes, filterHash(fmt.Appendf(nil, "present-%d", i)))
+		}
+		f, ok := decodeFilter(buildFilter(hashes, c.bitsPerKey))
+		if !ok {
+			t.Fatal("built filter does not decode")
+		}
+		for i, h := range hashes {
+			if !f.mayContain(h) {
+				t.Fatalf("false negative for key %d", i)
+			}
+		}
+		fp := 0
+		const probes = 200000
+		for i := range probes {
+			if f.mayContain(filterHash(fmt.Appendf(nil, "absent-%d", i))) {
+				fp++
+			}
+		}
+		rate := float64(fp) / probes
+		t.Logf("bits/key %d: false-positive rate %.4f", c.bitsPerKey, rate)
+		if rate > c.maxFPR {
+			t.Errorf("bits/key %d: false-positive rate %.4f above %.4f", c.bitsPerKey, rate, c.maxFPR)
+		}
+	}
+}
+
+func TestFilterEmpty(t *testing.T) {
+	f, ok := decodeFilter(buildFilter(nil, 10))
+	if !ok {
+		t.Fatal("empty filter does not decode")
+	}
+	if f.mayContain(filterHash([]byte("x"))) {
+		t.Fatal("empty filter claims a key")
+	}
+}
+
+func TestDecodeFilterRejects(t *testing.T) {
+	good := buildFilter([]uint64{1, 2, 3}, 10)
+	for _, b := range [][]byte{
+		nil,
+		{7},
+		good[:len(good)-2],
+		append(append([]byte{}, good[:len(good)-1]...), 0),  // k = 0
+		append(append([]byte{}, good[:len(good)-1]...), 31), // k too large
+	} {
+		if _, ok := decodeFilter(b); ok {
+			t.Fatalf("decodeFilter accepted %d bytes", len(b))
+		}
+	}
+}
+
+// TestTableFilter checks the filter through the Reader: no false
+// negatives, a false-positive rate near the configured one, and no filter
+// when BitsPerKey is negative.
+func TestTableFilter(t *testing.T) {
+	for _, c := range []struct {
+		bitsPerKey int
+		maxFPR     float64
+	}{{0, 0.025}, {5, 0.15}, {-1, 1}} {
+		f := &memFile{}
+		w := NewWriter(f, WriterOptions{BitsPerKey: c.bitsPerKey})
+		const n = 10000
+		for i := range n {
+			// Two versions per user key: the filter counts user keys once.
+			for _, seq := range []base.SeqNum{2, 1} {
+				if err := w.Add(base.MakeInternalKey(fmt.Appendf(nil, "key-%06d", i), seq, base.KindSet), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		r := openTable(t, readOnly(f.data), ReaderOptions{})
+		for i := range n {
+			if !r.MayContain(fmt.Appendf(nil, "key-%06d", i)) {
+				t.Fatalf("false negative for key %d", i)
+			}
+		}
+		fp := 0
+		for i := range 5 * n {
+			k := fmt.Appendf(nil, "absent-%d", i)
+			if r.MayContain(k) {
+				fp++
+			}
+			if _, _, _, ok, err := r.Get(k, base.SeqNumMax); ok || err != nil {
+				t.Fatalf("Get(%q) = %v, %v", k, ok, err)
+			}
+		}
+		rate := float64(fp) / (5 * n)
+		t.Logf("BitsPerKey %d: table false-positive rate %.4f, filter %d bytes", c.bitsPerKey, rate, r.Properties().FilterSize)
+		if rate > c.maxFPR {
+			t.Errorf("BitsPerKey %d: false-positive rate %.4f above %.4f", c.bitsPerKey, rate, c.maxFPR)
+		}
+		if c.bitsPerKey < 0 && (rate != 1 || r.Properties().FilterSize != 0) {
+			t.Errorf("BitsPerKey %d wrote a filter", c.bitsPerKey)
+		}
+	}
+}

@@ -1,0 +1,113 @@
+package sstable
+
+import (
+	"encoding/binary"
+
+	"github.com/cespare/xxhash/v2"
+)
+
+// blockHandle locates a block in the file: Length excludes the block's
+// 5-byte trailer.
+//
+//	+-----------------+-----------------+
+//	| offset (uvarint)| length (uvarint)|
+//	+-----------------+-----------------+
+type blockHandle struct {
+	Offset, Length uint64
+}
+
+// maxHandleLen is the longest encoded handle (two 10-byte uvarints).
+const maxHandleLen = 2 * binary.MaxVarintLen64
+
+func (h blockHandle) append(dst []byte) []byte {
+	dst = binary.AppendUvarint(dst, h.Offset)
+	return binary.AppendUvarint(dst, h.Length)
+}
+
+// decodeHandle decodes a handle from the front of src and returns the number
+// of bytes it used; n <= 0 means src does not start with a valid handle.
+func decodeHandle(src []byte) (h blockHandle, n int) {
+	off, n1 := binary.Uvarint(src)
+	if n1 <= 0 {
+		return blockHandle{}, -1
+	}
+	length, n2 := binary.Uvarint(src[n1:])
+	if n2 <= 0 {
+		return blockHandle{}, -1
+	}
+	return blockHandle{Offset: off, Length: length}, n1 + n2
+}
+
+// blockTrailerLen is the size of the trailer after every stored block:
+//
+//	+-----------+-----------------------------------------------+
+//	| type (1B) | checksum (4B LE) = uint32(xxhash64(block|type))|
+//	+-----------+-----------------------------------------------+
+const blockTrailerLen = 5
+
+// checksum is the low 32 bits of xxhash64 over b.
+func checksum(b []byte) uint32 { return uint32(xxhash.Sum64(b)) }
+
+// Footer: the last footerLen bytes of every table.
+//
+//	+---------------------------+--------------------+---------+----------+---------+
+//	| meta-index handle         | index handle       | version | checksum | magic   |
+//	| uvarints, zero-padded     | uvarints, padded   | u32 LE  | u32 LE   | 8 bytes |
+//	| to 20 bytes               | to 20 bytes        |         |          |         |
+//	+---------------------------+--------------------+---------+----------+---------+
+//	 0                           20                   40        44         48       56
+//
+// checksum = uint32(xxhash64(footer[0:44])).
+const (
+	footerLen     = 2*maxHandleLen + 4 + 4 + 8
+	footerSumOff  = 2*maxHandleLen + 4
+	footerMagic   = "\x89STRATA\n"
+	formatVersion = 1
+)
+
+type footer struct {
+	metaIndex, index blockHandle
+	version          uint32
+}
+
+func (f footer) encode() []byte {
+	buf := make([]byte, footerLen)
+	f.metaIndex.append(buf[:0])
+	f.index.append(buf[maxHandleLen:maxHandleLen])
+	binary.LittleEndian.PutUint32(buf[2*maxHandleLen:], f.version)
+	binary.LittleEndian.PutUint32(buf[footerSumOff:], checksum(buf[:footerSumOff]))
+	copy(buf[footerSumOff+4:], footerMagic)
+	return buf
+}
+
+// decodeFooter parses a footer; the string names what is wrong when ok is
+// false.
+func decodeFooter(buf []byte) (f footer, problem string) {
+	if len(buf) != footerLen {
+		return f, "short footer"
+	}
+	if string(buf[footerSumOff+4:]) != footerMagic {
+		return f, "bad magic number (not a table, or truncated)"
+	}
+	if got, want := binary.LittleEndian.Uint32(buf[footerSumOff:]), checksum(buf[:footerSumOff]); got != want {
+		return f, "footer checksum mismatch"
+	}
+	f.version = binary.LittleEndian.Uint32(buf[2*maxHandleLen:])
+	if f.version != formatVersion {
+		return f, "unsupported format version"
+	}
+	for i, h := range []*blockHandle{&f.metaIndex, &f.index} {
+		field := buf[i*maxHandleLen : (i+1)*maxHandleLen]
+		var n int
+		*h, n = decodeHandle(field)
+		if n <= 0 {
+			return f, "bad block handle in footer"
+		}
+		for _, b := range field[n:] {
+			if b != 0 {
+				return f, "non-zero footer padding"
+			}
+		}
+	}
+	return f, ""
+}

@@ -1,0 +1,69 @@
+package sstable
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Limits on options and entries.
+const (
+	// MaxBlockSize is the largest allowed WriterOptions.BlockSize.
+	MaxBlockSize = 256 << 20
+	// MaxEntrySize is the largest key plus value one entry may have.
+	MaxEntrySize = 1 << 30
+	// maxRestartInterval bounds WriterOptions.BlockRestartInterval.
+	maxRestartInterval = 1 << 16
+	// maxBitsPerKey bounds WriterOptions.BitsPerKey.
+	maxBitsPerKey = 64
+)
+
+// WriterOptions configure a Writer. The zero value is valid.
+type WriterOptions struct {
+	// BlockSize is the target uncompressed size of a data block in bytes: a
+	// block is cut once it reaches this size. Default 4096; at most
+	// MaxBlockSize.
+	BlockSize int
+	// BlockRestartInterval is the number of entries between restart points
+	// in data blocks. Default 16; at most 65536.
+	BlockRestartInterval int
+	// BitsPerKey sizes the Bloom filter over user keys, in bits per distinct
+	// user key. 0 means DefaultBitsPerKey (10, about 1% false positives); a
+	// negative value writes no filter; at most 64.
+	BitsPerKey int
+	// Compression is the codec for data, index and meta blocks. Default
+	// NoCompression. Blocks that it shrinks by less than 12.5% are stored
+	// raw.
+	Compression Compression
+}
+
+// Validate reports every invalid field at once.
+func (o WriterOptions) Validate() error {
+	var errs []error
+	if o.BlockSize < 0 || o.BlockSize > MaxBlockSize {
+		errs = append(errs, fmt.Errorf("sstable: BlockSize %d out of range [0, %d]", o.BlockSize, MaxBlockSize))
+	}
+	if o.BlockRestartInterval < 0 || o.BlockRestartInterval > maxRestartInterval {
+		errs = append(errs, fmt.Errorf("sstable: BlockRestartInterval %d out of range [0, %d]", o.BlockRestartInterval, maxRestartInterval))
+	}
+	if o.BitsPerKey > maxBitsPerKey {
+		errs = append(errs, fmt.Errorf("sstable: BitsPerKey %d is above %d", o.BitsPerKey, maxBitsPerKey))
+	}
+	if o.Compression >= numCompressions {
+		errs = append(errs, fmt.Errorf("sstable: unknown Compression %d", o.Compression))
+	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills the zero fields; the one place defaults live.
+func (o WriterOptions) withDefaults() WriterOptions {
+	if o.BlockSize == 0 {
+		o.BlockSize = 4096
+	}
+	if o.BlockRestartInterval == 0 {
+		o.BlockRestartInterval = 16
+	}
+	if o.BitsPerKey == 0 {
+		o.BitsPerKey = DefaultBitsPerKey
+	}
+	return o
+}

@@ -1,0 +1,416 @@
+package sstable
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/vfs"
+)
+
+// Cache is the block cache hook. Blocks stored in it are checksum-verified
+// and decompressed, freshly allocated by the reader, and immutable once
+// stored: the cache and every reader may share them without copying.
+type Cache interface {
+	// Get returns the block, or nil when absent.
+	Get(cacheID uint64, fileNum base.FileNum, offset uint64) []byte
+	// Set stores a block. The cache may drop it at any time.
+	Set(cacheID uint64, fileNum base.FileNum, offset uint64, block []byte)
+}
+
+// ReaderOptions configure a Reader. The zero value is valid.
+type ReaderOptions struct {
+	// Cache caches data blocks; nil reads every block from the file.
+	Cache Cache
+	// CacheID distinguishes users of a shared cache (for example two DBs).
+	CacheID uint64
+	// FileNum is the table's file number, the cache key and the default
+	// name in errors.
+	FileNum base.FileNum
+	// FileName names the file in error messages; default
+	// base.MakeFilename(base.FileTypeTable, FileNum).
+	FileName string
+}
+
+// Reader reads one table. It is safe for concurrent use: every read goes
+// through File.ReadAt, and everything decoded at open is read-only.
+type Reader struct {
+	f       vfs.File
+	o       ReaderOptions
+	file    string
+	dataEnd uint64 // blocks lie in [0, dataEnd): the file without its footer
+
+	index     indexArray
+	hasFilter bool
+	filter    bloomFilter
+	props     Properties
+	rangeDels []base.RangeTombstone
+	meta      metaIndex
+}
+
+// indexArray is the index block decoded into a flat array so lookups do not
+// re-parse it: entry i covers data block i, and its separator is
+// keys[keyStart:keyEnd] with its trailer.
+//
+// The binary search compares fixed-width integers first: prefixes[i] holds
+// the 8 bytes of separator i's user key that follow the prefix common to all
+// separators (big-endian, zero-padded), and whole keys are compared only
+// when those are equal. The prefixes of a 16k-entry index fit in 128 KiB.
+type indexArray struct {
+	keys     []byte
+	entries  []indexEntry
+	common   []byte // prefix shared by every separator's user key
+	prefixes []uint64
+}
+
+type indexEntry struct {
+	keyStart, keyEnd uint32
+	trailer          uint64
+	handle           blockHandle
+}
+
+// keyPrefix returns the first 8 bytes of k as a big-endian integer, padded
+// with zeros: keyPrefix(a) < keyPrefix(b) implies a < b.
+func keyPrefix(k []byte) uint64 {
+	if len(k) >= 8 {
+		return binary.BigEndian.Uint64(k)
+	}
+	var b [8]byte
+	copy(b[:], k)
+	return binary.BigEndian.Uint64(b[:])
+}
+
+// finish computes common and prefixes once all entries are in.
+func (x *indexArray) finish() {
+	if len(x.entries) == 0 {
+		return
+	}
+	e0 := x.entries[0]
+	x.common = x.keys[e0.keyStart:e0.keyEnd:e0.keyEnd]
+	for _, e := range x.entries[1:] {
+		k := x.keys[e.keyStart:e.keyEnd]
+		n := 0
+		for n < len(k) && n < len(x.common) && k[n] == x.common[n] {
+			n++
+		}
+		x.common = x.common[:n]
+	}
+	x.prefixes = make([]uint64, len(x.entries))
+	for i, e := range x.entries {
+		x.prefixes[i] = keyPrefix(x.keys[int(e.keyStart)+len(x.common) : e.keyEnd])
+	}
+}
+
+// seek returns the first entry whose separator is >= (ukey, trailer) in
+// internal-key order, or len(entries).
+func (x *indexArray) seek(ukey []byte, trailer uint64) int {
+	n := len(x.entries)
+	if !bytes.HasPrefix(ukey, x.common) {
+		// ukey sorts before or after every separator.
+		if bytes.Compare(ukey, x.common) < 0 {
+			return 0
+		}
+		return n
+	}
+	rest := ukey[len(x.common):]
+	q := keyPrefix(rest)
+	lo, hi := 0, n
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		var less bool
+		if p := x.prefixes[mid]; p != q {
+			less = p < q
+		} else {
+			e := &x.entries[mid]
+			c := bytes.Compare(x.keys[int(e.keyStart)+len(x.common):e.keyEnd], rest)
+			less = c < 0 || (c == 0 && e.trailer > trailer)
+		}
+		if less {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	return lo
+}
+
+// NewReader opens a table: it reads and verifies the footer, meta-index,
+// index, filter, properties and range-del blocks, which stay in memory while
+// the Reader lives. size is the file size. On error f is not closed.
+func NewReader(f vfs.File, size int64, o ReaderOptions) (*Reader, error) {
+	r := &Reader{f: f, o: o, file: o.FileName}
+	if r.file == "" {
+		r.file = base.MakeFilename(base.FileTypeTable, o.FileNum)
+	}
+	if size < footerLen {
+		return nil, base.CorruptionErrorf(r.file, 0, "file of %d bytes is shorter than a footer (%d)", size, footerLen)
+	}
+	footOff := uint64(size) - footerLen
+	buf := make([]byte, footerLen)
+	if err := r.readAt(buf, footOff); err != nil {
+		return nil, err
+	}
+	ft, problem := decodeFooter(buf)
+	if problem != "" {
+		return nil, base.CorruptionErrorf(r.file, int64(footOff), "footer: %s", problem)
+	}
+	r.dataEnd = footOff
+
+	b, err := r.readBlock(ft.metaIndex, nil)
+	if err != nil {
+		return nil, err
+	}
+	if r.meta, err = decodeMetaIndex(b, r.file, ft.metaIndex.Offset); err != nil {
+		return nil, err
+	}
+	if b, err = r.readBlock(ft.index, nil); err != nil {
+		return nil, err
+	}
+	if r.index, err = r.decodeIndex(b, ft.index.Offset); err != nil {
+		return nil, err
+	}
+
+	h, ok := r.meta.lookup(MetaPropertiesName)
+	if !ok {
+		return nil, base.CorruptionErrorf(r.file, int64(ft.metaIndex.Offset), "meta-index has no %s block", MetaPropertiesName)
+	}
+	if b, err = r.readBlock(h, nil); err != nil {
+		return nil, err
+	}
+	if r.props, err = decodeProperties(b, r.file, h.Offset); err != nil {
+		return nil, err
+	}
+	if h, ok = r.meta.lookup(MetaFilterName); ok {
+		if b, err = r.readBlock(h, nil); err != nil {
+			return nil, err
+		}
+		if r.filter, ok = decodeFilter(b); !ok {
+			return nil, base.CorruptionErrorf(r.file, int64(h.Offset), "malformed filter block of %d bytes", len(b))
+		}
+		r.hasFilter = true
+	}
+	if h, ok = r.meta.lookup(MetaRangeDelName); ok {
+		if b, err = r.readBlock(h, nil); err != nil {
+			return nil, err
+		}
+		if r.rangeDels, err = decodeRangeDels(b, r.file, h.Offset); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// decodeIndex flattens the index block, checking that separators strictly
+// increase and that data blocks are in bounds, in order and disjoint.
+func (r *Reader) decodeIndex(b []byte, off uint64) (indexArray, error) {
+	var x indexArray
+	if len(b) >= 4 {
+		if n := binary.LittleEndian.Uint32(b[len(b)-4:]); uint64(n)*4 <= uint64(len(b)) {
+			x.entries = make([]indexEntry, 0, n)
+		}
+	}
+	var prevEnd uint64
+	err := forEachEntry(b, r.file, off, base.CompareEncoded, func(k, v []byte) error {
+		ik, ok := base.DecodeInternalKey(k)
+		if !ok {
+			return base.CorruptionErrorf(r.file, int64(off), "index entry %d: key %x shorter than a trailer", len(x.entries), k)
+		}
+		h, n := decodeHandle(v)
+		if n <= 0 || n != len(v) {
+			return base.CorruptionErrorf(r.file, int64(off), "index entry %d: bad block handle", len(x.entries))
+		}
+		if h.Offset < prevEnd || !r.inBounds(h) {
+			return base.CorruptionErrorf(r.file, int64(off), "index entry %d: block [%d, +%d) overlaps or is out of bounds", len(x.entries), h.Offset, h.Length)
+		}
+		prevEnd = h.Offset + h.Length + blockTrailerLen
+		if uint64(len(x.keys))+uint64(len(ik.UserKey)) > 1<<32-1 {
+			return base.CorruptionErrorf(r.file, int64(off), "index keys too large")
+		}
+		start := uint32(len(x.keys))
+		x.keys = append(x.keys, ik.UserKey...)
+		x.entries = append(x.entries, indexEntry{
+			keyStart: start,
+			keyEnd:   uint32(len(x.keys)),
+			trailer:  uint64(ik.Trailer),
+			handle:   h,
+		})
+		return nil
+	})
+	x.finish()
+	return x, err
+}
+
+// inBounds reports whether the block h and its trailer lie before the
+// footer and within the size limit of a block.
+func (r *Reader) inBounds(h blockHandle) bool {
+	return h.Length <= maxBlockLen && h.Offset <= r.dataEnd && r.dataEnd-h.Offset >= h.Length+blockTrailerLen
+}
+
+// readAt fills buf from off; a short read is corruption (the file is shorter
+// than its size says), any other failure an I/O error.
+func (r *Reader) readAt(buf []byte, off uint64) error {
+	n, err := r.f.ReadAt(buf, int64(off))
+	if n == len(buf) {
+		return nil
+	}
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return base.CorruptionErrorf(r.file, int64(off), "file truncated: read %d of %d bytes", n, len(buf))
+	}
+	return fmt.Errorf("sstable: reading %s at offset %d: %w", r.file, off, err)
+}
+
+// readBufs are an iterator's reusable read buffers.
+type readBufs struct {
+	raw, dec []byte
+}
+
+// readBlock reads the block at h, verifies its checksum and decompresses it.
+// With bufs == nil the result is freshly allocated; otherwise it lives in
+// bufs and is valid until their next use.
+func (r *Reader) readBlock(h blockHandle, bufs *readBufs) ([]byte, error) {
+	if !r.inBounds(h) {
+		return nil, base.CorruptionErrorf(r.file, int64(h.Offset), "block handle [%d, +%d) out of bounds (data ends at %d)", h.Offset, h.Length, r.dataEnd)
+	}
+	n := int(h.Length)
+	var buf []byte
+	if bufs != nil {
+		if cap(bufs.raw) < n+blockTrailerLen {
+			bufs.raw = make([]byte, n+blockTrailerLen)
+		}
+		buf = bufs.raw[:n+blockTrailerLen]
+	} else {
+		buf = make([]byte, n+blockTrailerLen)
+	}
+	if err := r.readAt(buf, h.Offset); err != nil {
+		return nil, err
+	}
+	if got, want := binary.LittleEndian.Uint32(buf[n+1:]), checksum(buf[:n+1]); got != want {
+		return nil, base.CorruptionErrorf(r.file, int64(h.Offset), "block checksum mismatch: stored %#08x, computed %#08x (block of %d bytes)", got, want, n)
+	}
+	typ := Compression(buf[n])
+	block := buf[:n:n]
+	if typ == NoCompression {
+		return block, nil
+	}
+	dlen, err := decompressedLen(block, typ)
+	if err != nil {
+		return nil, base.CorruptionErrorf(r.file, int64(h.Offset), "block type %d: %v", typ, err)
+	}
+	var dst []byte
+	if bufs != nil {
+		if cap(bufs.dec) < dlen {
+			bufs.dec = make([]byte, dlen)
+		}
+		dst = bufs.dec[:dlen]
+	} else {
+		dst = make([]byte, dlen)
+	}
+	out, err := decompressBlock(dst, block, typ)
+	if err != nil {
+		return nil, base.CorruptionErrorf(r.file, int64(h.Offset), "decompressing %s block: %v", typ, err)
+	}
+	return out[:dlen:dlen], nil
+}
+
+// dataBlock returns a data block, through the cache when there is one.
+// Without a cache the block lives in bufs (or is fresh when bufs is nil).
+func (r *Reader) dataBlock(h blockHandle, bufs *readBufs) ([]byte, error) {
+	c := r.o.Cache
+	if c == nil {
+		return r.readBlock(h, bufs)
+	}
+	if b := c.Get(r.o.CacheID, r.o.FileNum, h.Offset); b != nil {
+		return b, nil
+	}
+	b, err := r.readBlock(h, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.Set(r.o.CacheID, r.o.FileNum, h.Offset, b)
+	return b, nil
+}
+
+var blockIterPool = sync.Pool{New: func() any { return new(blockIter) }}
+
+// Get returns the newest point entry of userKey with seq <= snap, of any
+// point kind (deletes included). It does not consider range tombstones.
+// value is read-only and stays valid after the call: it aliases a cached
+// or freshly read block, never a reused buffer.
+func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
+	if r.hasFilter && !r.filter.mayContain(filterHash(userKey)) {
+		return nil, 0, 0, false, nil
+	}
+	snap = min(snap, base.SeqNumMax)
+	trailer := uint64(base.MakeTrailer(snap, base.KindMax))
+	i := r.index.seek(userKey, trailer)
+	if i == len(r.index.entries) {
+		return nil, 0, 0, false, nil
+	}
+	// A pooled block iterator keeps its key buffer across calls, so a Get
+	// on a cached block does not allocate.
+	bi := blockIterPool.Get().(*blockIter)
+	defer func() {
+		bi.data, bi.key, bi.val = nil, nil, nil
+		blockIterPool.Put(bi)
+	}()
+	// The first entry >= the search key is in block i or, if block i has
+	// none, first in block i+1.
+	for ; i < len(r.index.entries); i++ {
+		h := r.index.entries[i].handle
+		b, err := r.dataBlock(h, nil)
+		if err != nil {
+			return nil, 0, 0, false, err
+		}
+		if err := bi.init(b, true, r.file, h.Offset); err != nil {
+			return nil, 0, 0, false, err
+		}
+		if bi.SeekGE(userKey, trailer) {
+			k := bi.ikey()
+			if !bytes.Equal(k.UserKey, userKey) {
+				return nil, 0, 0, false, nil
+			}
+			return bi.val, k.Kind(), k.SeqNum(), true, nil
+		}
+		if bi.err != nil {
+			return nil, 0, 0, false, bi.err
+		}
+	}
+	return nil, 0, 0, false, nil
+}
+
+// MayContain reports whether the table may hold userKey, from the Bloom
+// filter (true when the table has no filter).
+func (r *Reader) MayContain(userKey []byte) bool {
+	return !r.hasFilter || r.filter.mayContain(filterHash(userKey))
+}
+
+// RangeTombstones returns the table's range tombstones in the order written
+// (decoded at open; shared and read-only).
+func (r *Reader) RangeTombstones() []base.RangeTombstone { return r.rangeDels }
+
+// Properties returns the table's properties (shared and read-only).
+func (r *Reader) Properties() *Properties { return &r.props }
+
+// MetaBlock reads the named meta block. found is false when the table has
+// none by that name. The returned bytes are freshly allocated.
+func (r *Reader) MetaBlock(name string) (data []byte, found bool, err error) {
+	h, ok := r.meta.lookup(name)
+	if !ok {
+		return nil, false, nil
+	}
+	b, err := r.readBlock(h, nil)
+	if err != nil {
+		return nil, true, err
+	}
+	return b, true, nil
+}
+
+// FileNum returns the table's file number.
+func (r *Reader) FileNum() base.FileNum { return r.o.FileNum }
+
+// Close closes the file. Iterators must be closed first.
+func (r *Reader) Close() error { return r.f.Close() }
