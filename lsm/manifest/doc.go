@@ -1,0 +1,50 @@
+// Package manifest owns the shape of the tree: which SSTables exist, at which
+// level, with which key bounds. It holds
+//
+//   - FileMetadata: one SSTable's number, size, bounds and sequence range;
+//   - VersionEdit: a change to the tree (files added and removed, the WAL
+//     number recovery starts from, the next file number, the last sequence
+//     number), and its encoding;
+//   - Version: an immutable snapshot of the tree, reference-counted so that
+//     files stay on disk while any reader can still reach them;
+//   - VersionSet: the current version and the MANIFEST file that records
+//     every edit, with CURRENT naming the live manifest.
+//
+// The manifest file is a record log (package record) whose records are
+// encoded version edits. The first record of a manifest is a full snapshot
+// of the tree, so older manifests can be deleted once CURRENT names a new one.
+//
+//	MANIFEST-000005:  [edit: snapshot] [edit] [edit] ... (record log)
+//	CURRENT:          "MANIFEST-000005\n"  (replaced by rename, then dir sync)
+//
+// Version edit encoding: a sequence of fields, each
+//
+//	+-----------+--------------+-------------------+
+//	| tag (uvar)| length (uvar)| payload (length B)|
+//	+-----------+--------------+-------------------+
+//
+// Tags 1..63 are required: a reader that does not know one reports
+// corruption. Tags 64 and above are optional and skipped by readers that do
+// not know them, so later features can add fields without breaking older
+// binaries' ability to report a clear error.
+//
+//	tag 1  comparer name      bytes
+//	tag 2  log number         uvarint
+//	tag 3  next file number   uvarint
+//	tag 4  last sequence      uvarint
+//	tag 5  deleted file       uvarint level, uvarint file number
+//	tag 6  new file           uvarint level, uvarint file number, uvarint size,
+//	                          uvarint len + smallest internal key,
+//	                          uvarint len + largest internal key,
+//	                          uvarint smallest seq, uvarint largest seq,
+//	                          uvarint flags (bit 0: has range deletions)
+//
+// Invariants (checked when a version is built; with the invariants build tag
+// also after every install):
+//
+//   - L0 files are ordered by sequence number, oldest first; their key ranges
+//     may overlap.
+//   - Files in L1..L6 are ordered by key and do not overlap within a level.
+//   - For any user key, entries in a lower-numbered level are newer than
+//     entries in a higher-numbered level.
+package manifest

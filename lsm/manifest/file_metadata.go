@@ -1,0 +1,65 @@
+package manifest
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/strata-db/strata/internal/base"
+)
+
+// NumLevels is the number of levels of the tree, L0..L6.
+const NumLevels = 7
+
+// FileMetadata describes one SSTable. Fields other than refs and the
+// compaction state are immutable once the file is part of a version.
+type FileMetadata struct {
+	FileNum base.FileNum
+	Size    uint64
+	// Smallest and Largest bound every key of the table, point keys and range
+	// tombstones. Largest may be a range-deletion sentinel (exclusive end).
+	Smallest, Largest       base.InternalKey
+	SmallestSeq, LargestSeq base.SeqNum
+	HasRangeDels            bool
+
+	// refs counts the versions that contain this file. When it drops to zero
+	// the file is obsolete and may be deleted.
+	refs atomic.Int32
+
+	// Compacting is set while a compaction has the file as input. It is
+	// protected by the DB's mutex.
+	Compacting bool
+}
+
+func (m *FileMetadata) String() string {
+	return fmt.Sprintf("%s:[%s-%s]", m.FileNum, m.Smallest, m.Largest)
+}
+
+// ContainsUserKey reports whether key may lie in the file's bounds. A file
+// whose largest key is a range-deletion sentinel does not contain the
+// sentinel's user key.
+func (m *FileMetadata) ContainsUserKey(key []byte) bool {
+	if base.Compare(key, m.Smallest.UserKey) < 0 {
+		return false
+	}
+	c := base.Compare(key, m.Largest.UserKey)
+	return c < 0 || (c == 0 && !m.Largest.IsRangeDelSentinel())
+}
+
+// OverlapsRange reports whether the file's bounds intersect the user key
+// range [start, end] (inclusive; nil means unbounded).
+func (m *FileMetadata) OverlapsRange(start, end []byte) bool {
+	if end != nil && base.Compare(m.Smallest.UserKey, end) > 0 {
+		return false
+	}
+	if start != nil {
+		c := base.Compare(m.Largest.UserKey, start)
+		if c < 0 || (c == 0 && m.Largest.IsRangeDelSentinel()) {
+			return false
+		}
+	}
+	return true
+}
+
+// Refs returns the number of versions holding the file (for tests and
+// metrics).
+func (m *FileMetadata) Refs() int32 { return m.refs.Load() }

@@ -1,0 +1,180 @@
+package manifest
+
+import (
+	"errors"
+	"io"
+	"sync"
+	"testing"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+func ikey(s string, seq base.SeqNum) base.InternalKey {
+	return base.MakeInternalKey([]byte(s), seq, base.KindSet)
+}
+
+func meta(num base.FileNum, a, b string, seq base.SeqNum) *FileMetadata {
+	return &FileMetadata{FileNum: num, Size: uint64(num) * 100, Smallest: ikey(a, seq), Largest: ikey(b, seq),
+		SmallestSeq: seq, LargestSeq: seq}
+}
+
+func TestVersionEditRoundTrip(t *testing.T) {
+	ve := &VersionEdit{ComparerName: ComparerName}
+	ve.SetLogNum(7)
+	ve.SetNextFileNum(12)
+	ve.SetLastSeq(99)
+	ve.DeletedFiles = []DeletedFile{{Level: 0, FileNum: 3}, {Level: 6, FileNum: 4}}
+	m := meta(9, "a", "z", 5)
+	m.Largest = base.InternalKey{UserKey: []byte("zz"), Trailer: base.RangeDelSentinel}
+	m.HasRangeDels = true
+	ve.NewFiles = []NewFile{{Level: 1, Meta: m}}
+	enc := ve.Encode(nil)
+	var got VersionEdit
+	require.NoError(t, got.Decode(enc))
+	require.Equal(t, ve.String(), got.String())
+	require.True(t, got.NewFiles[0].Meta.HasRangeDels)
+	require.True(t, got.NewFiles[0].Meta.Largest.IsRangeDelSentinel())
+
+	// Optional fields from a newer writer are skipped; unknown required
+	// fields are refused.
+	withOptional := append(append([]byte(nil), enc...), 70, 2, 'h', 'i')
+	require.NoError(t, (&VersionEdit{}).Decode(withOptional))
+	withRequired := append(append([]byte(nil), enc...), 60, 1, 'x')
+	require.Error(t, (&VersionEdit{}).Decode(withRequired))
+	// Every truncation is an error or a shorter valid edit, never a panic.
+	for i := range enc {
+		_ = (&VersionEdit{}).Decode(enc[:i])
+	}
+}
+
+func FuzzVersionEditDecode(f *testing.F) {
+	ve := &VersionEdit{ComparerName: ComparerName}
+	ve.SetLastSeq(3)
+	ve.NewFiles = []NewFile{{Level: 2, Meta: meta(5, "b", "c", 3)}}
+	f.Add(ve.Encode(nil))
+	f.Add([]byte{6, 3, 1, 2, 3})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var ve VersionEdit
+		if err := ve.Decode(data); err != nil {
+			return
+		}
+		// What decodes re-encodes to something that decodes the same.
+		var again VersionEdit
+		if err := again.Decode(ve.Encode(nil)); err != nil {
+			t.Fatalf("re-encoded edit does not decode: %v", err)
+		}
+		if ve.String() != again.String() {
+			t.Fatalf("round trip changed the edit:\n%s\n%s", ve.String(), again.String())
+		}
+	})
+}
+
+func TestApply(t *testing.T) {
+	v, err := Apply(nil, &VersionEdit{NewFiles: []NewFile{
+		{Level: 0, Meta: meta(1, "a", "m", 10)},
+		{Level: 0, Meta: meta(2, "c", "d", 5)},
+		{Level: 1, Meta: meta(3, "n", "p", 1)},
+		{Level: 1, Meta: meta(4, "a", "c", 1)},
+	}})
+	require.NoError(t, err)
+	require.Equal(t, []base.FileNum{2, 1}, nums(v.Levels[0]), "L0 sorted oldest first")
+	require.Equal(t, []base.FileNum{4, 3}, nums(v.Levels[1]), "L1 sorted by key")
+	require.Equal(t, 0, v.FindFile(1, []byte("b")))
+	require.Equal(t, -1, v.FindFile(1, []byte("e")))
+	require.Equal(t, []base.FileNum{3}, nums(v.Overlaps(1, []byte("o"), nil)))
+
+	_, err = Apply(v, &VersionEdit{DeletedFiles: []DeletedFile{{Level: 2, FileNum: 3}}})
+	require.ErrorContains(t, err, "does not hold it")
+	_, err = Apply(v, &VersionEdit{NewFiles: []NewFile{{Level: 2, Meta: meta(3, "x", "y", 1)}}})
+	require.ErrorContains(t, err, "already holds it")
+	_, err = Apply(v, &VersionEdit{NewFiles: []NewFile{{Level: 1, Meta: meta(5, "b", "o", 1)}}})
+	require.ErrorContains(t, err, "overlap")
+
+	// A file moves between levels with one edit.
+	v2, err := Apply(v, &VersionEdit{
+		DeletedFiles: []DeletedFile{{Level: 1, FileNum: 3}},
+		NewFiles:     []NewFile{{Level: 2, Meta: v.Levels[1][1]}},
+	})
+	require.NoError(t, err)
+	require.Equal(t, []base.FileNum{3}, nums(v2.Levels[2]))
+}
+
+func nums(files []*FileMetadata) []base.FileNum {
+	var out []base.FileNum
+	for _, f := range files {
+		out = append(out, f.FileNum)
+	}
+	return out
+}
+
+func TestVersionRefsReportObsoleteFiles(t *testing.T) {
+	var obsolete []base.FileNum
+	v1, err := Apply(nil, &VersionEdit{NewFiles: []NewFile{{Level: 0, Meta: meta(1, "a", "b", 1)}, {Level: 0, Meta: meta(2, "a", "b", 2)}}})
+	require.NoError(t, err)
+	v1.onZero = func(files []*FileMetadata) { obsolete = append(obsolete, nums(files)...) }
+	v1.Ref()
+	v2, err := Apply(v1, &VersionEdit{DeletedFiles: []DeletedFile{{Level: 0, FileNum: 1}}})
+	require.NoError(t, err)
+	v2.Ref()
+	v1.Unref()
+	require.Equal(t, []base.FileNum{1}, obsolete, "file 1 is in no version now")
+	v2.Unref()
+	require.Equal(t, []base.FileNum{1, 2}, obsolete)
+}
+
+func TestVersionSetPersists(t *testing.T) {
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	var mu sync.Mutex
+	opts := Options{FS: fs, Dirname: "db", Mu: &mu, MaxManifestSize: 4096}
+	vs, err := Create(opts)
+	require.NoError(t, err)
+	mu.Lock()
+	for i := 0; i < 200; i++ {
+		num := vs.NewFileNum()
+		ve := &VersionEdit{NewFiles: []NewFile{{Level: 0, Meta: meta(num, "a", "b", base.SeqNum(i+1))}}}
+		ve.SetLastSeq(base.SeqNum(i + 1))
+		ve.SetLogNum(num)
+		require.NoError(t, vs.LogAndApply(ve))
+	}
+	want := vs.Current().String()
+	mu.Unlock()
+	require.NoError(t, vs.Close())
+	names, err := fs.List("db")
+	require.NoError(t, err)
+	manifests := 0
+	for _, n := range names {
+		if typ, _, _ := base.ParseFilename(n); typ == base.FileTypeManifest {
+			manifests++
+		}
+	}
+	require.Equal(t, 1, manifests, "rotation removes old manifests: %v", names)
+
+	// A crash keeps everything: every edit was synced before LogAndApply
+	// returned.
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+	opts.FS = crashed
+	vs2, err := Load(opts)
+	require.NoError(t, err)
+	require.Equal(t, want, vs2.Current().String())
+	require.Equal(t, base.SeqNum(200), vs2.LastSeq())
+	require.Greater(t, vs2.NextFileNum(), vs2.LogNum())
+}
+
+func TestLoadCorruptCurrent(t *testing.T) {
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	var mu sync.Mutex
+	opts := Options{FS: fs, Dirname: "db", Mu: &mu}
+	for _, contents := range []string{"", "MANIFEST-000009\n", "garbage\n", "MANIFEST-000001"} {
+		f, err := fs.Create("db/CURRENT")
+		require.NoError(t, err)
+		_, err = io.WriteString(f, contents)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		_, err = Load(opts)
+		require.True(t, errors.Is(err, base.ErrCorruption), "CURRENT %q: %v", contents, err)
+	}
+}

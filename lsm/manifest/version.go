@@ -1,0 +1,251 @@
+package manifest
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/strata-db/strata/internal/base"
+)
+
+// Version is an immutable snapshot of the tree's files.
+//
+// INVARIANT: L0 is sorted by LargestSeq ascending (oldest first); L1..L6 are
+// sorted by Smallest and their files do not overlap.
+type Version struct {
+	Levels [NumLevels][]*FileMetadata
+
+	refs atomic.Int32
+	// onZero is called once when the last reference is dropped, with the
+	// files whose own reference count dropped to zero.
+	onZero func(obsolete []*FileMetadata)
+}
+
+// Ref adds a reference; every Ref must be paired with an Unref.
+func (v *Version) Ref() { v.refs.Add(1) }
+
+// Unref drops a reference. The last Unref releases the version's hold on its
+// files and reports those no other version holds.
+func (v *Version) Unref() {
+	n := v.refs.Add(-1)
+	if n > 0 {
+		return
+	}
+	if n < 0 {
+		// A double Unref is a bug in the engine, not something a caller or
+		// the disk can cause; keep the count from going further negative.
+		v.refs.Store(0)
+		return
+	}
+	var obsolete []*FileMetadata
+	for _, files := range v.Levels {
+		for _, f := range files {
+			if f.refs.Add(-1) == 0 {
+				obsolete = append(obsolete, f)
+			}
+		}
+	}
+	if v.onZero != nil && len(obsolete) > 0 {
+		v.onZero(obsolete)
+	}
+}
+
+// Refs returns the reference count (for tests).
+func (v *Version) Refs() int32 { return v.refs.Load() }
+
+// NumFiles returns the number of files in level.
+func (v *Version) NumFiles(level int) int { return len(v.Levels[level]) }
+
+// LevelSize returns the total size of the files of level.
+func (v *Version) LevelSize(level int) uint64 {
+	var n uint64
+	for _, f := range v.Levels[level] {
+		n += f.Size
+	}
+	return n
+}
+
+// Files calls fn for every file of every level.
+func (v *Version) Files(fn func(level int, f *FileMetadata)) {
+	for level, files := range v.Levels {
+		for _, f := range files {
+			fn(level, f)
+		}
+	}
+}
+
+// Overlaps returns the files of level whose bounds intersect the user key
+// range [start, end] (inclusive; nil means unbounded).
+func (v *Version) Overlaps(level int, start, end []byte) []*FileMetadata {
+	var out []*FileMetadata
+	files := v.Levels[level]
+	if level == 0 {
+		for _, f := range files {
+			if f.OverlapsRange(start, end) {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	i := 0
+	if start != nil {
+		i = sort.Search(len(files), func(i int) bool {
+			c := base.Compare(files[i].Largest.UserKey, start)
+			return c > 0 || (c == 0 && !files[i].Largest.IsRangeDelSentinel())
+		})
+	}
+	for ; i < len(files); i++ {
+		if end != nil && base.Compare(files[i].Smallest.UserKey, end) > 0 {
+			break
+		}
+		out = append(out, files[i])
+	}
+	return out
+}
+
+// FindFile returns the index of the file of level (L1+) that may contain
+// user key, or -1.
+func (v *Version) FindFile(level int, key []byte) int {
+	files := v.Levels[level]
+	i := sort.Search(len(files), func(i int) bool {
+		c := base.Compare(files[i].Largest.UserKey, key)
+		return c > 0 || (c == 0 && !files[i].Largest.IsRangeDelSentinel())
+	})
+	if i < len(files) && base.Compare(files[i].Smallest.UserKey, key) <= 0 {
+		return i
+	}
+	return -1
+}
+
+// CheckOrdering verifies the level invariants.
+func (v *Version) CheckOrdering() error {
+	for level, files := range v.Levels {
+		for i, f := range files {
+			if base.InternalCompare(f.Smallest, f.Largest) > 0 {
+				return fmt.Errorf("L%d file %s: smallest %s > largest %s", level, f.FileNum, f.Smallest, f.Largest)
+			}
+			if i == 0 {
+				continue
+			}
+			prev := files[i-1]
+			if level == 0 {
+				if prev.LargestSeq > f.LargestSeq || (prev.LargestSeq == f.LargestSeq && prev.FileNum > f.FileNum) {
+					return fmt.Errorf("L0 files out of sequence order: %s (seq %d) before %s (seq %d)",
+						prev.FileNum, prev.LargestSeq, f.FileNum, f.LargestSeq)
+				}
+				continue
+			}
+			// The previous file must end before this one starts. An exclusive
+			// sentinel bound may equal the next file's smallest user key.
+			c := base.Compare(prev.Largest.UserKey, f.Smallest.UserKey)
+			if c > 0 || (c == 0 && !prev.Largest.IsRangeDelSentinel()) {
+				return fmt.Errorf("L%d files overlap: %s and %s", level, prev, f)
+			}
+		}
+	}
+	return nil
+}
+
+func (v *Version) String() string {
+	var b strings.Builder
+	for level, files := range v.Levels {
+		if len(files) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "L%d:\n", level)
+		for _, f := range files {
+			fmt.Fprintf(&b, "  %s\n", f)
+		}
+	}
+	return b.String()
+}
+
+// Apply returns a new version: base with edits applied in order (each
+// edit's deletions, then its additions). The new version holds references to
+// its files but none to itself (the caller adds those). base may be nil (an
+// empty tree).
+func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
+	var levels [NumLevels]map[base.FileNum]*FileMetadata
+	where := make(map[base.FileNum]int)
+	for level := range levels {
+		levels[level] = make(map[base.FileNum]*FileMetadata)
+		if baseV != nil {
+			for _, f := range baseV.Levels[level] {
+				levels[level][f.FileNum] = f
+				where[f.FileNum] = level
+			}
+		}
+	}
+	for _, ve := range edits {
+		for _, d := range ve.DeletedFiles {
+			if _, ok := levels[d.Level][d.FileNum]; !ok {
+				return nil, fmt.Errorf("version edit deletes file %s from L%d, which does not hold it", d.FileNum, d.Level)
+			}
+			delete(levels[d.Level], d.FileNum)
+			delete(where, d.FileNum)
+		}
+		for _, nf := range ve.NewFiles {
+			if l, dup := where[nf.Meta.FileNum]; dup {
+				return nil, fmt.Errorf("version edit adds file %s to L%d, but L%d already holds it", nf.Meta.FileNum, nf.Level, l)
+			}
+			levels[nf.Level][nf.Meta.FileNum] = nf.Meta
+			where[nf.Meta.FileNum] = nf.Level
+		}
+	}
+	v := &Version{}
+	if baseV != nil {
+		v.onZero = baseV.onZero
+	}
+	for level, files := range levels {
+		for _, f := range files {
+			v.Levels[level] = append(v.Levels[level], f)
+		}
+	}
+	SortLevels(v)
+	if err := v.CheckOrdering(); err != nil {
+		return nil, err
+	}
+	for _, files := range v.Levels {
+		for _, f := range files {
+			f.refs.Add(1)
+		}
+	}
+	return v, nil
+}
+
+// SortLevels puts each level in its canonical order.
+func SortLevels(v *Version) {
+	slices.SortStableFunc(v.Levels[0], func(a, b *FileMetadata) int {
+		if a.LargestSeq != b.LargestSeq {
+			if a.LargestSeq < b.LargestSeq {
+				return -1
+			}
+			return 1
+		}
+		if a.FileNum < b.FileNum {
+			return -1
+		} else if a.FileNum > b.FileNum {
+			return 1
+		}
+		return 0
+	})
+	for level := 1; level < NumLevels; level++ {
+		slices.SortFunc(v.Levels[level], func(a, b *FileMetadata) int {
+			return base.InternalCompare(a.Smallest, b.Smallest)
+		})
+	}
+}
+
+// SnapshotEdit returns an edit that recreates v from an empty tree (the first
+// record of a new manifest).
+func (v *Version) SnapshotEdit() *VersionEdit {
+	ve := &VersionEdit{}
+	for level, files := range v.Levels {
+		for _, f := range files {
+			ve.NewFiles = append(ve.NewFiles, NewFile{Level: level, Meta: f})
+		}
+	}
+	return ve
+}

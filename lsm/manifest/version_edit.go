@@ -1,0 +1,293 @@
+package manifest
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/strata-db/strata/internal/base"
+)
+
+// Field tags of an encoded version edit (see doc.go). Never renumber.
+const (
+	tagComparer    = 1
+	tagLogNum      = 2
+	tagNextFileNum = 3
+	tagLastSeq     = 4
+	tagDeletedFile = 5
+	tagNewFile     = 6
+
+	// tagFirstOptional: tags at or above it may be skipped by a reader that
+	// does not know them.
+	tagFirstOptional = 64
+)
+
+const newFileFlagRangeDels = 1
+
+// DeletedFile names a file removed from a level.
+type DeletedFile struct {
+	Level   int
+	FileNum base.FileNum
+}
+
+// NewFile is a file added to a level.
+type NewFile struct {
+	Level int
+	Meta  *FileMetadata
+}
+
+// VersionEdit is one change to the tree, as recorded in the manifest.
+type VersionEdit struct {
+	ComparerName string
+
+	// LogNum, when HasLogNum, is the number of the oldest WAL whose contents
+	// are not yet in SSTables: recovery replays WALs numbered >= LogNum.
+	LogNum    base.FileNum
+	HasLogNum bool
+
+	NextFileNum    base.FileNum
+	HasNextFileNum bool
+
+	LastSeq    base.SeqNum
+	HasLastSeq bool
+
+	DeletedFiles []DeletedFile
+	NewFiles     []NewFile
+}
+
+// SetLogNum records the oldest WAL still needed.
+func (ve *VersionEdit) SetLogNum(n base.FileNum) { ve.LogNum, ve.HasLogNum = n, true }
+
+// SetNextFileNum records the next unused file number.
+func (ve *VersionEdit) SetNextFileNum(n base.FileNum) { ve.NextFileNum, ve.HasNextFileNum = n, true }
+
+// SetLastSeq records the last sequence number used.
+func (ve *VersionEdit) SetLastSeq(s base.SeqNum) { ve.LastSeq, ve.HasLastSeq = s, true }
+
+// Encode appends the edit's encoding to dst.
+func (ve *VersionEdit) Encode(dst []byte) []byte {
+	var field []byte
+	put := func(tag uint64, payload []byte) {
+		dst = binary.AppendUvarint(dst, tag)
+		dst = binary.AppendUvarint(dst, uint64(len(payload)))
+		dst = append(dst, payload...)
+	}
+	if ve.ComparerName != "" {
+		put(tagComparer, []byte(ve.ComparerName))
+	}
+	if ve.HasLogNum {
+		put(tagLogNum, binary.AppendUvarint(field[:0], uint64(ve.LogNum)))
+	}
+	if ve.HasNextFileNum {
+		put(tagNextFileNum, binary.AppendUvarint(field[:0], uint64(ve.NextFileNum)))
+	}
+	if ve.HasLastSeq {
+		put(tagLastSeq, binary.AppendUvarint(field[:0], uint64(ve.LastSeq)))
+	}
+	for _, d := range ve.DeletedFiles {
+		field = binary.AppendUvarint(field[:0], uint64(d.Level))
+		field = binary.AppendUvarint(field, uint64(d.FileNum))
+		put(tagDeletedFile, field)
+	}
+	for _, nf := range ve.NewFiles {
+		m := nf.Meta
+		field = binary.AppendUvarint(field[:0], uint64(nf.Level))
+		field = binary.AppendUvarint(field, uint64(m.FileNum))
+		field = binary.AppendUvarint(field, m.Size)
+		field = binary.AppendUvarint(field, uint64(m.Smallest.Size()))
+		field = m.Smallest.AppendEncoded(field)
+		field = binary.AppendUvarint(field, uint64(m.Largest.Size()))
+		field = m.Largest.AppendEncoded(field)
+		field = binary.AppendUvarint(field, uint64(m.SmallestSeq))
+		field = binary.AppendUvarint(field, uint64(m.LargestSeq))
+		var flags uint64
+		if m.HasRangeDels {
+			flags |= newFileFlagRangeDels
+		}
+		field = binary.AppendUvarint(field, flags)
+		put(tagNewFile, field)
+	}
+	return dst
+}
+
+var errShort = errors.New("truncated field")
+
+type decoder struct{ b []byte }
+
+func (d *decoder) uvarint() (uint64, error) {
+	v, n := binary.Uvarint(d.b)
+	if n <= 0 {
+		return 0, errShort
+	}
+	d.b = d.b[n:]
+	return v, nil
+}
+
+func (d *decoder) bytes() ([]byte, error) {
+	n, err := d.uvarint()
+	if err != nil {
+		return nil, err
+	}
+	if n > uint64(len(d.b)) {
+		return nil, errShort
+	}
+	v := d.b[:n:n]
+	d.b = d.b[n:]
+	return v, nil
+}
+
+func (d *decoder) level() (int, error) {
+	v, err := d.uvarint()
+	if err != nil {
+		return 0, err
+	}
+	if v >= NumLevels {
+		return 0, fmt.Errorf("level %d out of range", v)
+	}
+	return int(v), nil
+}
+
+func (d *decoder) internalKey() (base.InternalKey, error) {
+	b, err := d.bytes()
+	if err != nil {
+		return base.InternalKey{}, err
+	}
+	k, ok := base.DecodeInternalKey(b)
+	if !ok {
+		return base.InternalKey{}, errors.New("short internal key")
+	}
+	return k.Clone(), nil
+}
+
+// Decode parses an encoded edit. Errors are plain (no file context): the
+// caller wraps them as corruption of the manifest it read them from.
+func (ve *VersionEdit) Decode(src []byte) error {
+	d := decoder{b: src}
+	for len(d.b) > 0 {
+		tag, err := d.uvarint()
+		if err != nil {
+			return fmt.Errorf("version edit: tag: %w", err)
+		}
+		payload, err := d.bytes()
+		if err != nil {
+			return fmt.Errorf("version edit: field %d: %w", tag, err)
+		}
+		f := decoder{b: payload}
+		switch tag {
+		case tagComparer:
+			ve.ComparerName = string(payload)
+		case tagLogNum:
+			v, err := f.uvarint()
+			if err != nil {
+				return fmt.Errorf("version edit: log number: %w", err)
+			}
+			ve.SetLogNum(base.FileNum(v))
+		case tagNextFileNum:
+			v, err := f.uvarint()
+			if err != nil {
+				return fmt.Errorf("version edit: next file number: %w", err)
+			}
+			ve.SetNextFileNum(base.FileNum(v))
+		case tagLastSeq:
+			v, err := f.uvarint()
+			if err != nil {
+				return fmt.Errorf("version edit: last sequence: %w", err)
+			}
+			ve.SetLastSeq(base.SeqNum(v))
+		case tagDeletedFile:
+			level, err := f.level()
+			if err != nil {
+				return fmt.Errorf("version edit: deleted file: %w", err)
+			}
+			num, err := f.uvarint()
+			if err != nil {
+				return fmt.Errorf("version edit: deleted file: %w", err)
+			}
+			ve.DeletedFiles = append(ve.DeletedFiles, DeletedFile{Level: level, FileNum: base.FileNum(num)})
+		case tagNewFile:
+			nf, err := decodeNewFile(&f)
+			if err != nil {
+				return fmt.Errorf("version edit: new file: %w", err)
+			}
+			ve.NewFiles = append(ve.NewFiles, nf)
+		default:
+			if tag < tagFirstOptional {
+				return fmt.Errorf("version edit: unknown required field %d", tag)
+			}
+		}
+	}
+	return nil
+}
+
+func decodeNewFile(f *decoder) (NewFile, error) {
+	level, err := f.level()
+	if err != nil {
+		return NewFile{}, err
+	}
+	m := &FileMetadata{}
+	var v uint64
+	if v, err = f.uvarint(); err != nil {
+		return NewFile{}, err
+	}
+	m.FileNum = base.FileNum(v)
+	if m.Size, err = f.uvarint(); err != nil {
+		return NewFile{}, err
+	}
+	if m.Smallest, err = f.internalKey(); err != nil {
+		return NewFile{}, err
+	}
+	if m.Largest, err = f.internalKey(); err != nil {
+		return NewFile{}, err
+	}
+	if v, err = f.uvarint(); err != nil {
+		return NewFile{}, err
+	}
+	m.SmallestSeq = base.SeqNum(v)
+	if v, err = f.uvarint(); err != nil {
+		return NewFile{}, err
+	}
+	m.LargestSeq = base.SeqNum(v)
+	if v, err = f.uvarint(); err != nil {
+		return NewFile{}, err
+	}
+	m.HasRangeDels = v&newFileFlagRangeDels != 0
+	if base.InternalCompare(m.Smallest, m.Largest) > 0 {
+		return NewFile{}, fmt.Errorf("file %s: smallest %s > largest %s", m.FileNum, m.Smallest, m.Largest)
+	}
+	if m.SmallestSeq > m.LargestSeq {
+		return NewFile{}, fmt.Errorf("file %s: smallest seq %d > largest seq %d", m.FileNum, m.SmallestSeq, m.LargestSeq)
+	}
+	return NewFile{Level: level, Meta: m}, nil
+}
+
+func (ve *VersionEdit) String() string {
+	var b strings.Builder
+	if ve.ComparerName != "" {
+		fmt.Fprintf(&b, "comparer: %s\n", ve.ComparerName)
+	}
+	if ve.HasLogNum {
+		fmt.Fprintf(&b, "log: %s\n", ve.LogNum)
+	}
+	if ve.HasNextFileNum {
+		fmt.Fprintf(&b, "next-file: %s\n", ve.NextFileNum)
+	}
+	if ve.HasLastSeq {
+		fmt.Fprintf(&b, "last-seq: %d\n", ve.LastSeq)
+	}
+	dels := append([]DeletedFile(nil), ve.DeletedFiles...)
+	sort.Slice(dels, func(i, j int) bool {
+		if dels[i].Level != dels[j].Level {
+			return dels[i].Level < dels[j].Level
+		}
+		return dels[i].FileNum < dels[j].FileNum
+	})
+	for _, d := range dels {
+		fmt.Fprintf(&b, "del: L%d %s\n", d.Level, d.FileNum)
+	}
+	for _, nf := range ve.NewFiles {
+		fmt.Fprintf(&b, "add: L%d %s\n", nf.Level, nf.Meta)
+	}
+	return b.String()
+}
