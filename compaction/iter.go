@@ -1,0 +1,119 @@
+package compaction
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/rangedel"
+)
+
+// stripes maps sequence numbers to snapshot stripes.
+type stripes []base.SeqNum // open snapshot seqs, ascending
+
+func (s stripes) of(seq base.SeqNum) int {
+	return sort.Search(len(s), func(i int) bool { return s[i] >= seq })
+}
+
+// Stats counts what a compaction did.
+type Stats struct {
+	EntriesIn        uint64
+	EntriesOut       uint64
+	ShadowedDropped  uint64 // versions hidden by a newer version in their stripe
+	DeletesDropped   uint64 // point tombstones elided at the bottom
+	CoveredDropped   uint64 // point entries deleted by a range tombstone
+	RangeDelsDropped uint64 // tombstone sequence numbers not written out
+	BytesIn          uint64 // key and value bytes read from the input
+	BytesOut         uint64 // bytes of the output files
+}
+
+// entryFilter walks the merged input and reports which entries survive.
+type entryFilter struct {
+	in         base.InternalIterator
+	snaps      stripes
+	rangeDels  *rangedel.Set
+	bottommost bool
+	stats      *Stats
+
+	curKey     []byte // user key of the entries being walked
+	lastStripe int    // stripe of the last entry seen for curKey
+	haveKey    bool
+}
+
+// next advances to the next surviving entry. It returns false at the end of
+// the input or on error (check in.Error()).
+func (f *entryFilter) next(first bool) (bool, error) {
+	ok := false
+	if first {
+		ok = f.in.First()
+	} else {
+		ok = f.in.Next()
+	}
+	for ; ok; ok = f.in.Next() {
+		k := f.in.Key()
+		f.stats.EntriesIn++
+		f.stats.BytesIn += uint64(k.Size() + len(f.in.Value()))
+		kind := k.Kind()
+		if !kind.Valid() || kind == base.KindRangeDelete {
+			return false, fmt.Errorf("compaction input holds an entry of kind %s: %s", kind, k)
+		}
+		seq := k.SeqNum()
+		stripe := f.snaps.of(seq)
+		if !f.haveKey || !base.Equal(k.UserKey, f.curKey) {
+			f.curKey = append(f.curKey[:0], k.UserKey...)
+			f.haveKey = true
+		} else if stripe == f.lastStripe {
+			// A newer version of the same stripe was already considered.
+			f.stats.ShadowedDropped++
+			continue
+		}
+		f.lastStripe = stripe
+
+		// Deleted by a range tombstone that every reader of this entry sees?
+		if t := f.rangeDels.MaxCovering(k.UserKey, base.SeqNumMax); t > seq {
+			if covered := f.coveredInStripe(k.UserKey, seq, stripe); covered {
+				f.stats.CoveredDropped++
+				continue
+			}
+		}
+		if kind == base.KindDelete && f.bottommost && stripe == 0 {
+			f.stats.DeletesDropped++
+			continue
+		}
+		return true, nil
+	}
+	return false, f.in.Error()
+}
+
+// coveredInStripe reports whether a tombstone with seq in (seq, top of the
+// entry's stripe] covers key: every snapshot that sees the entry sees it too.
+func (f *entryFilter) coveredInStripe(key []byte, seq base.SeqNum, stripe int) bool {
+	top := base.SeqNumMax
+	if stripe < len(f.snaps) {
+		top = f.snaps[stripe]
+	}
+	return f.rangeDels.MaxCovering(key, top) > seq
+}
+
+// keepRangeDels returns, per fragment, the tombstone seqs that must be
+// written: the newest of each stripe, minus stripe 0 at the bottom.
+func keepRangeDels(set *rangedel.Set, snaps stripes, bottommost bool, stats *Stats) []rangedel.Fragment {
+	var out []rangedel.Fragment
+	for _, frag := range set.Fragments() {
+		var seqs []base.SeqNum
+		last := -1
+		for _, seq := range frag.Seqs { // newest first
+			s := snaps.of(seq)
+			if s == last || (bottommost && s == 0) {
+				stats.RangeDelsDropped++
+				continue
+			}
+			last = s
+			seqs = append(seqs, seq)
+		}
+		if len(seqs) > 0 {
+			out = append(out, rangedel.Fragment{Start: frag.Start, End: frag.End, Seqs: seqs})
+		}
+	}
+	return out
+}

@@ -1,0 +1,161 @@
+package compaction
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/rangedel"
+	"github.com/strata-db/strata/lsm/sstable"
+	"github.com/strata-db/strata/vfs"
+)
+
+// Config describes one flush or compaction.
+type Config struct {
+	// Input yields the point entries of all inputs merged in internal-key
+	// order. Run does not close it.
+	Input base.InternalIterator
+	// RangeDels are the range tombstones of all inputs.
+	RangeDels *rangedel.Set
+	// Snapshots are the sequence numbers of open snapshots, ascending.
+	Snapshots []base.SeqNum
+	// Bottommost is true when no data older than the inputs lies below the
+	// output's key range, so tombstones of stripe 0 can be dropped.
+	Bottommost bool
+	// NewFile creates an output file.
+	NewFile func() (base.FileNum, vfs.File, error)
+	// Writer configures the tables written.
+	Writer sstable.WriterOptions
+	// TargetFileSize is the size past which an output file is finished at the
+	// next user-key boundary; 0 means one output file.
+	TargetFileSize uint64
+}
+
+// Output is one table written by Run.
+type Output struct {
+	FileNum base.FileNum
+	Meta    *sstable.WriterMetadata
+}
+
+// Run writes the surviving entries of cfg.Input and cfg.RangeDels into new
+// tables. On error, the outputs already finished are returned so the caller
+// can remove them.
+func Run(cfg Config) ([]Output, Stats, error) {
+	var stats Stats
+	r := runner{cfg: cfg, stats: &stats}
+	r.frags = keepRangeDels(cfg.RangeDels, cfg.Snapshots, cfg.Bottommost, &stats)
+	f := entryFilter{
+		in:         cfg.Input,
+		snaps:      cfg.Snapshots,
+		rangeDels:  cfg.RangeDels,
+		bottommost: cfg.Bottommost,
+		stats:      &stats,
+	}
+	err := r.run(&f)
+	if err != nil {
+		if r.w != nil {
+			_ = r.w.Close() // closes the file; the caller removes it
+			r.outputs = append(r.outputs, Output{FileNum: r.num})
+		}
+		return r.outputs, stats, err
+	}
+	return r.outputs, stats, nil
+}
+
+type runner struct {
+	cfg     Config
+	stats   *Stats
+	frags   []rangedel.Fragment // tombstones still to be written, in key order
+	w       *sstable.Writer
+	num     base.FileNum
+	outputs []Output
+	lastKey []byte // last user key added to the current output
+}
+
+func (r *runner) run(f *entryFilter) error {
+	ok, err := f.next(true)
+	for ; ok; ok, err = f.next(false) {
+		k := f.in.Key()
+		if r.w != nil && r.cfg.TargetFileSize > 0 && r.w.EstimatedSize() >= r.cfg.TargetFileSize &&
+			!base.Equal(k.UserKey, r.lastKey) {
+			if err := r.finish(k.UserKey); err != nil {
+				return err
+			}
+		}
+		if r.w == nil {
+			if err := r.open(); err != nil {
+				return err
+			}
+		}
+		if err := r.w.Add(k, f.in.Value()); err != nil {
+			return err
+		}
+		r.stats.EntriesOut++
+		r.lastKey = append(r.lastKey[:0], k.UserKey...)
+	}
+	if err != nil {
+		return err
+	}
+	if r.w == nil && len(r.frags) > 0 {
+		if err := r.open(); err != nil {
+			return err
+		}
+	}
+	if r.w != nil {
+		return r.finish(nil)
+	}
+	return nil
+}
+
+func (r *runner) open() error {
+	num, file, err := r.cfg.NewFile()
+	if err != nil {
+		return err
+	}
+	r.num = num
+	r.w = sstable.NewWriter(file, r.cfg.Writer)
+	return nil
+}
+
+// finish writes the tombstones that fall before splitKey (all of them when
+// splitKey is nil), clipped to it, and closes the current output.
+func (r *runner) finish(splitKey []byte) error {
+	if splitKey != nil {
+		// splitKey aliases the input iterator; the clipped fragment keeps it.
+		splitKey = append([]byte(nil), splitKey...)
+	}
+	for len(r.frags) > 0 {
+		frag := r.frags[0]
+		if splitKey != nil && base.Compare(frag.Start, splitKey) >= 0 {
+			break
+		}
+		end := frag.End
+		if splitKey != nil && base.Compare(end, splitKey) > 0 {
+			end = splitKey
+			r.frags[0].Start = splitKey // the rest goes to the next output
+		} else {
+			r.frags = r.frags[1:]
+		}
+		for _, seq := range frag.Seqs {
+			if err := r.w.AddRangeDel(frag.Start, end, seq); err != nil {
+				return err
+			}
+		}
+	}
+	w := r.w
+	r.w = nil
+	if err := w.Close(); err != nil {
+		r.outputs = append(r.outputs, Output{FileNum: r.num})
+		return err
+	}
+	meta := w.Metadata()
+	if meta == nil {
+		return errors.New("compaction: writer returned no metadata")
+	}
+	if !meta.HasPointKeys && !meta.HasRangeDels {
+		return fmt.Errorf("compaction: output %s is empty", r.num)
+	}
+	r.stats.BytesOut += meta.Size
+	r.outputs = append(r.outputs, Output{FileNum: r.num, Meta: meta})
+	return nil
+}
