@@ -1,0 +1,159 @@
+package strata
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/memtable"
+)
+
+// A Batch is a group of writes applied atomically by DB.Apply: a reader sees
+// all of them or none. A Batch is not safe for concurrent use.
+//
+// Its encoding is also the WAL record format:
+//
+//	+-------------+-----------+-----------------------------------------+
+//	| seq (8, LE) | count (4) | entry ... entry                         |
+//	+-------------+-----------+-----------------------------------------+
+//	entry: kind (1) | uvarint key len | key | [uvarint value len | value]
+//
+// The value is present for SET (the value) and RANGEDEL (the exclusive end
+// key), absent for DEL. Entry i gets sequence number seq+i.
+type Batch struct {
+	repr      []byte
+	count     uint32
+	memSize   int    // arena bytes the batch needs in a memtable
+	userBytes uint64 // key and value bytes, for write amplification
+}
+
+const batchHeaderLen = 12
+
+// maxBatchSize bounds a batch so that its memtable fits the arena's 32-bit
+// offsets.
+const maxBatchSize = 3 << 30
+
+// ErrBatchTooLarge is returned when a batch would exceed 3 GiB.
+var ErrBatchTooLarge = errors.New("strata: batch too large")
+
+// NewBatch returns an empty batch.
+func (d *DB) NewBatch() *Batch { return &Batch{} }
+
+func (b *Batch) init() {
+	if len(b.repr) < batchHeaderLen {
+		b.repr = append(b.repr[:0], make([]byte, batchHeaderLen)...)
+	}
+}
+
+func (b *Batch) add(kind base.Kind, key, value []byte, hasValue bool) error {
+	b.init()
+	if len(b.repr)+len(key)+len(value)+2*binary.MaxVarintLen32+1 > maxBatchSize {
+		return ErrBatchTooLarge
+	}
+	b.repr = append(b.repr, byte(kind))
+	b.repr = binary.AppendUvarint(b.repr, uint64(len(key)))
+	b.repr = append(b.repr, key...)
+	if hasValue {
+		b.repr = binary.AppendUvarint(b.repr, uint64(len(value)))
+		b.repr = append(b.repr, value...)
+	}
+	b.count++
+	b.memSize += memtable.EntrySize(len(key), len(value))
+	b.userBytes += uint64(len(key) + len(value))
+	return nil
+}
+
+// Set adds key=value.
+func (b *Batch) Set(key, value []byte) error { return b.add(base.KindSet, key, value, true) }
+
+// Delete adds a deletion of key.
+func (b *Batch) Delete(key []byte) error { return b.add(base.KindDelete, key, nil, false) }
+
+// DeleteRange adds a deletion of every key in [start, end). An empty range
+// (start >= end) is accepted and deletes nothing.
+func (b *Batch) DeleteRange(start, end []byte) error {
+	return b.add(base.KindRangeDelete, start, end, true)
+}
+
+// Len returns the number of operations in the batch.
+func (b *Batch) Len() int { return int(b.count) }
+
+// Size returns the encoded size of the batch in bytes.
+func (b *Batch) Size() int { return len(b.repr) }
+
+// Empty reports whether the batch holds no operations.
+func (b *Batch) Empty() bool { return b.count == 0 }
+
+// Reset empties the batch, keeping its buffer.
+func (b *Batch) Reset() {
+	b.repr = b.repr[:0]
+	b.count = 0
+	b.memSize = 0
+	b.userBytes = 0
+}
+
+func (b *Batch) setSeq(seq base.SeqNum) {
+	binary.LittleEndian.PutUint64(b.repr[0:8], uint64(seq))
+	binary.LittleEndian.PutUint32(b.repr[8:12], b.count)
+}
+
+// batchReader decodes a batch representation.
+type batchReader struct {
+	data  []byte
+	seq   base.SeqNum
+	count uint32
+	read  uint32
+}
+
+func newBatchReader(repr []byte) (batchReader, error) {
+	if len(repr) < batchHeaderLen {
+		return batchReader{}, fmt.Errorf("batch of %d bytes is shorter than its header", len(repr))
+	}
+	return batchReader{
+		data:  repr[batchHeaderLen:],
+		seq:   base.SeqNum(binary.LittleEndian.Uint64(repr[0:8])),
+		count: binary.LittleEndian.Uint32(repr[8:12]),
+	}, nil
+}
+
+func (r *batchReader) bytes() ([]byte, bool) {
+	n, w := binary.Uvarint(r.data)
+	if w <= 0 || n > uint64(len(r.data)-w) {
+		return nil, false
+	}
+	v := r.data[w : w+int(n)]
+	r.data = r.data[w+int(n):]
+	return v, true
+}
+
+// next returns the next entry; ok is false at the end. A malformed batch
+// returns an error.
+func (r *batchReader) next() (kind base.Kind, key, value []byte, ok bool, err error) {
+	if len(r.data) == 0 {
+		if r.read != r.count {
+			return 0, nil, nil, false, fmt.Errorf("batch holds %d entries, header says %d", r.read, r.count)
+		}
+		return 0, nil, nil, false, nil
+	}
+	kind = base.Kind(r.data[0])
+	r.data = r.data[1:]
+	var good bool
+	if key, good = r.bytes(); !good {
+		return 0, nil, nil, false, fmt.Errorf("batch entry %d: truncated key", r.read)
+	}
+	switch kind {
+	case base.KindSet, base.KindRangeDelete:
+		if value, good = r.bytes(); !good {
+			return 0, nil, nil, false, fmt.Errorf("batch entry %d: truncated value", r.read)
+		}
+	case base.KindDelete:
+	default:
+		return 0, nil, nil, false, fmt.Errorf("batch entry %d: unknown kind %d", r.read, kind)
+	}
+	r.read++
+	if r.read > r.count {
+		return 0, nil, nil, false, fmt.Errorf("batch holds more entries than its header's %d", r.count)
+	}
+	return kind, key, value, true, nil
+}

@@ -1,0 +1,199 @@
+package strata
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/strata-db/strata/vfs"
+)
+
+// Benchmarks of the public API on the disk filesystem. Keys are 16 bytes,
+// values 100 bytes unless named otherwise, writes do not sync (the WAL is
+// written to the OS on every commit).
+
+func benchKey(buf []byte, i uint64) []byte {
+	binary.BigEndian.PutUint64(buf[0:8], i*0x9e3779b97f4a7c15)
+	binary.BigEndian.PutUint64(buf[8:16], i)
+	return buf[:16]
+}
+
+func openBench(b *testing.B, opts *Options) *DB {
+	b.Helper()
+	if opts == nil {
+		opts = &Options{}
+	}
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	db, err := Open(b.TempDir(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { db.Close() })
+	return db
+}
+
+func BenchmarkSet(b *testing.B) {
+	for _, size := range []int{100, 4096} {
+		b.Run(fmt.Sprintf("value=%d", size), func(b *testing.B) {
+			db := openBench(b, &Options{Compression: "none"})
+			value := make([]byte, size)
+			rng := rand.New(rand.NewPCG(1, 2))
+			for i := range value {
+				value[i] = byte(rng.Uint32())
+			}
+			var kb [16]byte
+			b.SetBytes(int64(16 + size))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if err := db.Set(benchKey(kb[:], rng.Uint64()), value, NoSync); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkSetParallel(b *testing.B) {
+	db := openBench(b, &Options{Compression: "none"})
+	value := make([]byte, 100)
+	b.SetBytes(116)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewPCG(rand.Uint64(), 2))
+		var kb [16]byte
+		for pb.Next() {
+			if err := db.Set(benchKey(kb[:], rng.Uint64()), value, NoSync); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkSetSync(b *testing.B) {
+	db := openBench(b, &Options{Compression: "none"})
+	value := make([]byte, 100)
+	var kb [16]byte
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if err := db.Set(benchKey(kb[:], uint64(i)), value, Sync); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+const benchKeys = 200_000
+
+// fillBench loads benchKeys keys and, with flush, moves them to SSTables.
+func fillBench(b *testing.B, db *DB, flush bool) {
+	b.Helper()
+	value := make([]byte, 100)
+	var kb [16]byte
+	batch := db.NewBatch()
+	for i := uint64(0); i < benchKeys; i++ {
+		batch.Set(benchKey(kb[:], i), value)
+		if batch.Len() == 1000 {
+			if err := db.Apply(batch, NoSync); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
+	if err := db.Apply(batch, NoSync); err != nil {
+		b.Fatal(err)
+	}
+	if flush {
+		if err := db.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		if err := db.Compact(nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	for _, where := range []string{"memtable", "sstable"} {
+		b.Run(where, func(b *testing.B) {
+			db := openBench(b, &Options{Compression: "none", CacheSize: 256 << 20})
+			fillBench(b, db, where == "sstable")
+			var kb [16]byte
+			rng := rand.New(rand.NewPCG(3, 4))
+			// Warm the block cache so the figure is for cached SST data.
+			for i := uint64(0); i < benchKeys; i++ {
+				if _, err := db.Get(benchKey(kb[:], i)); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := db.Get(benchKey(kb[:], rng.Uint64N(benchKeys))); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkGetParallel(b *testing.B) {
+	db := openBench(b, &Options{Compression: "none", CacheSize: 256 << 20})
+	fillBench(b, db, true)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		var kb [16]byte
+		rng := rand.New(rand.NewPCG(rand.Uint64(), 4))
+		for pb.Next() {
+			if _, err := db.Get(benchKey(kb[:], rng.Uint64N(benchKeys))); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkIterate(b *testing.B) {
+	for _, where := range []string{"memtable", "sstable"} {
+		b.Run(where, func(b *testing.B) {
+			db := openBench(b, &Options{Compression: "none", CacheSize: 256 << 20})
+			fillBench(b, db, where == "sstable")
+			it, err := db.NewIter(nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer it.Close()
+			b.ReportAllocs()
+			b.ResetTimer()
+			ok := it.First()
+			for i := 0; i < b.N; i++ {
+				if !ok {
+					ok = it.First()
+				}
+				_ = it.Value()
+				ok = it.Next()
+			}
+		})
+	}
+}
+
+func BenchmarkSeekGE(b *testing.B) {
+	db := openBench(b, &Options{Compression: "none", CacheSize: 256 << 20})
+	fillBench(b, db, true)
+	it, err := db.NewIter(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer it.Close()
+	var kb [16]byte
+	rng := rand.New(rand.NewPCG(5, 6))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if !it.SeekGE(benchKey(kb[:], rng.Uint64N(benchKeys))) {
+			b.Fatal("seek found nothing")
+		}
+	}
+}

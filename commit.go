@@ -1,0 +1,326 @@
+package strata
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/record"
+)
+
+// The commit pipeline is a queue of writers. The writer at the head is the
+// leader: it takes the head of the queue as a group (up to maxGroupBytes),
+// gives the group's batches their sequence numbers, writes them to the WAL
+// with one write and at most one sync, applies them to the memtable,
+// publishes the new visible sequence number, and wakes the group. Writers
+// that arrive while a leader works wait and are committed by the next
+// leader, so concurrent writers share WAL writes and syncs.
+//
+// INVARIANT: only the leader touches wal, lastSeq and d.mem's contents, and
+// only the leader replaces d.mem (under d.mu).
+type commitPipeline struct {
+	mu    sync.Mutex
+	queue []*commitWriter
+
+	// Leader-only state.
+	wal     *record.Writer // nil with the WAL disabled
+	lastSeq base.SeqNum
+	group   []*commitWriter
+}
+
+const maxGroupBytes = 1 << 20
+
+type commitOp uint8
+
+const (
+	opWrite   commitOp = iota // commit the batch
+	opRotate                  // freeze the memtable (Flush)
+	opBarrier                 // nothing: returns once earlier writes are done
+)
+
+type commitWriter struct {
+	batch *Batch
+	sync  bool
+	op    commitOp
+	done  bool
+	err   error
+	cond  sync.Cond
+}
+
+var writerPool = sync.Pool{New: func() any { return &commitWriter{} }}
+
+// write commits b through the pipeline.
+func (d *DB) write(b *Batch, sync bool) error { return d.writeOp(b, sync, opWrite) }
+
+// writeOp runs one operation through the pipeline, in order with writes.
+func (d *DB) writeOp(b *Batch, sync bool, op commitOp) error {
+	c := &d.commit
+	w := writerPool.Get().(*commitWriter)
+	*w = commitWriter{batch: b, sync: sync && !d.opts.DisableWAL, op: op}
+	w.cond.L = &c.mu
+
+	c.mu.Lock()
+	c.queue = append(c.queue, w)
+	for !w.done && c.queue[0] != w {
+		w.cond.Wait()
+	}
+	if w.done {
+		err := w.err
+		c.mu.Unlock()
+		writerPool.Put(w)
+		return err
+	}
+	// Leader: take a group from the head of the queue.
+	group := c.group[:0]
+	size := 0
+	for _, x := range c.queue {
+		if len(group) > 0 && (x.op != opWrite || group[0].op != opWrite || size+x.batch.Size() > maxGroupBytes) {
+			break
+		}
+		group = append(group, x)
+		if x.batch != nil {
+			size += x.batch.Size()
+		}
+	}
+	c.group = group
+	c.mu.Unlock()
+
+	err := d.commitGroup(group)
+
+	c.mu.Lock()
+	for _, x := range group {
+		x.err, x.done = err, true
+		if x != w {
+			x.cond.Signal()
+		}
+	}
+	n := copy(c.queue, c.queue[len(group):])
+	clear(c.queue[n:])
+	c.queue = c.queue[:n]
+	if n > 0 {
+		c.queue[0].cond.Signal()
+	}
+	clear(c.group)
+	c.mu.Unlock()
+	writerPool.Put(w)
+	return err
+}
+
+// commitGroup runs on the leader.
+func (d *DB) commitGroup(group []*commitWriter) error {
+	switch group[0].op {
+	case opBarrier:
+		return nil
+	case opRotate:
+		if d.mem.Empty() {
+			return nil
+		}
+		return d.rotateMemTable(0)
+	}
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	c := &d.commit
+	need, syncWAL := 0, false
+	for _, w := range group {
+		need += w.batch.memSize
+		syncWAL = syncWAL || w.sync
+	}
+	if err := d.makeRoomForWrite(need); err != nil {
+		return err
+	}
+
+	seq := c.lastSeq + 1
+	for _, w := range group {
+		w.batch.setSeq(seq)
+		seq += base.SeqNum(w.batch.count)
+	}
+	last := seq - 1
+
+	if c.wal != nil {
+		var err error
+		for _, w := range group {
+			if _, err = c.wal.WriteRecord(w.batch.repr); err != nil {
+				break
+			}
+			d.stats.walBytes.Add(uint64(len(w.batch.repr)))
+		}
+		if err == nil {
+			if syncWAL {
+				err = c.wal.Sync()
+			} else {
+				err = c.wal.Flush()
+			}
+		}
+		if err != nil {
+			// The WAL may now end in a partial record; nothing more can be
+			// appended to it safely.
+			err = fmt.Errorf("strata: write WAL: %w", err)
+			d.mu.Lock()
+			d.setBackgroundErrorLocked(err)
+			d.mu.Unlock()
+			return err
+		}
+	}
+
+	mem := d.mem
+	for _, w := range group {
+		if err := applyBatch(mem, w.batch); err != nil {
+			err = fmt.Errorf("strata: apply batch to memtable: %w", err)
+			d.mu.Lock()
+			d.setBackgroundErrorLocked(err)
+			d.mu.Unlock()
+			return err
+		}
+		d.stats.userBytes.Add(w.batch.userBytes)
+	}
+	c.lastSeq = last
+	mem.maxSeq.Store(uint64(last))
+	d.visibleSeq.Store(uint64(last))
+	return nil
+}
+
+// applyBatch inserts a sequenced batch into m.
+func applyBatch(m *memTable, b *Batch) error {
+	r, err := newBatchReader(b.repr)
+	if err != nil {
+		return err
+	}
+	seq := r.seq
+	for {
+		kind, key, value, ok, err := r.next()
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		if err := m.Add(base.MakeInternalKey(key, seq, kind), value); err != nil {
+			return err
+		}
+		if kind == base.KindRangeDelete {
+			m.rangeDelCount.Add(1)
+		}
+		seq++
+	}
+}
+
+// makeRoomForWrite makes sure d.mem can take need more bytes, freezing it
+// (and waiting for flushes when too many memtables are frozen). Leader only.
+func (d *DB) makeRoomForWrite(need int) error {
+	if d.mem.Available() >= need {
+		return nil
+	}
+	return d.rotateMemTable(need)
+}
+
+// rotateMemTable freezes d.mem and installs a new memtable able to hold need
+// bytes, with a new WAL. Leader only.
+func (d *DB) rotateMemTable(need int) error {
+	d.mu.Lock()
+	if len(d.imm) >= d.opts.MaxImmutableMemTables {
+		d.stats.writeStalls.Add(1)
+		start := nowNanos()
+		for len(d.imm) >= d.opts.MaxImmutableMemTables && d.bgErr == nil {
+			d.cond.Wait()
+		}
+		d.stats.stallNanos.Add(nowNanos() - start)
+	}
+	if err := d.backgroundErrorLocked(); err != nil {
+		d.mu.Unlock()
+		return err
+	}
+	d.mu.Unlock()
+
+	c := &d.commit
+	var (
+		logNum base.FileNum
+		wal    *record.Writer
+	)
+	if !d.opts.DisableWAL {
+		logNum = d.vs.NewFileNum()
+		var err error
+		if wal, err = d.createWAL(logNum); err != nil {
+			d.removeFile(base.FileTypeLog, logNum)
+			return err
+		}
+		// The old WAL must be durable before the new one can hold synced
+		// writes, or recovery could find a later write without an earlier one.
+		if c.wal != nil {
+			if err := c.wal.Close(); err != nil {
+				err = fmt.Errorf("strata: close WAL: %w", err)
+				wal.Close()
+				d.removeFile(base.FileTypeLog, logNum)
+				d.mu.Lock()
+				d.setBackgroundErrorLocked(err)
+				d.mu.Unlock()
+				return err
+			}
+		}
+	}
+	size := int(d.opts.MemTableSize)
+	if need+need/8+4096 > size {
+		size = need + need/8 + 4096
+	}
+	nm := newMemTable(size, logNum)
+
+	d.mu.Lock()
+	old := d.mem
+	if !old.Empty() {
+		d.imm = append(d.imm, old)
+	}
+	d.mem = nm
+	c.wal = wal
+	d.updateReadStateLocked()
+	d.mu.Unlock()
+	if old.Empty() && old.logNum != 0 {
+		// Nothing in it was ever needed; its WAL holds no records.
+		d.removeFile(base.FileTypeLog, old.logNum)
+	}
+	d.scheduleBackground()
+	return nil
+}
+
+// Apply commits b atomically. b may be reused after Apply returns.
+func (d *DB) Apply(b *Batch, o *WriteOptions) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	if b == nil || b.Empty() {
+		return nil
+	}
+	return d.write(b, o.sync())
+}
+
+var batchPool = sync.Pool{New: func() any { return &Batch{} }}
+
+func (d *DB) writeOne(kind base.Kind, key, value []byte, hasValue bool, o *WriteOptions) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	b := batchPool.Get().(*Batch)
+	b.Reset()
+	err := b.add(kind, key, value, hasValue)
+	if err == nil {
+		err = d.write(b, o.sync())
+	}
+	if cap(b.repr) <= 1<<20 {
+		batchPool.Put(b)
+	}
+	return err
+}
+
+// Set writes key=value.
+func (d *DB) Set(key, value []byte, o *WriteOptions) error {
+	return d.writeOne(base.KindSet, key, value, true, o)
+}
+
+// Delete deletes key.
+func (d *DB) Delete(key []byte, o *WriteOptions) error {
+	return d.writeOne(base.KindDelete, key, nil, false, o)
+}
+
+// DeleteRange deletes every key in [start, end).
+func (d *DB) DeleteRange(start, end []byte, o *WriteOptions) error {
+	return d.writeOne(base.KindRangeDelete, start, end, true, o)
+}

@@ -1,0 +1,225 @@
+package strata
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// flipByte returns a copy of fs in which byte off of file name is flipped.
+func flipByte(t *testing.T, fs *vfs.MemFS, name string, off int64) *vfs.MemFS {
+	t.Helper()
+	c := fs.CrashClone(vfs.CrashOptions{})
+	data := readFile(t, c, name)
+	data[off] ^= 0x20
+	f, err := c.Create(name)
+	require.NoError(t, err)
+	_, err = f.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+	return c
+}
+
+func readFile(t *testing.T, fs vfs.FS, name string) []byte {
+	t.Helper()
+	f, err := fs.Open(name)
+	require.NoError(t, err)
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	require.NoError(t, err)
+	return data
+}
+
+func filesOfType(t *testing.T, fs vfs.FS, typ base.FileType) []string {
+	t.Helper()
+	names, err := fs.List("db")
+	require.NoError(t, err)
+	var out []string
+	for _, n := range names {
+		if ft, _, ok := base.ParseFilename(n); ok && ft == typ {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// flipStep spaces the flipped bytes of a file of size bytes: every byte in a
+// soak run, about 600 flips by default and 100 with -short.
+func flipStep(size int64) int64 {
+	switch {
+	case soak:
+		return 1
+	case testing.Short():
+		return max(1, size/100)
+	}
+	return max(1, size/600)
+}
+
+// requireCorruption checks err matches ErrCorruption and names file.
+func requireCorruption(t *testing.T, err error, file, where string) {
+	t.Helper()
+	if !errors.Is(err, ErrCorruption) {
+		t.Fatalf("%s: got %v, want an error matching ErrCorruption", where, err)
+	}
+	if !strings.Contains(err.Error(), file) {
+		t.Fatalf("%s: corruption error %q does not name %s", where, err, file)
+	}
+}
+
+func fillKeys(t *testing.T, db *DB, n int, rng *rand.Rand) model {
+	m := model{}
+	for i := 0; i < n; i++ {
+		k := fmt.Sprintf("key%05d", i)
+		v := make([]byte, 20+rng.IntN(80))
+		for j := range v {
+			v[j] = byte('a' + rng.IntN(26))
+		}
+		require.NoError(t, db.Set([]byte(k), v, NoSync))
+		m[k] = string(v)
+	}
+	return m
+}
+
+// TestCorruptSSTable flips bytes of a table: every read either returns the
+// right value or fails with ErrCorruption naming the table, and the flip is
+// always noticed by reading everything.
+func TestCorruptSSTable(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, Compression: "none", CacheSize: -1}
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	m := fillKeys(t, db, 200, rand.New(rand.NewPCG(1, 1)))
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Close())
+	tables := filesOfType(t, fs, base.FileTypeTable)
+	require.Len(t, tables, 1)
+	name := "db/" + tables[0]
+	size := int64(len(readFile(t, fs, name)))
+	for off := int64(0); off < size; off += flipStep(size) {
+		where := fmt.Sprintf("flip at %d of %d", off, size)
+		c := flipByte(t, fs, name, off)
+		o := *opts
+		o.FS = c
+		db, err := Open("db", &o)
+		require.NoError(t, err, where) // tables open lazily
+		noticed := false
+		for k, want := range m {
+			got, err := db.Get([]byte(k))
+			if err != nil {
+				requireCorruption(t, err, tables[0], where)
+				noticed = true
+				continue
+			}
+			require.Equal(t, want, string(got), "%s: Get(%s) returned a wrong value", where, k)
+		}
+		it, err := db.NewIter(nil)
+		if err != nil {
+			requireCorruption(t, err, tables[0], where)
+			noticed = true
+		} else {
+			for ok := it.First(); ok; ok = it.Next() {
+				require.Equal(t, m[string(it.Key())], string(it.Value()), "%s: scan returned a wrong value", where)
+			}
+			if err := it.Error(); err != nil {
+				requireCorruption(t, err, tables[0], where)
+				noticed = true
+			}
+			it.Close()
+		}
+		require.True(t, noticed, "%s: corruption went unnoticed", where)
+		db.Close()
+	}
+}
+
+// TestCorruptManifest flips bytes of the manifest: Open fails with
+// ErrCorruption naming it, or (where the flip is indistinguishable from a
+// torn final write) opens with every flushed key intact.
+func TestCorruptManifest(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, MemTableSize: 64 << 10}
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(2, 2))
+	m := model{}
+	for round := 0; round < 4; round++ {
+		for k, v := range fillKeys(t, db, 300, rng) {
+			m[k] = v
+		}
+		require.NoError(t, db.Flush())
+	}
+	require.NoError(t, db.Compact(nil, []byte("key00100")))
+	require.NoError(t, db.Close())
+	manifests := filesOfType(t, fs, base.FileTypeManifest)
+	require.Len(t, manifests, 1)
+	name := "db/" + manifests[0]
+	size := int64(len(readFile(t, fs, name)))
+	accepted := 0
+	for off := int64(0); off < size; off++ {
+		where := fmt.Sprintf("flip at %d of %d", off, size)
+		c := flipByte(t, fs, name, off)
+		o := *opts
+		o.FS = c
+		db, err := Open("db", &o)
+		if err != nil {
+			requireCorruption(t, err, manifests[0], where)
+			continue
+		}
+		accepted++
+		got, err := readAll(t, db)
+		require.NoError(t, err, where)
+		require.Equal(t, m, got, "%s: opened with different contents", where)
+		db.Close()
+	}
+	t.Logf("%d of %d flips were refused at open; %d opened intact", size-int64(accepted), size, accepted)
+}
+
+// TestCorruptWAL flips bytes of a WAL: a flip before the last block makes
+// Open fail with ErrCorruption naming the WAL; a flip in the last block is a
+// torn tail and recovery keeps a prefix of the writes, never a wrong value.
+func TestCorruptWAL(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs}
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	h := &history{}
+	rng := rand.New(rand.NewPCG(3, 3))
+	for i := 0; i < 1500; i++ {
+		k := []byte(fmt.Sprintf("key%04d", rng.IntN(1000)))
+		v := []byte(strings.Repeat(string(rune('a'+i%26)), 10+rng.IntN(90)))
+		require.NoError(t, db.Set(k, v, NoSync))
+		h.add("set", mset(k, v))
+	}
+	require.NoError(t, db.Close())
+	logs := filesOfType(t, fs, base.FileTypeLog)
+	require.Len(t, logs, 1)
+	name := "db/" + logs[0]
+	size := int64(len(readFile(t, fs, name)))
+	require.Greater(t, size, int64(3*32<<10), "the WAL must span several blocks")
+	lastBlock := (size - 1) / (32 << 10) * (32 << 10)
+	for off := int64(0); off < size; off += flipStep(size) {
+		where := fmt.Sprintf("flip at %d of %d", off, size)
+		c := flipByte(t, fs, name, off)
+		o := *opts
+		o.FS = c
+		db, err := Open("db", &o)
+		if off < lastBlock {
+			requireCorruption(t, err, logs[0], where)
+			continue
+		}
+		require.NoError(t, err, where)
+		got, err := readAll(t, db)
+		require.NoError(t, err, where)
+		if h.matchPrefix(got, len(h.ops)) < 0 {
+			t.Fatalf("%s: recovered state is not a prefix of the writes", where)
+		}
+		db.Close()
+	}
+}

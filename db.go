@@ -1,0 +1,167 @@
+package strata
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/strata-db/strata/cache"
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/lsm/record"
+	"github.com/strata-db/strata/vfs"
+)
+
+// Error markers; match with errors.Is.
+var (
+	// ErrNotFound: Get found no visible value for the key.
+	ErrNotFound = base.ErrNotFound
+	// ErrCorruption: bytes on disk failed a checksum or could not be decoded.
+	// The error names the file and offset.
+	ErrCorruption = base.ErrCorruption
+	// ErrClosed: the DB, iterator or snapshot was closed.
+	ErrClosed = base.ErrClosed
+)
+
+// DB is an open database. All methods are safe for concurrent use.
+type DB struct {
+	dirname string
+	opts    *Options
+	fs      vfs.FS
+	lock    io.Closer
+
+	cache      *cache.Cache
+	cacheID    uint64
+	tableCache *tableCache
+
+	// visibleSeq is the sequence number of the last write readers may see.
+	// INVARIANT: every batch with seqs <= visibleSeq is fully in a memtable.
+	visibleSeq atomic.Uint64
+
+	commit commitPipeline
+
+	// mu protects the fields below, and the VersionSet's current version.
+	mu sync.Mutex
+	// cond is signalled when a flush finishes or a background error is set.
+	cond sync.Cond
+	vs   *manifest.VersionSet
+	mem  *memTable
+	imm  []*memTable // frozen memtables, oldest first
+	// flushing is true while the flush goroutine works.
+	flushing bool
+	// flushedGen counts completed memtable flushes (for Flush to wait on).
+	flushedGen uint64
+	// bgErr is the first background error; once set, writes fail with it.
+	bgErr  error
+	closed atomic.Bool
+	// compactMu serialises manual compactions.
+	compactMu sync.Mutex
+	snapshots snapshotList
+
+	// rsMu guards readState, the pointer readers take a reference through.
+	rsMu      sync.RWMutex
+	readState *readState
+
+	obsolete obsoleteFiles
+
+	flushCh chan struct{}
+	bgWG    sync.WaitGroup
+
+	stats dbStats
+}
+
+// readState is what a read needs: the memtables (newest first) and the
+// version, referenced so files stay while the read runs.
+type readState struct {
+	refs      atomic.Int32
+	version   *manifest.Version
+	memtables []*memTable
+}
+
+func (rs *readState) unref() {
+	if rs.refs.Add(-1) == 0 {
+		rs.version.Unref()
+	}
+}
+
+// loadReadState returns the current read state with a reference, or nil
+// once the DB is closed.
+func (d *DB) loadReadState() *readState {
+	d.rsMu.RLock()
+	rs := d.readState
+	if rs != nil {
+		rs.refs.Add(1)
+	}
+	d.rsMu.RUnlock()
+	return rs
+}
+
+// updateReadStateLocked publishes a read state for the current memtables
+// and version. d.mu must be held.
+func (d *DB) updateReadStateLocked() {
+	rs := &readState{version: d.vs.Current()}
+	rs.version.Ref()
+	rs.refs.Store(1)
+	rs.memtables = make([]*memTable, 0, 1+len(d.imm))
+	rs.memtables = append(rs.memtables, d.mem)
+	for i := len(d.imm) - 1; i >= 0; i-- {
+		rs.memtables = append(rs.memtables, d.imm[i])
+	}
+	d.rsMu.Lock()
+	old := d.readState
+	d.readState = rs
+	d.rsMu.Unlock()
+	if old != nil {
+		old.unref()
+	}
+}
+
+// dbStats are counters for Metrics.
+type dbStats struct {
+	flushes         atomic.Uint64
+	flushBytes      atomic.Uint64
+	compactions     atomic.Uint64
+	compactInBytes  atomic.Uint64
+	compactOutBytes atomic.Uint64
+	walBytes        atomic.Uint64
+	userBytes       atomic.Uint64
+	writeStalls     atomic.Uint64
+	stallNanos      atomic.Int64
+}
+
+// backgroundError returns the sticky background error, if any. d.mu held.
+func (d *DB) backgroundErrorLocked() error {
+	if d.bgErr != nil {
+		return fmt.Errorf("strata: background error, reopen the database: %w", d.bgErr)
+	}
+	return nil
+}
+
+func (d *DB) setBackgroundErrorLocked(err error) {
+	if d.bgErr == nil {
+		d.bgErr = err
+	}
+	d.cond.Broadcast()
+}
+
+// walWriter returns a record writer for a new WAL file.
+func (d *DB) createWAL(num base.FileNum) (*record.Writer, error) {
+	name := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeLog, num))
+	f, err := d.fs.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("strata: create WAL: %w", err)
+	}
+	if err := manifest.SyncDir(d.fs, d.dirname); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("strata: sync directory after creating WAL: %w", err)
+	}
+	return record.NewWriter(f), nil
+}
+
+func (d *DB) checkOpen() error {
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	return nil
+}

@@ -1,0 +1,110 @@
+package strata
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// TestFaultInjection fails each filesystem operation in turn (the i-th
+// operation of a run that opens the database, writes, flushes, compacts and
+// closes). Every failure must surface as an error, never a panic, and the
+// database must reopen afterwards holding every acknowledged write: the
+// state after all acknowledged writes, or after those plus the write that
+// failed (it may have reached the WAL before the failure).
+func TestFaultInjection(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		opts Options
+	}{
+		{"wal", Options{MemTableSize: 64 << 10}},
+		{"no-wal", Options{MemTableSize: 64 << 10, DisableWAL: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			count := runFaultWorkload(t, tc.opts, -1)
+			stride := int64(1)
+			if testing.Short() {
+				stride = max(1, count/150)
+			}
+			t.Logf("%d filesystem operations per run, failing every %d", count, stride)
+			for i := int64(0); i < count; i += stride {
+				runFaultWorkload(t, tc.opts, i)
+			}
+		})
+	}
+}
+
+// runFaultWorkload runs the workload with the index-th operation failing
+// and returns the number of operations the run made.
+func runFaultWorkload(t *testing.T, opts Options, index int64) int64 {
+	where := fmt.Sprintf("fault at op %d", index)
+	mem := vfs.NewMem()
+	rng := rand.New(rand.NewPCG(42, 0xfa))
+	h := &history{}
+
+	// A first session, without faults, leaves tables and a WAL behind for
+	// the faulty session's recovery to read.
+	opts.FS = mem
+	db, err := Open("db", &opts)
+	require.NoError(t, err)
+	w := &writer{rng: rng, db: db, h: h, wal: !opts.DisableWAL}
+	for i := 0; i < 150; i++ {
+		_, err := w.step()
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+	h.markDurable()
+
+	inj := vfs.OnIndex(index)
+	opts.FS = vfs.NewErrorFS(mem, inj)
+	var pending *historyOp
+	var failed error
+	db, err = Open("db", &opts)
+	if err != nil {
+		failed = err
+	} else {
+		w.db = db
+		for i := 0; i < 150 && failed == nil; i++ {
+			pending, failed = w.step()
+		}
+		if failed == nil {
+			failed = db.Flush()
+		}
+		if cerr := db.Close(); failed == nil {
+			failed = cerr
+		}
+	}
+	if failed != nil && !errors.Is(failed, vfs.ErrInjected) {
+		t.Fatalf("%s: error does not wrap the injected fault: %v", where, failed)
+	}
+	if index < 0 {
+		require.NoError(t, failed)
+	}
+	// Every acknowledged write is durable: the WAL holds it (nothing
+	// crashed), or a clean Close flushed it. Without a WAL, a failure can
+	// lose what was not flushed yet.
+	if failed == nil || !opts.DisableWAL {
+		h.markDurable()
+	}
+	maxLen := len(h.ops)
+	if pending != nil {
+		h.add("pending "+pending.desc, pending.muts...)
+		maxLen++
+	}
+
+	// Reopen without faults.
+	opts.FS = mem
+	db, err = Open("db", &opts)
+	require.NoError(t, err, "%s: reopen after %v", where, failed)
+	got, err := readAll(t, db)
+	require.NoError(t, err, where)
+	if p := h.matchPrefix(got, maxLen); p < 0 {
+		t.Fatalf("%s (%v): recovered state is wrong: %s", where, failed, h.describeMismatch(got))
+	}
+	require.NoError(t, db.Close())
+	return inj.Count()
+}

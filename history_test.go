@@ -1,0 +1,262 @@
+package strata
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// mutation is one change to a model: set k=v, delete k, or delete [k, end).
+type mutation struct {
+	kind   byte // 's', 'd', 'r'
+	k, v   string
+	end    string
+	hasEnd bool
+}
+
+func mset(k, v []byte) mutation   { return mutation{kind: 's', k: string(k), v: string(v)} }
+func mdel(k []byte) mutation      { return mutation{kind: 'd', k: string(k)} }
+func mrange(a, b []byte) mutation { return mutation{kind: 'r', k: string(a), end: string(b)} }
+
+// apply changes m and calls touched (if not nil) before and after each key
+// it changes.
+func (mu mutation) apply(m model, touched func(k string, after bool)) {
+	one := func(k string, f func()) {
+		if touched != nil {
+			touched(k, false)
+		}
+		f()
+		if touched != nil {
+			touched(k, true)
+		}
+	}
+	switch mu.kind {
+	case 's':
+		one(mu.k, func() { m[mu.k] = mu.v })
+	case 'd':
+		one(mu.k, func() { delete(m, mu.k) })
+	case 'r':
+		var keys []string
+		for k := range m {
+			if k >= mu.k && k < mu.end {
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range keys {
+			one(k, func() { delete(m, k) })
+		}
+	}
+}
+
+// historyOp is one acknowledged write (a batch is one op).
+type historyOp struct {
+	desc string
+	muts []mutation
+}
+
+func (op historyOp) apply(m model, touched func(string, bool)) {
+	for _, mu := range op.muts {
+		mu.apply(m, touched)
+	}
+}
+
+// history records writes in commit order and what was made durable, so a
+// recovered database can be checked against every prefix of the history.
+type history struct {
+	ops []historyOp
+	// durable is the length of the prefix known to survive a crash: every op
+	// up to the last acknowledged Sync write (with the WAL on) or the last
+	// completed Flush.
+	durable int
+}
+
+func (h *history) add(desc string, muts ...mutation) {
+	h.ops = append(h.ops, historyOp{desc, muts})
+}
+
+// markDurable records that every op so far survives a crash.
+func (h *history) markDurable() { h.durable = len(h.ops) }
+
+// stateAt replays the first n ops.
+func (h *history) stateAt(n int) model {
+	m := model{}
+	for _, op := range h.ops[:n] {
+		op.apply(m, nil)
+	}
+	return m
+}
+
+// matchPrefix returns the length p in [h.durable, maxLen] of a prefix whose
+// state equals got, or -1. It counts the keys on which the prefix state and
+// got differ and updates the count for the keys each op touches, so checking
+// every prefix costs about as much as replaying the history once.
+func (h *history) matchPrefix(got model, maxLen int) int {
+	m := h.stateAt(h.durable)
+	differs := func(k string) bool {
+		a, okA := m[k]
+		b, okB := got[k]
+		return okA != okB || a != b
+	}
+	diff := 0
+	for k := range m {
+		if differs(k) {
+			diff++
+		}
+	}
+	for k := range got {
+		if _, ok := m[k]; !ok {
+			diff++
+		}
+	}
+	var before bool
+	touched := func(k string, after bool) {
+		if !after {
+			before = differs(k)
+			return
+		}
+		if now := differs(k); now != before {
+			if now {
+				diff++
+			} else {
+				diff--
+			}
+		}
+	}
+	for p := h.durable; ; p++ {
+		if diff == 0 {
+			return p
+		}
+		if p >= maxLen {
+			return -1
+		}
+		h.ops[p].apply(m, touched)
+	}
+}
+
+// describeMismatch explains how got differs from the durable prefix state.
+func (h *history) describeMismatch(got model) string {
+	want := h.stateAt(h.durable)
+	var diffs []string
+	for k, v := range want {
+		if gv, ok := got[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("missing %q", k))
+		} else if gv != v {
+			diffs = append(diffs, fmt.Sprintf("%q differs", k))
+		}
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			diffs = append(diffs, fmt.Sprintf("extra %q", k))
+		}
+	}
+	sort.Strings(diffs)
+	if len(diffs) > 10 {
+		diffs = append(diffs[:10], "...")
+	}
+	return fmt.Sprintf("durable prefix %d of %d ops; vs durable state: %s", h.durable, len(h.ops), strings.Join(diffs, ", "))
+}
+
+// readAll scans a database into a model.
+func readAll(t *testing.T, db *DB) (model, error) {
+	t.Helper()
+	it, err := db.NewIter(nil)
+	if err != nil {
+		return nil, err
+	}
+	m := model{}
+	for ok := it.First(); ok; ok = it.Next() {
+		m[string(it.Key())] = string(it.Value())
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return nil, err
+	}
+	return m, it.Close()
+}
+
+// writer drives random writes against a DB and records them in a history.
+type writer struct {
+	rng *rand.Rand
+	db  *DB
+	h   *history
+	// wal reports whether acknowledged Sync writes are durable.
+	wal bool
+}
+
+func (w *writer) key() []byte { return []byte(fmt.Sprintf("k%04d", w.rng.IntN(500))) }
+
+func (w *writer) value() []byte {
+	n := 1 + w.rng.IntN(200)
+	if w.rng.IntN(30) == 0 {
+		n = 5000
+	}
+	v := make([]byte, n)
+	for i := range v {
+		v[i] = byte('a' + w.rng.IntN(26))
+	}
+	return v
+}
+
+// step performs one random operation. On error it returns the op that
+// failed (it may or may not have reached the disk), unrecorded.
+func (w *writer) step() (pending *historyOp, err error) {
+	sync := w.rng.IntN(4) == 0
+	o := NoSync
+	if sync {
+		o = Sync
+	}
+	var op historyOp
+	switch r := w.rng.IntN(100); {
+	case r < 60:
+		k, v := w.key(), w.value()
+		op = historyOp{fmt.Sprintf("set %s", k), []mutation{mset(k, v)}}
+		err = w.db.Set(k, v, o)
+	case r < 75:
+		k := w.key()
+		op = historyOp{fmt.Sprintf("del %s", k), []mutation{mdel(k)}}
+		err = w.db.Delete(k, o)
+	case r < 80:
+		a, b := w.key(), w.key()
+		if string(a) > string(b) {
+			a, b = b, a
+		}
+		op = historyOp{fmt.Sprintf("delrange %s-%s", a, b), []mutation{mrange(a, b)}}
+		err = w.db.DeleteRange(a, b, o)
+	case r < 95:
+		b := w.db.NewBatch()
+		for i := 0; i < 1+w.rng.IntN(10); i++ {
+			k, v := w.key(), w.value()
+			if w.rng.IntN(4) == 0 {
+				b.Delete(k)
+				op.muts = append(op.muts, mdel(k))
+			} else {
+				b.Set(k, v)
+				op.muts = append(op.muts, mset(k, v))
+			}
+		}
+		op.desc = fmt.Sprintf("batch of %d", b.Len())
+		err = w.db.Apply(b, o)
+	case r < 98:
+		err = w.db.Flush()
+		if err == nil {
+			w.h.markDurable()
+		}
+		return nil, err
+	default:
+		a, b := w.key(), w.key()
+		if string(a) > string(b) {
+			a, b = b, a
+		}
+		return nil, w.db.Compact(a, b)
+	}
+	if err != nil {
+		return &op, err
+	}
+	w.h.add(op.desc, op.muts...)
+	if sync && w.wal {
+		w.h.markDurable()
+	}
+	return nil, nil
+}

@@ -1,0 +1,326 @@
+package strata
+
+import (
+	"fmt"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/lsm/merging"
+	"github.com/strata-db/strata/lsm/rangedel"
+)
+
+// Iterator walks the keys of the DB (or a Snapshot) in order, within
+// optional bounds. It sees the state as of its creation. Key and Value are
+// valid until the next positioning call. An Iterator is not safe for
+// concurrent use; Close it to release the files it pins.
+type Iterator struct {
+	db     *DB
+	rs     *readState
+	snap   base.SeqNum
+	iter   base.InternalIterator
+	dels   *rangedel.Set
+	lower  []byte
+	upper  []byte
+	dir    int // +1 forward, -1 reverse
+	valid  bool
+	key    []byte
+	value  []byte
+	valBuf []byte
+	err    error
+	closed bool
+}
+
+// NewIter returns an iterator over the current state of the DB.
+func (d *DB) NewIter(o *IterOptions) (*Iterator, error) {
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	return d.newIter(o, base.SeqNum(d.visibleSeq.Load()))
+}
+
+func (d *DB) newIter(o *IterOptions, snap base.SeqNum) (*Iterator, error) {
+	it := &Iterator{db: d, snap: snap, dir: 1}
+	if o != nil {
+		if o.LowerBound != nil {
+			it.lower = append([]byte{}, o.LowerBound...)
+		}
+		if o.UpperBound != nil {
+			it.upper = append([]byte{}, o.UpperBound...)
+		}
+	}
+	rs := d.loadReadState()
+	if rs == nil {
+		return nil, ErrClosed
+	}
+	var (
+		iters []base.InternalIterator
+		tombs []base.RangeTombstone
+	)
+	fail := func(err error) (*Iterator, error) {
+		for _, i := range iters {
+			i.Close()
+		}
+		rs.unref()
+		return nil, err
+	}
+	for _, m := range rs.memtables {
+		iters = append(iters, m.NewIter())
+		if m.rangeDelCount.Load() > 0 {
+			tombs = append(tombs, m.RangeTombstones(snap)...)
+		}
+	}
+	// The overlap tests below treat the upper bound as inclusive: they only
+	// decide which files to consider, so erring wide is harmless.
+	v := rs.version
+	for i := len(v.Levels[0]) - 1; i >= 0; i-- {
+		f := v.Levels[0][i]
+		if !f.OverlapsRange(it.lower, it.upper) {
+			continue
+		}
+		h, err := d.tableCache.get(f)
+		if err != nil {
+			return fail(err)
+		}
+		iters = append(iters, h.reader.NewIter())
+		tombs = append(tombs, h.reader.RangeTombstones()...)
+	}
+	for level := 1; level < manifest.NumLevels; level++ {
+		files := v.Levels[level]
+		if len(files) == 0 {
+			continue
+		}
+		for _, f := range v.Overlaps(level, it.lower, it.upper) {
+			if !f.HasRangeDels {
+				continue
+			}
+			h, err := d.tableCache.get(f)
+			if err != nil {
+				return fail(err)
+			}
+			tombs = append(tombs, h.reader.RangeTombstones()...)
+		}
+		iters = append(iters, merging.NewLevelIter(files, d.newFileIter, it.lower, it.upper))
+	}
+	it.rs = rs
+	it.iter = merging.New(iters...)
+	it.dels = rangedel.Build(tombs)
+	return it, nil
+}
+
+func (d *DB) newFileIter(f *manifest.FileMetadata) (base.InternalIterator, error) {
+	h, err := d.tableCache.get(f)
+	if err != nil {
+		return nil, err
+	}
+	return h.reader.NewIter(), nil
+}
+
+// deleted reports whether the visible entry k is deleted for this iterator.
+func (i *Iterator) deleted(k base.InternalKey) bool {
+	if k.Kind() == base.KindDelete {
+		return true
+	}
+	return i.dels != nil && i.dels.Covers(k.UserKey, k.SeqNum(), i.snap)
+}
+
+// checkKind rejects kinds the iterator cannot return.
+func (i *Iterator) checkKind(k base.InternalKey) bool {
+	switch k.Kind() {
+	case base.KindSet, base.KindDelete:
+		return true
+	}
+	i.err = fmt.Errorf("strata: key %q has an entry of kind %s, which this version cannot read", k.UserKey, k.Kind())
+	i.valid = false
+	return false
+}
+
+// findNext moves forward from the internal iterator's position to the next
+// visible, live user key. With skip, entries of i.key are passed over first.
+func (i *Iterator) findNext(skip bool) bool {
+	i.dir = 1
+	for ok := i.iter.Valid(); ok; ok = i.iter.Next() {
+		k := i.iter.Key()
+		if i.upper != nil && base.Compare(k.UserKey, i.upper) >= 0 {
+			break
+		}
+		if k.SeqNum() > i.snap {
+			continue
+		}
+		if skip && base.Equal(k.UserKey, i.key) {
+			continue
+		}
+		if !i.checkKind(k) {
+			return false
+		}
+		// k is the newest visible entry of its user key.
+		i.key = append(i.key[:0], k.UserKey...)
+		if i.deleted(k) {
+			skip = true
+			continue
+		}
+		i.value = i.iter.Value()
+		i.valid = true
+		return true
+	}
+	i.valid = false
+	i.err = i.iter.Error()
+	return false
+}
+
+// findPrev moves backward from the internal iterator's position to the
+// previous visible, live user key. In reverse, the versions of a user key
+// arrive oldest first, so the last visible one seen is the newest; the
+// search stops once it has a live candidate and reaches a smaller key,
+// leaving the internal iterator on that smaller key's last entry.
+func (i *Iterator) findPrev() bool {
+	i.dir = -1
+	found := false
+	for ok := i.iter.Valid(); ok; ok = i.iter.Prev() {
+		k := i.iter.Key()
+		if i.lower != nil && base.Compare(k.UserKey, i.lower) < 0 {
+			break
+		}
+		if k.SeqNum() > i.snap {
+			continue
+		}
+		if found && base.Compare(k.UserKey, i.key) < 0 {
+			break
+		}
+		if !i.checkKind(k) {
+			return false
+		}
+		if i.deleted(k) {
+			found = false
+			continue
+		}
+		found = true
+		i.key = append(i.key[:0], k.UserKey...)
+		i.valBuf = append(i.valBuf[:0], i.iter.Value()...)
+	}
+	if err := i.iter.Error(); err != nil {
+		i.err = err
+		i.valid = false
+		return false
+	}
+	i.valid = found
+	if found {
+		i.value = i.valBuf
+	}
+	return found
+}
+
+func (i *Iterator) usable() bool {
+	if i.closed {
+		i.err = ErrClosed
+		i.valid = false
+		return false
+	}
+	i.err = nil
+	return true
+}
+
+// SeekGE moves to the first key >= key (and >= the lower bound).
+func (i *Iterator) SeekGE(key []byte) bool {
+	if !i.usable() {
+		return false
+	}
+	if i.lower != nil && base.Compare(key, i.lower) < 0 {
+		key = i.lower
+	}
+	if i.upper != nil && base.Compare(key, i.upper) >= 0 {
+		i.valid = false
+		return false
+	}
+	i.iter.SeekGE(key)
+	return i.findNext(false)
+}
+
+// SeekLT moves to the last key < key (and < the upper bound).
+func (i *Iterator) SeekLT(key []byte) bool {
+	if !i.usable() {
+		return false
+	}
+	if i.upper != nil && base.Compare(key, i.upper) > 0 {
+		key = i.upper
+	}
+	if i.lower != nil && base.Compare(key, i.lower) <= 0 {
+		i.valid = false
+		return false
+	}
+	i.iter.SeekLT(key)
+	return i.findPrev()
+}
+
+// First moves to the first key (>= the lower bound).
+func (i *Iterator) First() bool {
+	if !i.usable() {
+		return false
+	}
+	if i.lower != nil {
+		return i.SeekGE(i.lower)
+	}
+	i.iter.First()
+	return i.findNext(false)
+}
+
+// Last moves to the last key (< the upper bound).
+func (i *Iterator) Last() bool {
+	if !i.usable() {
+		return false
+	}
+	if i.upper != nil {
+		return i.SeekLT(i.upper)
+	}
+	i.iter.Last()
+	return i.findPrev()
+}
+
+// Next moves to the next key. On an invalid iterator it returns false.
+func (i *Iterator) Next() bool {
+	if !i.valid || !i.usable() {
+		return false
+	}
+	if i.dir < 0 {
+		// The internal iterator sits before the current key's entries.
+		i.iter.SeekGE(i.key)
+	} else {
+		i.iter.Next()
+	}
+	return i.findNext(true)
+}
+
+// Prev moves to the previous key. On an invalid iterator it returns false.
+func (i *Iterator) Prev() bool {
+	if !i.valid || !i.usable() {
+		return false
+	}
+	if i.dir > 0 {
+		i.iter.SeekLT(i.key)
+	}
+	return i.findPrev()
+}
+
+// Valid reports whether the iterator is positioned at a key.
+func (i *Iterator) Valid() bool { return i.valid }
+
+// Key returns the current key, valid until the next positioning call.
+func (i *Iterator) Key() []byte { return i.key }
+
+// Value returns the current value, valid until the next positioning call.
+func (i *Iterator) Value() []byte { return i.value }
+
+// Error returns the error that made the last positioning call fail, if any.
+func (i *Iterator) Error() error { return i.err }
+
+// Close releases the iterator. Closing twice returns ErrClosed.
+func (i *Iterator) Close() error {
+	if i.closed {
+		return ErrClosed
+	}
+	i.closed = true
+	i.valid = false
+	err := i.iter.Close()
+	i.rs.unref()
+	i.rs = nil
+	return err
+}

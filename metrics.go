@@ -1,0 +1,137 @@
+package strata
+
+import (
+	"fmt"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/strata-db/strata/cache"
+	"github.com/strata-db/strata/lsm/manifest"
+)
+
+// LevelMetrics describe one level of the tree.
+type LevelMetrics struct {
+	Files int
+	Bytes uint64
+}
+
+// Metrics is a point-in-time summary of the DB. String prints it as tables.
+type Metrics struct {
+	Levels [manifest.NumLevels]LevelMetrics
+
+	MemTable struct {
+		Size      int64 // bytes used by the mutable memtable
+		Immutable int   // frozen memtables waiting for flush
+		ImmSize   int64 // bytes held by them
+	}
+	WAL struct {
+		BytesWritten uint64 // batch bytes appended to WALs since Open
+	}
+	Flush struct {
+		Count        uint64
+		BytesWritten uint64
+	}
+	Compact struct {
+		Count        uint64
+		BytesRead    uint64
+		BytesWritten uint64
+	}
+	// UserBytes is the key and value bytes written through the API since
+	// Open; WriteAmp is (WAL + flush + compaction bytes) / UserBytes.
+	UserBytes uint64
+	WriteAmp  float64
+
+	WriteStalls   uint64
+	StallDuration time.Duration
+
+	BlockCache  cache.Metrics
+	TablesOpen  int
+	Snapshots   int
+	VisibleSeq  uint64
+	BackgroundE string // the sticky background error, if any
+}
+
+// Metrics returns current metrics.
+func (d *DB) Metrics() *Metrics {
+	m := &Metrics{}
+	d.mu.Lock()
+	if v := d.vs.Current(); v != nil {
+		for level := range m.Levels {
+			m.Levels[level] = LevelMetrics{Files: v.NumFiles(level), Bytes: v.LevelSize(level)}
+		}
+	}
+	if d.mem != nil {
+		m.MemTable.Size = int64(d.mem.Size())
+	}
+	m.MemTable.Immutable = len(d.imm)
+	for _, im := range d.imm {
+		m.MemTable.ImmSize += int64(im.Size())
+	}
+	m.Snapshots = d.snapshots.l.Len()
+	if d.bgErr != nil {
+		m.BackgroundE = d.bgErr.Error()
+	}
+	d.mu.Unlock()
+
+	m.WAL.BytesWritten = d.stats.walBytes.Load()
+	m.Flush.Count = d.stats.flushes.Load()
+	m.Flush.BytesWritten = d.stats.flushBytes.Load()
+	m.Compact.Count = d.stats.compactions.Load()
+	m.Compact.BytesRead = d.stats.compactInBytes.Load()
+	m.Compact.BytesWritten = d.stats.compactOutBytes.Load()
+	m.UserBytes = d.stats.userBytes.Load()
+	if m.UserBytes > 0 {
+		m.WriteAmp = float64(m.WAL.BytesWritten+m.Flush.BytesWritten+m.Compact.BytesWritten) / float64(m.UserBytes)
+	}
+	m.WriteStalls = d.stats.writeStalls.Load()
+	m.StallDuration = time.Duration(d.stats.stallNanos.Load())
+	if d.cache != nil {
+		m.BlockCache = d.cache.Metrics()
+	}
+	m.TablesOpen = d.tableCache.size()
+	m.VisibleSeq = d.visibleSeq.Load()
+	return m
+}
+
+func humanBytes(n uint64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := uint64(unit), 0
+	for v := n / unit; v >= unit; v /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// String formats the metrics as tables.
+func (m *Metrics) String() string {
+	var b strings.Builder
+	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "level\tfiles\tsize\t")
+	var files int
+	var bytes uint64
+	for level, l := range m.Levels {
+		fmt.Fprintf(tw, "L%d\t%d\t%s\t\n", level, l.Files, humanBytes(l.Bytes))
+		files += l.Files
+		bytes += l.Bytes
+	}
+	fmt.Fprintf(tw, "total\t%d\t%s\t\n", files, humanBytes(bytes))
+	tw.Flush()
+	fmt.Fprintf(&b, "memtable: %s, %d immutable (%s)\n",
+		humanBytes(uint64(m.MemTable.Size)), m.MemTable.Immutable, humanBytes(uint64(m.MemTable.ImmSize)))
+	fmt.Fprintf(&b, "writes: user %s, WAL %s, flushed %s in %d flushes, compacted %s -> %s in %d compactions, write-amp %.2f\n",
+		humanBytes(m.UserBytes), humanBytes(m.WAL.BytesWritten), humanBytes(m.Flush.BytesWritten), m.Flush.Count,
+		humanBytes(m.Compact.BytesRead), humanBytes(m.Compact.BytesWritten), m.Compact.Count, m.WriteAmp)
+	fmt.Fprintf(&b, "stalls: %d (%s)\n", m.WriteStalls, m.StallDuration.Round(time.Millisecond))
+	fmt.Fprintf(&b, "block cache: %s / %s, hit rate %.1f%%\n",
+		humanBytes(uint64(max(m.BlockCache.Size, 0))), humanBytes(uint64(max(m.BlockCache.Capacity, 0))), 100*m.BlockCache.HitRate())
+	fmt.Fprintf(&b, "tables open: %d, snapshots: %d, visible seq: %d\n", m.TablesOpen, m.Snapshots, m.VisibleSeq)
+	if m.BackgroundE != "" {
+		fmt.Fprintf(&b, "background error: %s\n", m.BackgroundE)
+	}
+	return b.String()
+}

@@ -1,0 +1,455 @@
+package strata
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// model is the expected state: a plain map.
+type model map[string]string
+
+func (m model) clone() model {
+	c := make(model, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
+}
+
+func (m model) deleteRange(start, end string) {
+	for k := range m {
+		if k >= start && k < end {
+			delete(m, k)
+		}
+	}
+}
+
+// sortedKeys returns the model's keys within [lower, upper) ("" = open).
+func (m model) sortedKeys(lower, upper []byte) []string {
+	var keys []string
+	for k := range m {
+		if lower != nil && k < string(lower) {
+			continue
+		}
+		if upper != nil && k >= string(upper) {
+			continue
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// modelSeeds returns the seeds to run: STRATA_SEED replays one seed.
+func modelSeeds(t *testing.T, n int) []uint64 {
+	if s := os.Getenv("STRATA_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		require.NoError(t, err)
+		return []uint64{seed}
+	}
+	seeds := make([]uint64, n)
+	for i := range seeds {
+		seeds[i] = uint64(i + 1)
+	}
+	return seeds
+}
+
+type modelTest struct {
+	t    *testing.T
+	rng  *rand.Rand
+	fs   *vfs.MemFS
+	opts *Options
+	db   *DB
+	m    model
+	step int
+	seed uint64
+
+	snaps []modelSnap
+	iters []modelIter
+}
+
+type modelSnap struct {
+	s *Snapshot
+	m model
+}
+
+type modelIter struct {
+	it           *Iterator
+	m            []string // sorted keys in bounds
+	vals         model
+	lower, upper []byte
+	pos          int // index into m of the current key; -1/len(m) invalid
+	valid        bool
+}
+
+func (mt *modelTest) fatalf(format string, args ...any) {
+	mt.t.Helper()
+	mt.t.Fatalf("seed %d step %d (replay with STRATA_SEED=%d): %s", mt.seed, mt.step, mt.seed, fmt.Sprintf(format, args...))
+}
+
+func (mt *modelTest) key() []byte {
+	// A small key space forces overwrites, deletes of live keys and
+	// overlapping ranges. Keys vary in length to exercise prefix compression.
+	n := mt.rng.IntN(300)
+	return []byte(fmt.Sprintf("key%0*d", 3+n%3, n))
+}
+
+func (mt *modelTest) value() []byte {
+	var n int
+	switch r := mt.rng.IntN(20); {
+	case r == 0:
+		n = 2000 + mt.rng.IntN(8000) // larger than a block
+	case r < 4:
+		n = 0
+	default:
+		n = 1 + mt.rng.IntN(100)
+	}
+	v := make([]byte, n)
+	for i := range v {
+		v[i] = byte('a' + mt.rng.IntN(26))
+	}
+	return v
+}
+
+func (mt *modelTest) writeOpts() *WriteOptions {
+	if mt.rng.IntN(2) == 0 {
+		return Sync
+	}
+	return NoSync
+}
+
+func (mt *modelTest) checkGet(get func([]byte) ([]byte, error), m model, key []byte) {
+	mt.t.Helper()
+	got, err := get(key)
+	want, ok := m[string(key)]
+	if !ok {
+		if !errors.Is(err, ErrNotFound) {
+			mt.fatalf("Get(%q) = %q, %v; want not found", key, got, err)
+		}
+		return
+	}
+	if err != nil || string(got) != want {
+		mt.fatalf("Get(%q) = %q, %v; want %q", key, trunc(got), err, trunc([]byte(want)))
+	}
+}
+
+func trunc(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + fmt.Sprintf("...(%d bytes)", len(b))
+	}
+	return string(b)
+}
+
+func (mt *modelTest) randomBounds() (lower, upper []byte) {
+	if mt.rng.IntN(2) == 0 {
+		lower = mt.key()
+	}
+	if mt.rng.IntN(2) == 0 {
+		upper = mt.key()
+	}
+	if lower != nil && upper != nil && string(lower) > string(upper) {
+		lower, upper = upper, lower
+	}
+	return lower, upper
+}
+
+func (mt *modelTest) newModelIter(it *Iterator, m model, lower, upper []byte) modelIter {
+	return modelIter{it: it, m: m.sortedKeys(lower, upper), vals: m.clone(), lower: lower, upper: upper, pos: -1}
+}
+
+// iterStep applies one random positioning call to both the iterator and the
+// model, and compares.
+func (mt *modelTest) iterStep(mi *modelIter) {
+	mt.t.Helper()
+	it, keys := mi.it, mi.m
+	var op string
+	var ok bool
+	seekIndex := func(k []byte) int {
+		return sort.SearchStrings(keys, string(k))
+	}
+	switch r := mt.rng.IntN(12); {
+	case r == 0:
+		op, ok = "First", it.First()
+		mi.pos = 0
+	case r == 1:
+		op, ok = "Last", it.Last()
+		mi.pos = len(keys) - 1
+	case r <= 3:
+		k := mt.key()
+		op, ok = fmt.Sprintf("SeekGE(%s)", k), it.SeekGE(k)
+		mi.pos = seekIndex(k)
+	case r <= 5:
+		k := mt.key()
+		op, ok = fmt.Sprintf("SeekLT(%s)", k), it.SeekLT(k)
+		mi.pos = seekIndex(k) - 1
+	case r <= 8:
+		op, ok = "Next", it.Next()
+		if mi.valid {
+			mi.pos++
+		}
+	default:
+		op, ok = "Prev", it.Prev()
+		if mi.valid {
+			mi.pos--
+		}
+	}
+	if err := it.Error(); err != nil {
+		mt.fatalf("iterator %s: %v", op, err)
+	}
+	want := mi.pos >= 0 && mi.pos < len(keys)
+	if !mi.valid && (op == "Next" || op == "Prev") {
+		want = false
+	}
+	mi.valid = want
+	if ok != want {
+		mt.fatalf("iterator [%q,%q) %s = %v, want %v (model pos %d of %d)", mi.lower, mi.upper, op, ok, want, mi.pos, len(keys))
+	}
+	if !ok {
+		return
+	}
+	if k := keys[mi.pos]; string(it.Key()) != k || string(it.Value()) != mi.vals[k] {
+		mt.fatalf("iterator [%q,%q) %s at %q=%q, want %q=%q", mi.lower, mi.upper, op, it.Key(), trunc(it.Value()), k, trunc([]byte(mi.vals[k])))
+	}
+}
+
+func (mt *modelTest) closeAll() {
+	for _, mi := range mt.iters {
+		require.NoError(mt.t, mi.it.Close())
+	}
+	mt.iters = nil
+	for _, s := range mt.snaps {
+		require.NoError(mt.t, s.s.Close())
+	}
+	mt.snaps = nil
+}
+
+func (mt *modelTest) reopen() {
+	mt.closeAll()
+	if err := mt.db.Close(); err != nil {
+		mt.fatalf("Close: %v", err)
+	}
+	db, err := Open("db", mt.opts)
+	if err != nil {
+		mt.fatalf("Open: %v", err)
+	}
+	mt.db = db
+}
+
+// fullCheck compares every key and a full scan in both directions.
+func (mt *modelTest) fullCheck() {
+	mt.t.Helper()
+	for i := 0; i < 300; i++ {
+		k := []byte(fmt.Sprintf("key%0*d", 3+i%3, i))
+		mt.checkGet(mt.db.Get, mt.m, k)
+	}
+	it, err := mt.db.NewIter(nil)
+	require.NoError(mt.t, err)
+	defer it.Close()
+	keys := mt.m.sortedKeys(nil, nil)
+	var got []string
+	for ok := it.First(); ok; ok = it.Next() {
+		got = append(got, string(it.Key()))
+		if string(it.Value()) != mt.m[string(it.Key())] {
+			mt.fatalf("scan: %q=%q, want %q", it.Key(), trunc(it.Value()), trunc([]byte(mt.m[string(it.Key())])))
+		}
+	}
+	require.NoError(mt.t, it.Error())
+	if !slices.Equal(got, keys) {
+		mt.fatalf("forward scan:\n got %v\nwant %v", got, keys)
+	}
+	got = got[:0]
+	for ok := it.Last(); ok; ok = it.Prev() {
+		got = append(got, string(it.Key()))
+	}
+	slices.Reverse(got)
+	if !slices.Equal(got, keys) {
+		mt.fatalf("reverse scan:\n got %v\nwant %v", got, keys)
+	}
+}
+
+func runModel(t *testing.T, seed uint64, ops int, opts *Options) {
+	fs := vfs.NewMem()
+	o := *opts
+	o.FS = fs
+	mt := &modelTest{t: t, rng: rand.New(rand.NewPCG(seed, 0x5eed)), fs: fs, opts: &o, m: model{}, seed: seed}
+	db, err := Open("db", mt.opts)
+	require.NoError(t, err)
+	mt.db = db
+	defer func() {
+		mt.closeAll()
+		mt.db.Close()
+	}()
+	var counts [20]int
+	for mt.step = 0; mt.step < ops; mt.step++ {
+		r := mt.rng.IntN(1000)
+		switch {
+		case r < 300:
+			counts[0]++
+			k, v := mt.key(), mt.value()
+			if err := mt.db.Set(k, v, mt.writeOpts()); err != nil {
+				mt.fatalf("Set: %v", err)
+			}
+			mt.m[string(k)] = string(v)
+		case r < 380:
+			counts[1]++
+			k := mt.key()
+			if err := mt.db.Delete(k, mt.writeOpts()); err != nil {
+				mt.fatalf("Delete: %v", err)
+			}
+			delete(mt.m, string(k))
+		case r < 400:
+			counts[2]++
+			a, b := mt.randomBounds()
+			if a == nil || b == nil {
+				continue
+			}
+			if err := mt.db.DeleteRange(a, b, mt.writeOpts()); err != nil {
+				mt.fatalf("DeleteRange: %v", err)
+			}
+			mt.m.deleteRange(string(a), string(b))
+		case r < 450:
+			counts[3]++
+			b := mt.db.NewBatch()
+			pending := mt.m.clone()
+			for i := 0; i < 1+mt.rng.IntN(20); i++ {
+				switch mt.rng.IntN(6) {
+				case 0:
+					k := mt.key()
+					require.NoError(t, b.Delete(k))
+					delete(pending, string(k))
+				case 1:
+					a, c := mt.randomBounds()
+					if a != nil && c != nil {
+						require.NoError(t, b.DeleteRange(a, c))
+						pending.deleteRange(string(a), string(c))
+					}
+				default:
+					k, v := mt.key(), mt.value()
+					require.NoError(t, b.Set(k, v))
+					pending[string(k)] = string(v)
+				}
+			}
+			if err := mt.db.Apply(b, mt.writeOpts()); err != nil {
+				mt.fatalf("Apply: %v", err)
+			}
+			mt.m = pending
+		case r < 650:
+			counts[4]++
+			mt.checkGet(mt.db.Get, mt.m, mt.key())
+		case r < 700:
+			counts[5]++
+			lower, upper := mt.randomBounds()
+			it, err := mt.db.NewIter(&IterOptions{LowerBound: lower, UpperBound: upper})
+			if err != nil {
+				mt.fatalf("NewIter: %v", err)
+			}
+			mi := mt.newModelIter(it, mt.m, lower, upper)
+			for i := 0; i < 20; i++ {
+				mt.iterStep(&mi)
+			}
+			if mt.rng.IntN(4) == 0 && len(mt.iters) < 4 {
+				mt.iters = append(mt.iters, mi) // keep it open across writes
+			} else {
+				require.NoError(t, it.Close())
+			}
+		case r < 780:
+			counts[6]++
+			if len(mt.iters) == 0 {
+				continue
+			}
+			i := mt.rng.IntN(len(mt.iters))
+			for j := 0; j < 10; j++ {
+				mt.iterStep(&mt.iters[i])
+			}
+			if mt.rng.IntN(3) == 0 {
+				require.NoError(t, mt.iters[i].it.Close())
+				mt.iters = slices.Delete(mt.iters, i, i+1)
+			}
+		case r < 800:
+			counts[7]++
+			if len(mt.snaps) < 4 {
+				mt.snaps = append(mt.snaps, modelSnap{s: mt.db.NewSnapshot(), m: mt.m.clone()})
+			}
+		case r < 850:
+			counts[8]++
+			if len(mt.snaps) == 0 {
+				continue
+			}
+			s := mt.snaps[mt.rng.IntN(len(mt.snaps))]
+			if mt.rng.IntN(2) == 0 {
+				mt.checkGet(s.s.Get, s.m, mt.key())
+			} else {
+				lower, upper := mt.randomBounds()
+				it, err := s.s.NewIter(&IterOptions{LowerBound: lower, UpperBound: upper})
+				if err != nil {
+					mt.fatalf("Snapshot.NewIter: %v", err)
+				}
+				mi := mt.newModelIter(it, s.m, lower, upper)
+				for i := 0; i < 20; i++ {
+					mt.iterStep(&mi)
+				}
+				require.NoError(t, it.Close())
+			}
+		case r < 870:
+			counts[9]++
+			if len(mt.snaps) > 0 {
+				i := mt.rng.IntN(len(mt.snaps))
+				require.NoError(t, mt.snaps[i].s.Close())
+				mt.snaps = slices.Delete(mt.snaps, i, i+1)
+			}
+		case r < 900:
+			counts[10]++
+			if err := mt.db.Flush(); err != nil {
+				mt.fatalf("Flush: %v", err)
+			}
+		case r < 920:
+			counts[11]++
+			a, b := mt.randomBounds()
+			if err := mt.db.Compact(a, b); err != nil {
+				mt.fatalf("Compact(%q, %q): %v", a, b, err)
+			}
+		case r < 930:
+			counts[12]++
+			mt.reopen()
+		case r < 935:
+			counts[13]++
+			mt.fullCheck()
+		}
+	}
+	mt.fullCheck()
+	mt.reopen()
+	mt.fullCheck()
+	t.Logf("seed %d: ops by kind %v\n%s", seed, counts[:14], strings.TrimSpace(mt.db.Metrics().String()))
+}
+
+func TestModel(t *testing.T) {
+	ops, seeds := 5000, 8
+	switch {
+	case soak:
+		ops, seeds = 20000, 40
+	case testing.Short():
+		ops, seeds = 2000, 3
+	}
+	configs := map[string]Options{
+		"small-memtable": {MemTableSize: 64 << 10, BlockSize: 512, TargetFileSize: 16 << 10, CacheSize: 256 << 10},
+		"no-wal":         {MemTableSize: 64 << 10, DisableWAL: true, Compression: "none", CacheSize: -1},
+		"zstd":           {MemTableSize: 128 << 10, Compression: "zstd", BloomBitsPerKey: -1, BlockRestartInterval: 1},
+	}
+	for name, opts := range configs {
+		t.Run(name, func(t *testing.T) {
+			for _, seed := range modelSeeds(t, seeds) {
+				runModel(t, seed, ops, &opts)
+			}
+		})
+	}
+}

@@ -1,0 +1,299 @@
+package strata
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/strata-db/strata/cache"
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/lsm/memtable"
+	"github.com/strata-db/strata/lsm/record"
+)
+
+// Open opens the database in dirname, creating it unless
+// Options.ErrorIfNotExists is set. nil opts means defaults.
+//
+// Recovery replays the WALs that hold writes not yet in SSTables, stopping
+// cleanly at a torn tail (a write that was not synced when the machine
+// stopped), and fails with an error matching ErrCorruption when a WAL or the
+// manifest is damaged in the middle.
+func Open(dirname string, opts *Options) (db *DB, err error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	o := opts.EnsureDefaults()
+	fs := o.FS
+	if err := fs.MkdirAll(dirname, 0o755); err != nil {
+		return nil, fmt.Errorf("strata: create directory: %w", err)
+	}
+	lock, err := lockDir(fs, dirname)
+	if err != nil {
+		return nil, err
+	}
+	d := &DB{dirname: dirname, opts: o, fs: fs, lock: lock, flushCh: make(chan struct{}, 1)}
+	d.cond.L = &d.mu
+	defer func() {
+		if err != nil {
+			if d.tableCache != nil {
+				d.tableCache.close()
+			}
+			if d.vs != nil {
+				d.vs.Close()
+			}
+			if d.commit.wal != nil {
+				d.commit.wal.Close()
+			}
+			lock.Close()
+		}
+	}()
+
+	d.cache = o.Cache
+	if d.cache == nil && o.CacheSize > 0 {
+		d.cache = cache.New(o.CacheSize)
+	}
+	d.tableCache = newTableCache(fs, dirname, d.cache)
+
+	vsOpts := manifest.Options{FS: fs, Dirname: dirname, Mu: &d.mu, Obsolete: d.onObsolete, MaxManifestSize: o.MaxManifestFileSize}
+	_, statErr := fs.Stat(fs.PathJoin(dirname, base.MakeFilename(base.FileTypeCurrent, 0)))
+	exists := statErr == nil
+	if statErr != nil && !errors.Is(statErr, os.ErrNotExist) {
+		return nil, fmt.Errorf("strata: stat CURRENT: %w", statErr)
+	}
+	switch {
+	case exists && o.ErrorIfExists:
+		return nil, fmt.Errorf("strata: database %q already exists", dirname)
+	case !exists && o.ErrorIfNotExists:
+		return nil, fmt.Errorf("strata: database %q does not exist", dirname)
+	case exists:
+		d.vs, err = manifest.Load(vsOpts)
+	default:
+		d.vs, err = manifest.Create(vsOpts)
+	}
+	if err != nil {
+		return nil, err
+	}
+
+	d.mu.Lock()
+	logNum, lastSeq := d.vs.LogNum(), d.vs.LastSeq()
+	d.mu.Unlock()
+
+	names, err := fs.List(dirname)
+	if err != nil {
+		return nil, fmt.Errorf("strata: list directory: %w", err)
+	}
+	var logs []base.FileNum
+	for _, name := range names {
+		if t, num, ok := base.ParseFilename(name); ok {
+			d.vs.MarkFileNumUsed(num)
+			if t == base.FileTypeLog && num >= logNum {
+				logs = append(logs, num)
+			}
+		}
+	}
+	slices.Sort(logs)
+
+	// Replay the WALs into memtables, writing full ones to L0 as we go.
+	ve := &manifest.VersionEdit{}
+	maxSeq := lastSeq
+	for _, num := range logs {
+		if err := d.replayWAL(num, ve, &maxSeq, lastSeq); err != nil {
+			return nil, err
+		}
+	}
+
+	if !o.DisableWAL {
+		newLog := d.vs.NewFileNum()
+		if d.commit.wal, err = d.createWAL(newLog); err != nil {
+			return nil, err
+		}
+		ve.SetLogNum(newLog)
+		d.mem = newMemTable(int(o.MemTableSize), newLog)
+	} else {
+		ve.SetLogNum(d.vs.NewFileNum())
+		d.mem = newMemTable(int(o.MemTableSize), 0)
+	}
+	ve.SetLastSeq(maxSeq)
+	d.mu.Lock()
+	err = d.vs.LogAndApply(ve)
+	if err == nil {
+		d.updateReadStateLocked()
+	}
+	d.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	d.commit.lastSeq = maxSeq
+	d.visibleSeq.Store(uint64(maxSeq))
+
+	d.deleteUnreferencedFiles(names)
+	d.bgWG.Add(1)
+	go d.backgroundLoop()
+	return d, nil
+}
+
+// replayWAL applies the batches of WAL num. Batches at or below flushedSeq
+// are already in tables and skipped.
+func (d *DB) replayWAL(num base.FileNum, ve *manifest.VersionEdit, maxSeq *base.SeqNum, flushedSeq base.SeqNum) error {
+	name := base.MakeFilename(base.FileTypeLog, num)
+	f, err := d.fs.Open(d.path(base.FileTypeLog, num))
+	if err != nil {
+		return fmt.Errorf("strata: open WAL %s: %w", name, err)
+	}
+	defer f.Close()
+	mem := newMemTable(int(d.opts.MemTableSize), 0)
+	flushMem := func() error {
+		if mem.Empty() {
+			return nil
+		}
+		meta, err := d.writeL0(mem, nil)
+		if err != nil {
+			return err
+		}
+		if meta != nil {
+			ve.NewFiles = append(ve.NewFiles, manifest.NewFile{Level: 0, Meta: meta})
+		}
+		return nil
+	}
+	r := record.NewReader(f, name)
+	for {
+		offset := r.Offset()
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if errors.Is(err, base.ErrCorruption) {
+				return err
+			}
+			return fmt.Errorf("strata: read WAL %s at offset %d: %w", name, offset, err)
+		}
+		br, err := newBatchReader(rec)
+		if err != nil {
+			return base.CorruptionErrorf(name, offset, "%v", err)
+		}
+		seq := br.seq
+		if seq == 0 {
+			return base.CorruptionErrorf(name, offset, "batch has sequence number 0")
+		}
+		if seq+base.SeqNum(br.count)-1 <= flushedSeq {
+			continue
+		}
+		for {
+			kind, key, value, ok, err := br.next()
+			if err != nil {
+				return base.CorruptionErrorf(name, offset, "%v", err)
+			}
+			if !ok {
+				break
+			}
+			ikey := base.MakeInternalKey(key, seq, kind)
+			err = mem.Add(ikey, value)
+			if errors.Is(err, memtable.ErrArenaFull) {
+				if err := flushMem(); err != nil {
+					return err
+				}
+				size := max(int(d.opts.MemTableSize), 2*memtable.EntrySize(len(key), len(value)))
+				mem = newMemTable(size, 0)
+				err = mem.Add(ikey, value)
+			}
+			if err != nil {
+				return fmt.Errorf("strata: replay WAL %s: %w", name, err)
+			}
+			if kind == base.KindRangeDelete {
+				mem.rangeDelCount.Add(1)
+			}
+			if seq > *maxSeq {
+				*maxSeq = seq
+			}
+			seq++
+		}
+	}
+	return flushMem()
+}
+
+// deleteUnreferencedFiles removes what a crash or an old run left behind:
+// tables not in the current version, WALs already flushed, old manifests and
+// temp files. names is the directory listing taken before recovery.
+func (d *DB) deleteUnreferencedFiles(names []string) {
+	d.mu.Lock()
+	live := make(map[base.FileNum]bool)
+	d.vs.Current().Files(func(_ int, f *manifest.FileMetadata) { live[f.FileNum] = true })
+	logNum := d.vs.LogNum()
+	manifestNum := d.vs.ManifestNum()
+	d.mu.Unlock()
+	for _, name := range names {
+		t, num, ok := base.ParseFilename(name)
+		if !ok {
+			continue
+		}
+		remove := false
+		switch t {
+		case base.FileTypeTable:
+			remove = !live[num]
+		case base.FileTypeLog:
+			remove = num < logNum
+		case base.FileTypeManifest:
+			remove = num != manifestNum
+		case base.FileTypeTemp:
+			remove = true
+		}
+		if remove {
+			d.removeFile(t, num)
+		}
+	}
+}
+
+// Close flushes nothing to the WAL that is not already there, waits for
+// background work, and releases the directory. With the WAL disabled it
+// first flushes the memtable, so a clean Close loses nothing. Iterators and
+// snapshots must be closed first; using them afterwards returns errors.
+func (d *DB) Close() error {
+	if !d.closed.CompareAndSwap(false, true) {
+		return ErrClosed
+	}
+	var err error
+	if d.opts.DisableWAL {
+		err = d.flush()
+	}
+	// Wait for in-flight writes: a barrier queues behind them.
+	_ = d.writeOp(nil, false, opBarrier)
+	close(d.flushCh)
+	d.bgWG.Wait()
+
+	d.commit.mu.Lock()
+	if d.commit.wal != nil {
+		if cerr := d.commit.wal.Close(); err == nil {
+			err = cerr
+		}
+		d.commit.wal = nil
+	}
+	d.commit.mu.Unlock()
+
+	d.mu.Lock()
+	if cerr := d.vs.Close(); err == nil {
+		err = cerr
+	}
+	d.mu.Unlock()
+	d.rsMu.Lock()
+	rs := d.readState
+	d.readState = nil
+	d.rsMu.Unlock()
+	if rs != nil {
+		rs.unref()
+	}
+	d.deleteObsoleteFiles()
+	d.tableCache.close()
+	if cerr := d.lock.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		d.mu.Lock()
+		err = d.bgErr
+		d.mu.Unlock()
+	}
+	return err
+}

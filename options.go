@@ -1,0 +1,202 @@
+package strata
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/strata-db/strata/cache"
+	"github.com/strata-db/strata/lsm/sstable"
+	"github.com/strata-db/strata/vfs"
+)
+
+// Options configure a DB. The zero value (or nil) gives the defaults;
+// defaults are filled in by EnsureDefaults, in one place.
+type Options struct {
+	// FS is the filesystem all files go through. Default: vfs.Default (the
+	// operating system's).
+	FS vfs.FS
+
+	// MemTableSize is the size in bytes of a memtable before it is frozen and
+	// flushed. Default: 64 MiB. A single batch larger than this gets a
+	// memtable of its own.
+	MemTableSize int64
+
+	// MaxImmutableMemTables bounds the frozen memtables waiting for flush.
+	// When the bound is reached, writers wait (they do not fail) until a
+	// flush finishes. Default: 2.
+	MaxImmutableMemTables int
+
+	// ValueThreshold: values of at least this many bytes are stored in value
+	// logs instead of the tree. 0 means the default (1024 bytes); a negative
+	// value turns separation off. This version stores every value in the
+	// tree; separation arrives with the value-log format.
+	ValueThreshold int
+
+	// DisableWAL turns the write-ahead log off. Writes are then durable only
+	// once flushed (Flush, Close, or a full memtable); Sync has no effect.
+	// Stream processors that make their own checkpoints use this.
+	DisableWAL bool
+
+	// BlockSize is the target uncompressed size in bytes of SSTable data
+	// blocks. Default: 4096.
+	BlockSize int
+	// BlockRestartInterval is the number of keys between restart points in a
+	// data block. Default: 16.
+	BlockRestartInterval int
+	// BloomBitsPerKey sizes the per-table Bloom filter. Default: 10 (about 1%
+	// false positives); negative disables filters.
+	BloomBitsPerKey int
+	// Compression of SSTable blocks: "none", "snappy", "s2" or "zstd".
+	// Blocks that compress by less than 12.5% are stored raw. Default:
+	// "snappy".
+	Compression string
+
+	// TargetFileSize is the size in bytes past which compaction starts a new
+	// output table. Default: 64 MiB.
+	TargetFileSize int64
+
+	// CacheSize is the capacity in bytes of the block cache the DB creates
+	// when Cache is nil. Default: 64 MiB. Negative: no block cache.
+	CacheSize int64
+	// Cache is a block cache to share between DBs. Default: a new cache of
+	// CacheSize bytes.
+	Cache *cache.Cache
+
+	// MaxManifestFileSize is the manifest size in bytes past which a new
+	// manifest is started. Default: 64 MiB.
+	MaxManifestFileSize int64
+
+	// ErrorIfExists makes Open fail when the database already exists.
+	ErrorIfExists bool
+	// ErrorIfNotExists makes Open fail when the database does not exist
+	// (by default Open creates it).
+	ErrorIfNotExists bool
+}
+
+// Defaults of the Options fields.
+const (
+	DefaultMemTableSize          = 64 << 20
+	DefaultMaxImmutableMemTables = 2
+	DefaultValueThreshold        = 1024
+	DefaultBlockSize             = 4096
+	DefaultBlockRestartInterval  = 16
+	DefaultBloomBitsPerKey       = 10
+	DefaultCompression           = "snappy"
+	DefaultTargetFileSize        = 64 << 20
+	DefaultCacheSize             = 64 << 20
+	DefaultMaxManifestFileSize   = 64 << 20
+)
+
+// EnsureDefaults returns a copy of o (nil allowed) with every unset field
+// given its default.
+func (o *Options) EnsureDefaults() *Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.FS == nil {
+		c.FS = vfs.Default
+	}
+	if c.MemTableSize == 0 {
+		c.MemTableSize = DefaultMemTableSize
+	}
+	if c.MaxImmutableMemTables == 0 {
+		c.MaxImmutableMemTables = DefaultMaxImmutableMemTables
+	}
+	if c.ValueThreshold == 0 {
+		c.ValueThreshold = DefaultValueThreshold
+	}
+	if c.BlockSize == 0 {
+		c.BlockSize = DefaultBlockSize
+	}
+	if c.BlockRestartInterval == 0 {
+		c.BlockRestartInterval = DefaultBlockRestartInterval
+	}
+	if c.BloomBitsPerKey == 0 {
+		c.BloomBitsPerKey = DefaultBloomBitsPerKey
+	}
+	if c.Compression == "" {
+		c.Compression = DefaultCompression
+	}
+	if c.TargetFileSize == 0 {
+		c.TargetFileSize = DefaultTargetFileSize
+	}
+	if c.CacheSize == 0 {
+		c.CacheSize = DefaultCacheSize
+	}
+	if c.MaxManifestFileSize == 0 {
+		c.MaxManifestFileSize = DefaultMaxManifestFileSize
+	}
+	return &c
+}
+
+// maxMemTableSize is the largest memtable the arena's 32-bit offsets allow.
+const maxMemTableSize = 4<<30 - 1
+
+// Validate reports every invalid field at once.
+func (o *Options) Validate() error {
+	c := o.EnsureDefaults()
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if c.MemTableSize < 64<<10 || c.MemTableSize > maxMemTableSize {
+		bad("MemTableSize %d is outside [64 KiB, 4 GiB)", c.MemTableSize)
+	}
+	if c.MaxImmutableMemTables < 1 {
+		bad("MaxImmutableMemTables %d must be at least 1", c.MaxImmutableMemTables)
+	}
+	if c.BlockSize < 256 || c.BlockSize > 1<<20 {
+		bad("BlockSize %d is outside [256 B, 1 MiB]", c.BlockSize)
+	}
+	if c.BlockRestartInterval < 1 || c.BlockRestartInterval > 1024 {
+		bad("BlockRestartInterval %d is outside [1, 1024]", c.BlockRestartInterval)
+	}
+	if c.BloomBitsPerKey > 64 {
+		bad("BloomBitsPerKey %d is larger than 64", c.BloomBitsPerKey)
+	}
+	if _, err := sstable.ParseCompression(c.Compression); err != nil {
+		bad("Compression %q is not one of none, snappy, s2, zstd", c.Compression)
+	}
+	if c.TargetFileSize < 4<<10 {
+		bad("TargetFileSize %d is smaller than 4 KiB", c.TargetFileSize)
+	}
+	if c.MaxManifestFileSize < 4<<10 {
+		bad("MaxManifestFileSize %d is smaller than 4 KiB", c.MaxManifestFileSize)
+	}
+	if c.ErrorIfExists && c.ErrorIfNotExists {
+		bad("ErrorIfExists and ErrorIfNotExists are both set: Open could never succeed")
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("strata: invalid options: %w", errors.Join(errs...))
+}
+
+func (o *Options) writerOptions() sstable.WriterOptions {
+	c, _ := sstable.ParseCompression(o.Compression)
+	return sstable.WriterOptions{
+		BlockSize:            o.BlockSize,
+		BlockRestartInterval: o.BlockRestartInterval,
+		BitsPerKey:           o.BloomBitsPerKey,
+		Compression:          c,
+	}
+}
+
+// WriteOptions control one write.
+type WriteOptions struct {
+	// Sync makes the write durable (the WAL is synced) before it returns.
+	Sync bool
+}
+
+// Sync and NoSync are the two write modes. A nil *WriteOptions means Sync.
+var (
+	Sync   = &WriteOptions{Sync: true}
+	NoSync = &WriteOptions{Sync: false}
+)
+
+func (o *WriteOptions) sync() bool { return o == nil || o.Sync }
+
+// IterOptions bound an iterator to [LowerBound, UpperBound). A nil bound is
+// unbounded.
+type IterOptions struct {
+	LowerBound, UpperBound []byte
+}

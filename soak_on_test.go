@@ -1,0 +1,5 @@
+//go:build soak
+
+package strata
+
+const soak = true
