@@ -255,6 +255,9 @@ func (d *DB) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
+	// A manual compaction in progress finishes first.
+	d.compactMu.Lock()
+	defer d.compactMu.Unlock()
 	var err error
 	if d.opts.DisableWAL {
 		err = d.flush()

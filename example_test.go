@@ -1,0 +1,72 @@
+package strata_test
+
+import (
+	"errors"
+	"fmt"
+	"log"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/vfs"
+)
+
+func Example() {
+	// An in-memory filesystem keeps the example self-contained; omit FS to
+	// use the disk.
+	db, err := strata.Open("example-db", &strata.Options{FS: vfs.NewMem()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	if err := db.Set([]byte("fruit:apple"), []byte("red"), strata.Sync); err != nil {
+		log.Fatal(err)
+	}
+	b := db.NewBatch()
+	b.Set([]byte("fruit:banana"), []byte("yellow"))
+	b.Set([]byte("fruit:cherry"), []byte("dark red"))
+	b.Set([]byte("veg:kale"), []byte("green"))
+	if err := db.Apply(b, strata.NoSync); err != nil {
+		log.Fatal(err)
+	}
+
+	v, err := db.Get([]byte("fruit:banana"))
+	fmt.Printf("banana: %s %v\n", v, err)
+
+	_, err = db.Get([]byte("fruit:durian"))
+	fmt.Println("durian found:", !errors.Is(err, strata.ErrNotFound))
+
+	it, err := db.NewIter(&strata.IterOptions{LowerBound: []byte("fruit:"), UpperBound: []byte("fruit;")})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for ok := it.Last(); ok; ok = it.Prev() {
+		fmt.Printf("%s=%s\n", it.Key(), it.Value())
+	}
+	if err := it.Close(); err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// banana: yellow <nil>
+	// durian found: false
+	// fruit:cherry=dark red
+	// fruit:banana=yellow
+	// fruit:apple=red
+}
+
+func ExampleDB_NewSnapshot() {
+	db, err := strata.Open("example-db", &strata.Options{FS: vfs.NewMem()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	db.Set([]byte("balance"), []byte("100"), strata.NoSync)
+	snap := db.NewSnapshot()
+	defer snap.Close()
+	db.Set([]byte("balance"), []byte("40"), strata.NoSync)
+
+	then, _ := snap.Get([]byte("balance"))
+	now, _ := db.Get([]byte("balance"))
+	fmt.Printf("then %s, now %s\n", then, now)
+	// Output: then 100, now 40
+}
