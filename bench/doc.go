@@ -1,0 +1,26 @@
+// Package bench is the benchmark library behind cmd/kvbench: it runs the
+// same workload on Strata and on its peers (Pebble, Pebble with value
+// separation, Badger, and RocksDB through its own db_bench) and reports
+// them side by side.
+//
+// The parts:
+//
+//   - Spec (spec.go): what to run — benchmarks in db_bench's names, key and
+//     value sizes, counts, threads, engine settings.
+//   - Engines (engine.go): an in-process Engine interface the runner drives
+//     operation by operation, and the External interface for engines that
+//     run a whole workload themselves (RocksDB's db_bench). Engines register
+//     by name; one that is not installed is skipped with a note.
+//   - Workloads (workload.go, keys.go, zipf.go): key order, value sizes,
+//     the YCSB mixes and the zipfian generator.
+//   - Runner (runner.go): runs every benchmark on every engine, measuring
+//     throughput, latency percentiles, throughput over time, bytes written
+//     to disk (the process's own I/O accounting), and disk space after.
+//   - Reports (package bench/report): a terminal table, JSON, an HTML page
+//     with SVG charts, and the progress bar. The peers' adapters live in
+//     bench/peers (Pebble, Badger) and bench/rocksdb (db_bench).
+//
+// Fair settings (see BENCH.md in the project): 64 MiB memtable, 64 MiB block
+// cache, no compression, WAL on without fsync unless a workload says
+// otherwise, the same keys in the same order and the same value sizes.
+package bench

@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"context"
+	"slices"
+	"sync"
+)
+
+// Engine is a key-value store driven operation by operation. Methods may be
+// called from several goroutines at once (readers in parallel with one
+// writer).
+type Engine interface {
+	// Put writes key=value (durably before returning when Config.Sync).
+	Put(key, value []byte) error
+	// Get appends the value of key to buf[:0] and returns it; found is false
+	// when the key does not exist.
+	Get(key, buf []byte) (value []byte, found bool, err error)
+	// Delete removes key.
+	Delete(key []byte) error
+	// Scan positions at the first key >= start and reads up to n entries
+	// (key and value bytes touched), returning how many it read and their
+	// total key+value bytes.
+	Scan(start []byte, n int) (rows int, bytes int64, err error)
+	// Close closes the store.
+	Close() error
+}
+
+// Stater is implemented by engines that can describe their internal state
+// (levels, caches) after a run; the report shows it.
+type Stater interface {
+	Stats() string
+}
+
+// External is an engine that runs a whole spec itself (RocksDB's db_bench),
+// returning one Result per benchmark, in order.
+type External interface {
+	Run(ctx context.Context, spec *Spec, dir string, progress Progress) ([]Result, error)
+}
+
+// EngineInfo describes a registered engine.
+type EngineInfo struct {
+	Name        string
+	Description string
+	// Open opens an in-process engine in dir (which exists and is empty).
+	// Nil for external engines.
+	Open func(dir string, cfg Config) (Engine, error)
+	// External returns the engine for engines that run workloads
+	// themselves. Nil for in-process engines.
+	External func() External
+	// Available returns nil when the engine can run here, or an error
+	// saying why not (shown as a skip note, never a failure).
+	Available func() error
+}
+
+var registry struct {
+	sync.Mutex
+	engines []EngineInfo
+}
+
+// RegisterEngine adds an engine (adapters call it from init).
+func RegisterEngine(e EngineInfo) {
+	registry.Lock()
+	defer registry.Unlock()
+	registry.engines = slices.DeleteFunc(registry.engines, func(x EngineInfo) bool { return x.Name == e.Name })
+	registry.engines = append(registry.engines, e)
+}
+
+// LookupEngine finds a registered engine by name.
+func LookupEngine(name string) (EngineInfo, bool) {
+	registry.Lock()
+	defer registry.Unlock()
+	for _, e := range registry.engines {
+		if e.Name == name {
+			return e, true
+		}
+	}
+	return EngineInfo{}, false
+}
+
+// EngineNames lists the registered engines, sorted.
+func EngineNames() []string {
+	registry.Lock()
+	defer registry.Unlock()
+	var out []string
+	for _, e := range registry.engines {
+		out = append(out, e.Name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Progress receives progress reports while a benchmark runs. Implementations
+// must be safe for concurrent use.
+type Progress interface {
+	// Start announces a benchmark of total operations on engine.
+	Start(engine, benchmark string, total int64)
+	// Add reports n more operations done.
+	Add(n int64)
+	// Done ends the benchmark.
+	Done()
+}
+
+// NoProgress discards progress reports.
+type NoProgress struct{}
+
+func (NoProgress) Start(string, string, int64) {}
+func (NoProgress) Add(int64)                   {}
+func (NoProgress) Done()                       {}

@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"time"
+)
+
+// Result is what one benchmark on one engine measured.
+type Result struct {
+	Engine    string `json:"engine"`
+	Benchmark string `json:"benchmark"`
+	// Skipped is set when the engine or benchmark could not run here; Note
+	// says why.
+	Skipped bool   `json:"skipped,omitempty"`
+	Note    string `json:"note,omitempty"`
+
+	Ops      int64         `json:"ops"`
+	Duration time.Duration `json:"duration_ns"`
+	// OpsPerSec counts operations; for seekrandom and ycsb-e, RowsPerSec
+	// counts the rows the scans read.
+	OpsPerSec  float64 `json:"ops_per_sec"`
+	RowsPerSec float64 `json:"rows_per_sec,omitempty"`
+	// MBPerSec is the key and value bytes moved per second (written for
+	// writes, read for reads), in MB (10^6 bytes).
+	MBPerSec float64 `json:"mb_per_sec"`
+	// Latency percentiles of single operations.
+	P50  time.Duration `json:"p50_ns"`
+	P95  time.Duration `json:"p95_ns"`
+	P99  time.Duration `json:"p99_ns"`
+	P999 time.Duration `json:"p999_ns"`
+
+	// Found counts reads that found their key, out of Reads attempted.
+	Found int64 `json:"found,omitempty"`
+	Reads int64 `json:"reads,omitempty"`
+
+	// UserBytes is the key and value bytes written by the benchmark.
+	UserBytes int64 `json:"user_bytes"`
+	// DiskWritten is the bytes the process (or db_bench) wrote to storage
+	// during the benchmark, from its own I/O accounting.
+	DiskWritten int64 `json:"disk_written"`
+	// WriteAmp is DiskWritten / UserBytes (0 when nothing was written).
+	WriteAmp float64 `json:"write_amp"`
+	// DiskSize is the size of the database directory after the benchmark;
+	// LiveBytes the key and value bytes of the live keys; SpaceAmp their
+	// ratio.
+	DiskSize  int64   `json:"disk_size"`
+	LiveBytes int64   `json:"live_bytes"`
+	SpaceAmp  float64 `json:"space_amp"`
+
+	// Timeline is throughput sampled every Spec.ReportInterval.
+	Timeline []Sample `json:"timeline,omitempty"`
+	// EngineStats is the engine's own description of its state afterwards.
+	EngineStats string `json:"engine_stats,omitempty"`
+}
+
+// Sample is the throughput of one interval.
+type Sample struct {
+	Elapsed   time.Duration `json:"elapsed_ns"` // end of the interval since the benchmark started
+	OpsPerSec float64       `json:"ops_per_sec"`
+}
+
+// Finish derives the rates and ratios from the raw counts; movedBytes is
+// the key and value bytes the benchmark wrote or read, for MB/s.
+func (r *Result) Finish(movedBytes int64) {
+	if s := r.Duration.Seconds(); s > 0 {
+		r.OpsPerSec = float64(r.Ops) / s
+		r.MBPerSec = float64(movedBytes) / s / 1e6
+	}
+	if r.UserBytes > 0 {
+		r.WriteAmp = float64(r.DiskWritten) / float64(r.UserBytes)
+	}
+	if r.LiveBytes > 0 {
+		r.SpaceAmp = float64(r.DiskSize) / float64(r.LiveBytes)
+	}
+}
+
+// Report is a whole run: the spec, the machine and every result.
+type Report struct {
+	Spec    Spec      `json:"spec"`
+	Machine Machine   `json:"machine"`
+	Started time.Time `json:"started"`
+	Results []Result  `json:"results"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	GoVersion string `json:"go_version"`
+	OS        string `json:"os"`
+	Arch      string `json:"arch"`
+	CPUs      int    `json:"cpus"`
+	CPUModel  string `json:"cpu_model,omitempty"`
+	MemoryGiB int    `json:"memory_gib,omitempty"`
+}

@@ -1,0 +1,262 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Run executes spec on every engine, one after another, and returns the
+// report. An engine that is not available, or fails, yields skipped results
+// with a note; only a bad spec or an unusable directory is an error.
+func Run(ctx context.Context, spec Spec, progress Progress) (*Report, error) {
+	if err := spec.Normalize(); err != nil {
+		return nil, err
+	}
+	if progress == nil {
+		progress = NoProgress{}
+	}
+	root := spec.Dir
+	if root == "" {
+		tmp, err := os.MkdirTemp("", "kvbench-")
+		if err != nil {
+			return nil, err
+		}
+		root = tmp
+		if !spec.KeepDB {
+			defer os.RemoveAll(tmp)
+		}
+	}
+	rep := &Report{Spec: spec, Machine: DescribeMachine(), Started: time.Now()}
+	for _, name := range spec.Engines {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		info, _ := LookupEngine(name)
+		skipAll := func(note string) {
+			for _, b := range spec.Benchmarks {
+				rep.Results = append(rep.Results, Result{Engine: name, Benchmark: b, Skipped: true, Note: note})
+			}
+		}
+		if info.Available != nil {
+			if err := info.Available(); err != nil {
+				skipAll(err.Error())
+				continue
+			}
+		}
+		dir := filepath.Join(root, name)
+		if err := os.RemoveAll(dir); err != nil {
+			return rep, err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return rep, err
+		}
+		var results []Result
+		var err error
+		if info.External != nil {
+			results, err = info.External().Run(ctx, &spec, dir, progress)
+		} else {
+			results, err = runEngine(ctx, &spec, info, dir, progress)
+		}
+		for i := range results {
+			results[i].Engine = name
+		}
+		rep.Results = append(rep.Results, results...)
+		if err != nil {
+			// Mark the benchmarks that did not run.
+			done := map[string]bool{}
+			for _, r := range results {
+				done[r.Benchmark] = true
+			}
+			for _, b := range spec.Benchmarks {
+				if !done[b] {
+					rep.Results = append(rep.Results, Result{Engine: name, Benchmark: b, Skipped: true, Note: "failed: " + err.Error()})
+				}
+			}
+			if ctx.Err() != nil {
+				return rep, ctx.Err()
+			}
+		}
+		if !spec.KeepDB {
+			os.RemoveAll(dir)
+		}
+	}
+	return rep, nil
+}
+
+// runEngine runs every benchmark of spec on an in-process engine. Like
+// db_bench run once per benchmark, the engine is opened before each
+// benchmark and closed after it, and the bytes written between the open
+// and the end of the close are charged to the benchmark.
+func runEngine(ctx context.Context, spec *Spec, info EngineInfo, dir string, progress Progress) ([]Result, error) {
+	st := newKeyState(spec)
+	var results []Result
+	for bi, name := range spec.Benchmarks {
+		if err := ctx.Err(); err != nil {
+			return results, err
+		}
+		written0 := processWriteBytes()
+		eng, err := info.Open(dir, spec.Config)
+		if err != nil {
+			return results, fmt.Errorf("open: %w", err)
+		}
+		res, runErr := runBenchmark(ctx, spec, info.Name, eng, name, bi, st, progress)
+		if s, ok := eng.(Stater); ok {
+			res.EngineStats = s.Stats()
+		}
+		closeErr := eng.Close()
+		if err := errors.Join(runErr, closeErr); err != nil {
+			return results, fmt.Errorf("%s: %w", name, err)
+		}
+		res.DiskWritten = processWriteBytes() - written0
+		res.DiskSize = DirSize(dir)
+		res.LiveBytes = st.liveBytes()
+		res.Finish(res.moved)
+		results = append(results, res.Result)
+	}
+	return results, nil
+}
+
+// runResult is a Result plus the bytes moved, for MB/s.
+type runResult struct {
+	Result
+	moved int64
+}
+
+// thread is one worker's state.
+type thread struct {
+	id     int
+	rng    randSource
+	hist   histogram
+	key    []byte
+	getBuf []byte
+	values *valueSource
+
+	ops, reads, found, rows int64
+	moved, userBytes        int64
+	pending                 int64 // ops not yet added to the shared counter
+	done                    *atomic.Int64
+}
+
+// tick counts one operation that started at start toward the latency
+// histogram, progress and the timeline.
+func (t *thread) tick(start time.Time) {
+	t.hist.record(time.Since(start))
+	t.ops++
+	t.pending++
+	if t.pending == 64 {
+		t.done.Add(64)
+		t.pending = 0
+	}
+}
+
+func (t *thread) flushTicks() {
+	t.done.Add(t.pending)
+	t.pending = 0
+}
+
+// runBenchmark runs one benchmark: it starts the worker goroutines the
+// benchmark needs, samples throughput, and merges what the workers
+// measured.
+func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, name string, benchIndex int, st *keyState, progress Progress) (runResult, error) {
+	w := planWorkload(spec, name, st)
+	var done atomic.Int64
+	threads := make([]*thread, w.threads)
+	for i := range threads {
+		seed := spec.Seed*1_000_003 + uint64(benchIndex)*101 + uint64(i)
+		threads[i] = &thread{
+			id:     i,
+			rng:    newRandSource(seed),
+			key:    make([]byte, spec.KeySize),
+			values: newValueSource(spec.Value, seed),
+			done:   &done,
+		}
+	}
+	progress.Start(engName, name, w.total)
+	res := runResult{Result: Result{Benchmark: name}}
+
+	stopSampler := make(chan struct{})
+	var samplerWG sync.WaitGroup
+	samplerWG.Add(1)
+	start := time.Now()
+	go func() {
+		defer samplerWG.Done()
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		var lastProgress, lastSample int64
+		lastSampleAt := start
+		for {
+			select {
+			case <-stopSampler:
+				progress.Add(done.Load() - lastProgress)
+				return
+			case now := <-tick.C:
+				n := done.Load()
+				progress.Add(n - lastProgress)
+				lastProgress = n
+				if now.Sub(lastSampleAt) >= spec.ReportInterval {
+					res.Timeline = append(res.Timeline, Sample{
+						Elapsed:   now.Sub(start),
+						OpsPerSec: float64(n-lastSample) / now.Sub(lastSampleAt).Seconds(),
+					})
+					lastSample, lastSampleAt = n, now
+				}
+			}
+		}
+	}()
+
+	errs := make([]error, len(threads))
+	var wg sync.WaitGroup
+	stopBackground := make(chan struct{})
+	var bgErr error
+	var bgWG sync.WaitGroup
+	if w.background != nil {
+		bg := &thread{id: -1, rng: newRandSource(spec.Seed + 77), key: make([]byte, spec.KeySize),
+			values: newValueSource(spec.Value, spec.Seed+77), done: new(atomic.Int64)}
+		bgWG.Add(1)
+		go func() {
+			defer bgWG.Done()
+			bgErr = w.background(ctx, eng, bg, stopBackground)
+			res.UserBytes += bg.userBytes
+		}()
+	}
+	for i, t := range threads {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = w.run(ctx, eng, t)
+			t.flushTicks()
+		}()
+	}
+	wg.Wait()
+	res.Duration = time.Since(start)
+	close(stopBackground)
+	bgWG.Wait()
+	close(stopSampler)
+	samplerWG.Wait()
+	progress.Done()
+
+	var hist histogram
+	for _, t := range threads {
+		hist.merge(&t.hist)
+		res.Ops += t.ops
+		res.Reads += t.reads
+		res.Found += t.found
+		res.UserBytes += t.userBytes
+		res.moved += t.moved
+		if t.rows > 0 {
+			res.RowsPerSec += float64(t.rows)
+		}
+	}
+	if res.RowsPerSec > 0 {
+		res.RowsPerSec /= res.Duration.Seconds()
+	}
+	res.P50, res.P95 = hist.percentile(50), hist.percentile(95)
+	res.P99, res.P999 = hist.percentile(99), hist.percentile(99.9)
+	return res, errors.Join(append(errs, bgErr)...)
+}

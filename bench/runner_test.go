@@ -1,0 +1,66 @@
+package bench
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestRunStrataSmall runs every benchmark on Strata at a tiny size and
+// checks the counts the runner reports.
+func TestRunStrataSmall(t *testing.T) {
+	spec := DefaultSpec()
+	spec.Engines = []string{"strata"}
+	spec.Benchmarks = AllBenchmarks
+	spec.Num = 3000
+	spec.Reads = 2000
+	spec.Threads = 2
+	spec.Value = ValueDist{Kind: "uniform", Min: 50, Max: 3000}
+	spec.Dir = t.TempDir()
+	rep, err := Run(context.Background(), spec, nil)
+	require.NoError(t, err)
+	byName := map[string]Result{}
+	for _, r := range rep.Results {
+		require.False(t, r.Skipped, "%s: %s", r.Benchmark, r.Note)
+		require.Equal(t, "strata", r.Engine)
+		byName[r.Benchmark] = r
+	}
+	require.Len(t, byName, len(AllBenchmarks))
+	fill := byName[FillRandom]
+	require.Equal(t, int64(3000), fill.Ops)
+	require.Positive(t, fill.OpsPerSec)
+	require.Positive(t, fill.UserBytes)
+	require.Positive(t, fill.DiskSize)
+	require.InDelta(t, 3000*(16+1525), fill.LiveBytes, 1)
+	require.Positive(t, fill.P50)
+	require.LessOrEqual(t, fill.P50, fill.P99)
+	// After fillseq and fillrandom over the same keys every read finds its key.
+	rr := byName[ReadRandom]
+	require.Equal(t, int64(4000), rr.Ops)
+	require.Equal(t, rr.Reads, rr.Found)
+	seek := byName[SeekRandom]
+	require.Equal(t, 2*SeekCount(&rep.Spec), seek.Ops)
+	require.Positive(t, seek.RowsPerSec)
+	require.Equal(t, int64(3000), byName[ReadSeq].Ops, "readseq reads every key once")
+	// deleterandom removes about 1-1/e of the keys; later reads find fewer.
+	del := byName[DeleteRandom]
+	require.Less(t, del.LiveBytes, fill.LiveBytes*3/4)
+	require.Less(t, byName[YCSBA].Found, byName[YCSBA].Reads)
+	require.Equal(t, int64(4000), byName[YCSBF].Ops)
+	require.Positive(t, byName[YCSBE].RowsPerSec)
+}
+
+func TestSpecNormalize(t *testing.T) {
+	s := Spec{Engines: []string{"strata", "nope"}, Benchmarks: []string{"fillrandom", "bogus"}, Num: 0,
+		Value: ValueDist{Kind: "weird"}}
+	err := s.Normalize()
+	require.Error(t, err)
+	for _, want := range []string{"num must be positive", `unknown benchmark "bogus"`, `unknown engine "nope"`, "value_size_distribution_type"} {
+		require.ErrorContains(t, err, want)
+	}
+	ok := DefaultSpec()
+	ok.Engines = []string{"strata"}
+	require.NoError(t, ok.Normalize())
+	require.Equal(t, ok.Num, ok.Reads)
+}

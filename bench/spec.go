@@ -1,0 +1,208 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Benchmark names, as db_bench spells them where it has them.
+const (
+	FillSeq          = "fillseq"          // Num keys in ascending order
+	FillRandom       = "fillrandom"       // Num distinct keys in random order
+	Overwrite        = "overwrite"        // Num writes of random existing keys
+	ReadRandom       = "readrandom"       // Reads gets of random existing keys
+	ReadSeq          = "readseq"          // a full scan, reading every value
+	SeekRandom       = "seekrandom"       // seeks to random keys, each then SeekNexts nexts, about Reads rows in all
+	ReadWhileWriting = "readwhilewriting" // Threads readers and one writer; the readers are measured
+	DeleteRandom     = "deleterandom"     // Num deletes of random keys
+	YCSBA            = "ycsb-a"           // 50% reads, 50% updates, zipfian
+	YCSBB            = "ycsb-b"           // 95% reads, 5% updates, zipfian
+	YCSBC            = "ycsb-c"           // 100% reads, zipfian
+	YCSBD            = "ycsb-d"           // 95% reads of the latest keys, 5% inserts
+	YCSBE            = "ycsb-e"           // 95% short scans, 5% inserts
+	YCSBF            = "ycsb-f"           // 50% reads, 50% read-modify-writes, zipfian
+)
+
+// AllBenchmarks lists the benchmarks in the order they are documented.
+var AllBenchmarks = []string{FillSeq, FillRandom, Overwrite, ReadRandom, ReadSeq, SeekRandom,
+	ReadWhileWriting, DeleteRandom, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF}
+
+// ValueDist says how value sizes are drawn.
+type ValueDist struct {
+	// Kind is "fixed" (every value Size bytes), "uniform" (uniform in
+	// [Min, Max]) or "normal" (mean (Min+Max)/2, sd (Max-Min)/6, clamped to
+	// [Min, Max]); db_bench's --value_size_distribution_type.
+	Kind string `json:"kind"`
+	Size int    `json:"size"`
+	Min  int    `json:"min,omitempty"`
+	Max  int    `json:"max,omitempty"`
+}
+
+// Mean returns the expected value size in bytes.
+func (d ValueDist) Mean() float64 {
+	if d.Kind == "" || d.Kind == "fixed" {
+		return float64(d.Size)
+	}
+	return float64(d.Min+d.Max) / 2
+}
+
+func (d ValueDist) String() string {
+	if d.Kind == "" || d.Kind == "fixed" {
+		return fmt.Sprintf("%d B", d.Size)
+	}
+	return fmt.Sprintf("%s %d-%d B", d.Kind, d.Min, d.Max)
+}
+
+// Config is the engine settings every engine receives, translated to its
+// own options.
+type Config struct {
+	// ValueThreshold: values of at least this many bytes are separated by
+	// engines that separate (strata, pebble-vs, badger, rocksdb-blob).
+	ValueThreshold int `json:"value_threshold"`
+	// MemTableSize in bytes (64 MiB by default).
+	MemTableSize int64 `json:"memtable_size"`
+	// CacheSize is the block cache in bytes (64 MiB by default).
+	CacheSize int64 `json:"cache_size"`
+	// Compression is "none" (the default: values are random bytes) or
+	// "snappy".
+	Compression string `json:"compression"`
+	// DisableWAL turns write-ahead logging off in every engine that has one.
+	DisableWAL bool `json:"disable_wal"`
+	// Sync makes every write durable before it returns.
+	Sync bool `json:"sync"`
+}
+
+// Spec is a benchmark run.
+type Spec struct {
+	Engines    []string `json:"engines"`
+	Benchmarks []string `json:"benchmarks"`
+	// Num is the number of keys (fills and overwrites write Num keys).
+	Num int64 `json:"num"`
+	// Reads is the number of operations of read benchmarks and YCSB mixes
+	// (default Num).
+	Reads int64 `json:"reads"`
+	// KeySize in bytes (16). Keys are the 8-byte big-endian key index,
+	// padded with zeros, as db_bench makes them.
+	KeySize int       `json:"key_size"`
+	Value   ValueDist `json:"value"`
+	// Threads run read benchmarks (and readwhilewriting's readers) in
+	// parallel; writes come from one thread. Default 1.
+	Threads int `json:"threads"`
+	// SeekNexts is the number of Next calls after each seek (100).
+	SeekNexts int `json:"seek_nexts"`
+	// ZipfTheta skews YCSB key choice (0.99).
+	ZipfTheta float64 `json:"zipf_theta"`
+	// Seed makes key order and values repeatable.
+	Seed uint64 `json:"seed"`
+	// Dir holds one subdirectory per engine; empty means a temporary
+	// directory removed afterwards.
+	Dir string `json:"dir"`
+	// KeepDB leaves the databases in Dir after the run.
+	KeepDB bool `json:"keep_db"`
+	// ReportInterval is the spacing of throughput-over-time samples (1s).
+	ReportInterval time.Duration `json:"report_interval_ns"`
+	Config         Config        `json:"config"`
+}
+
+// DefaultSpec is what `kvbench` runs with no flags: a comparison that takes
+// about a minute on a 2-core machine.
+func DefaultSpec() Spec {
+	return Spec{
+		Engines:        []string{"strata", "pebble", "pebble-vs", "badger", "rocksdb", "rocksdb-blob"},
+		Benchmarks:     []string{FillRandom, ReadRandom, Overwrite, SeekRandom},
+		Num:            50_000,
+		KeySize:        16,
+		Value:          ValueDist{Kind: "fixed", Size: 4096},
+		Threads:        1,
+		SeekNexts:      100,
+		ZipfTheta:      0.99,
+		Seed:           1,
+		ReportInterval: time.Second,
+		Config: Config{
+			ValueThreshold: 1024,
+			MemTableSize:   64 << 20,
+			CacheSize:      64 << 20,
+			Compression:    "none",
+		},
+	}
+}
+
+// Normalize fills defaults and checks the spec, reporting every problem.
+func (s *Spec) Normalize() error {
+	var errs []error
+	if s.Num <= 0 {
+		errs = append(errs, fmt.Errorf("num must be positive, got %d", s.Num))
+	}
+	if s.Reads <= 0 {
+		s.Reads = s.Num
+	}
+	if s.KeySize == 0 {
+		s.KeySize = 16
+	}
+	if s.KeySize < 8 || s.KeySize > 1024 {
+		errs = append(errs, fmt.Errorf("key_size must be in [8, 1024], got %d", s.KeySize))
+	}
+	switch s.Value.Kind {
+	case "", "fixed":
+		s.Value.Kind = "fixed"
+		if s.Value.Size < 0 {
+			errs = append(errs, fmt.Errorf("value_size must not be negative, got %d", s.Value.Size))
+		}
+	case "uniform", "normal":
+		if s.Value.Min < 0 || s.Value.Max < s.Value.Min {
+			errs = append(errs, fmt.Errorf("value size range [%d, %d] is invalid", s.Value.Min, s.Value.Max))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("value_size_distribution_type %q is not fixed, uniform or normal", s.Value.Kind))
+	}
+	if s.Threads <= 0 {
+		s.Threads = 1
+	}
+	if s.SeekNexts < 0 {
+		errs = append(errs, fmt.Errorf("seek_nexts must not be negative"))
+	}
+	if s.ZipfTheta == 0 {
+		s.ZipfTheta = 0.99
+	}
+	if s.ZipfTheta <= 0 || s.ZipfTheta >= 1 {
+		errs = append(errs, fmt.Errorf("zipf theta must be in (0, 1), got %v", s.ZipfTheta))
+	}
+	if s.ReportInterval <= 0 {
+		s.ReportInterval = time.Second
+	}
+	if s.Config.MemTableSize == 0 {
+		s.Config.MemTableSize = 64 << 20
+	}
+	if s.Config.CacheSize == 0 {
+		s.Config.CacheSize = 64 << 20
+	}
+	if s.Config.Compression == "" {
+		s.Config.Compression = "none"
+	}
+	if s.Config.Compression != "none" && s.Config.Compression != "snappy" {
+		errs = append(errs, fmt.Errorf("compression %q is not none or snappy", s.Config.Compression))
+	}
+	known := map[string]bool{}
+	for _, b := range AllBenchmarks {
+		known[b] = true
+	}
+	for _, b := range s.Benchmarks {
+		if !known[b] {
+			errs = append(errs, fmt.Errorf("unknown benchmark %q (known: %s)", b, strings.Join(AllBenchmarks, ", ")))
+		}
+	}
+	if len(s.Benchmarks) == 0 {
+		errs = append(errs, errors.New("no benchmarks given"))
+	}
+	for _, e := range s.Engines {
+		if _, ok := LookupEngine(e); !ok {
+			errs = append(errs, fmt.Errorf("unknown engine %q (known: %s)", e, strings.Join(EngineNames(), ", ")))
+		}
+	}
+	if len(s.Engines) == 0 {
+		errs = append(errs, errors.New("no engines given"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,81 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/strata-db/strata"
+)
+
+func init() {
+	RegisterEngine(EngineInfo{
+		Name:        "strata",
+		Description: "Strata (this repository)",
+		Open:        openStrata,
+	})
+}
+
+type strataEngine struct {
+	db *strata.DB
+	wo *strata.WriteOptions
+}
+
+func openStrata(dir string, cfg Config) (Engine, error) {
+	opts := &strata.Options{
+		MemTableSize:   cfg.MemTableSize,
+		CacheSize:      cfg.CacheSize,
+		Compression:    cfg.Compression,
+		ValueThreshold: cfg.ValueThreshold,
+		DisableWAL:     cfg.DisableWAL,
+	}
+	if cfg.ValueThreshold <= 0 {
+		opts.ValueThreshold = -1
+	}
+	db, err := strata.Open(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	wo := strata.NoSync
+	if cfg.Sync {
+		wo = strata.Sync
+	}
+	return &strataEngine{db: db, wo: wo}, nil
+}
+
+func (e *strataEngine) Put(key, value []byte) error { return e.db.Set(key, value, e.wo) }
+
+func (e *strataEngine) Get(key, buf []byte) ([]byte, bool, error) {
+	v, err := e.db.Get(key)
+	if err != nil {
+		if isNotFound(err) {
+			return buf[:0], false, nil
+		}
+		return nil, false, err
+	}
+	return append(buf[:0], v...), true, nil
+}
+
+func (e *strataEngine) Delete(key []byte) error { return e.db.Delete(key, e.wo) }
+
+func (e *strataEngine) Scan(start []byte, n int) (int, int64, error) {
+	it, err := e.db.NewIter(nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	rows, bytes := 0, int64(0)
+	for ok := it.SeekGE(start); ok && rows < n; ok = it.Next() {
+		bytes += int64(len(it.Key()) + len(it.Value()))
+		rows++
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return rows, bytes, err
+	}
+	return rows, bytes, it.Close()
+}
+
+func (e *strataEngine) Close() error { return e.db.Close() }
+
+func (e *strataEngine) Stats() string { return fmt.Sprint(e.db.Metrics()) }
+
+func isNotFound(err error) bool { return errors.Is(err, strata.ErrNotFound) }
