@@ -1,0 +1,263 @@
+package peers
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+
+	"github.com/strata-db/strata/bench"
+)
+
+// badgerMaxValueThreshold is the largest ValueThreshold Badger v4 accepts
+// (its unexported maxValueThreshold, 1 MiB; Open fails above it).
+const badgerMaxValueThreshold = 1 << 20
+
+// badgerNumMemtables is Options.NumMemtables: how many immutable memtables
+// may wait for flushing before writes stall. Badger's default of 5 would let
+// it buffer 6 x 64 MiB in memory where Pebble and RocksDB stop at 2
+// memtables; 2 matches them.
+const badgerNumMemtables = 2
+
+// badgerNumCompactors is Options.NumCompactors: one per core on the 2-core
+// machines the benchmarks run on (Badger's default is 4; it rejects 1).
+const badgerNumCompactors = 2
+
+// badgerThreshold returns the ValueThreshold Badger is opened with:
+// cfg.ValueThreshold, clamped to what Badger accepts. Besides the 1 MiB
+// cap, Badger requires ValueThreshold <= 15% of MemTableSize (its maximum
+// batch size), about 9.6 MiB for a 64 MiB memtable. Values at or above the
+// threshold go to the value log, as for the other separating engines.
+func badgerThreshold(cfg bench.Config) int64 {
+	t := int64(cfg.ValueThreshold)
+	t = min(t, badgerMaxValueThreshold)
+	t = min(t, 15*cfg.MemTableSize/100)
+	return max(t, 0)
+}
+
+// badgerOptions translates cfg into Badger options.
+//
+// Write-ahead logging: Badger v4 appends every write to the current
+// memtable's log file (<id>.mem: keys with small values inline, pointers for
+// separated values) and writes separated values to the value log; neither
+// can be turned off for an on-disk DB, so Config.DisableWAL changes nothing
+// for Badger. Config.Sync maps to SyncWrites, which syncs both on every
+// commit.
+func badgerOptions(dir string, cfg bench.Config) (badger.Options, error) {
+	if err := checkConfig(cfg); err != nil {
+		return badger.Options{}, err
+	}
+	compression := options.None
+	if cfg.Compression == "snappy" {
+		compression = options.Snappy
+	}
+	opts := badger.DefaultOptions(dir).
+		WithLogger(nil).
+		WithSyncWrites(cfg.Sync).
+		WithMemTableSize(cfg.MemTableSize).
+		WithNumMemtables(badgerNumMemtables).
+		WithValueThreshold(badgerThreshold(cfg)).
+		// Block cache of the same size as the other engines'. Badger
+		// reads sstables through mmap, so the cache holds decoded blocks.
+		WithBlockCacheSize(cfg.CacheSize).
+		// 0 keeps every table index and bloom filter in memory (Badger's
+		// default); they are small here since large values live in the
+		// value log, and a bounded index cache would make reads reload
+		// them. RocksDB's db_bench likewise keeps index and filter blocks
+		// outside its block cache by default.
+		WithIndexCacheSize(0).
+		WithCompression(compression).
+		WithNumCompactors(badgerNumCompactors).
+		// One writer and read-only readers cannot conflict; the other
+		// engines do no conflict tracking either.
+		WithDetectConflicts(false)
+	return opts, nil
+}
+
+// badgerEngine adapts a *badger.DB. Badger's DB is safe for concurrent use;
+// every operation runs in its own transaction.
+type badgerEngine struct {
+	db     *badger.DB
+	dir    string
+	closed atomic.Bool
+}
+
+func openBadger(dir string, cfg bench.Config) (bench.Engine, error) {
+	opts, err := badgerOptions(dir, cfg)
+	if err != nil {
+		return nil, err
+	}
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("badger: open %s: %w", dir, err)
+	}
+	return &badgerEngine{db: db, dir: dir}, nil
+}
+
+// Put commits one transaction per write, as the other engines make one
+// write per operation (no WriteBatch).
+func (e *badgerEngine) Put(key, value []byte) error {
+	if e.closed.Load() {
+		return errClosed
+	}
+	err := e.db.Update(func(txn *badger.Txn) error { return txn.Set(key, value) })
+	if err != nil {
+		return fmt.Errorf("badger: set: %w", err)
+	}
+	return nil
+}
+
+func (e *badgerEngine) Get(key, buf []byte) ([]byte, bool, error) {
+	if e.closed.Load() {
+		return nil, false, errClosed
+	}
+	var out []byte
+	err := e.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if err != nil {
+			return err
+		}
+		out, err = item.ValueCopy(buf[:0])
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("badger: get: %w", err)
+	}
+	if out == nil {
+		// An empty value: found, with no bytes.
+		out = buf[:0]
+	}
+	return out, true, nil
+}
+
+func (e *badgerEngine) Delete(key []byte) error {
+	if e.closed.Load() {
+		return errClosed
+	}
+	err := e.db.Update(func(txn *badger.Txn) error { return txn.Delete(key) })
+	if err != nil {
+		return fmt.Errorf("badger: delete: %w", err)
+	}
+	return nil
+}
+
+// Scan reads values synchronously, one after another, as the other
+// engines' iterators do. Badger's PrefetchValues starts one goroutine per
+// item and keeps PrefetchSize items ahead of the cursor, so a scan of n rows
+// would fetch up to n+PrefetchSize-1 values; with the data in the page cache
+// that is slower than reading each value when its row is reached (and the
+// extra values would be fetched for rows the scan never returns).
+func (e *badgerEngine) Scan(start []byte, n int) (rows int, nbytes int64, err error) {
+	var sum uint64
+	rows, nbytes, err = e.scan(start, n, func(k, v []byte) { sum += touch(k) + touch(v) })
+	scanSink.Add(sum)
+	return rows, nbytes, err
+}
+
+// scan positions at the first key >= start and passes up to n entries to
+// fn, in order. The slices are valid only during the call.
+func (e *badgerEngine) scan(start []byte, n int, fn func(k, v []byte)) (rows int, nbytes int64, err error) {
+	if e.closed.Load() {
+		return 0, 0, errClosed
+	}
+	if n <= 0 {
+		return 0, 0, nil
+	}
+	txn := e.db.NewTransaction(false)
+	defer txn.Discard()
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
+	defer it.Close()
+	// The loop stops at the n-th row without a further Next, which would
+	// position on (and decode) a row the scan does not return.
+	for it.Seek(start); it.Valid(); it.Next() {
+		item := it.Item()
+		k := item.Key()
+		var vlen int
+		verr := item.Value(func(v []byte) error {
+			fn(k, v)
+			vlen = len(v)
+			return nil
+		})
+		if verr != nil {
+			return rows, nbytes, fmt.Errorf("badger: scan: read value: %w", verr)
+		}
+		rows++
+		nbytes += int64(len(k) + vlen)
+		if rows == n {
+			break
+		}
+	}
+	return rows, nbytes, nil
+}
+
+func (e *badgerEngine) Close() error {
+	if e.closed.Swap(true) {
+		return nil
+	}
+	if err := e.db.Close(); err != nil {
+		return fmt.Errorf("badger: close: %w", err)
+	}
+	return nil
+}
+
+// Stats describes the LSM levels (tables and bytes) and the files on disk
+// by kind: sstables, value log, memtable logs.
+func (e *badgerEngine) Stats() string {
+	if e.closed.Load() {
+		return ""
+	}
+	var b strings.Builder
+	for _, l := range e.db.Levels() {
+		if l.NumTables == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "L%d: %d tables, %s; ", l.Level, l.NumTables, mib(l.Size))
+	}
+	var sst, vlog, mem int64
+	var nvlog int
+	// Sizes are taken from the files rather than db.Size(), which Badger
+	// refreshes only once a minute, and are allocated sizes: Badger
+	// preallocates value-log files (2 x ValueLogFileSize) and memtable
+	// logs (2 x MemTableSize) as sparse files, so while they are open
+	// their apparent size says little about the space they use.
+	walkErr := filepath.WalkDir(e.dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			// The file was removed by a compaction or GC under our feet.
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".sst":
+			sst += bench.FileDiskSize(info)
+		case ".vlog":
+			vlog += bench.FileDiskSize(info)
+			nvlog++
+		case ".mem":
+			mem += bench.FileDiskSize(info)
+		}
+		return nil
+	})
+	fmt.Fprintf(&b, "sst %s, value log %s in %d files, memtable logs %s on disk",
+		mib(sst), mib(vlog), nvlog, mib(mem))
+	if walkErr != nil {
+		fmt.Fprintf(&b, "; listing %s: %v", e.dir, walkErr)
+	}
+	return b.String()
+}
+
+// mib formats a byte count in MiB.
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }

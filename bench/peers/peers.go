@@ -1,0 +1,107 @@
+// Package peers holds the in-process engine adapters for Strata's peers:
+// Pebble v2 without and with value separation ("pebble", "pebble-vs") and
+// Badger v4 ("badger"). Importing the package registers them with
+// bench.RegisterEngine.
+//
+// Every adapter translates bench.Config into the engine's own options the
+// same way (see BENCH.md): memtable Config.MemTableSize, block cache
+// Config.CacheSize, no compression unless Config.Compression is "snappy",
+// write-ahead logging on without fsync unless Config.DisableWAL or
+// Config.Sync say otherwise, engine logging silenced. The option choices and
+// the reasons for them are documented next to the code that sets them.
+package peers
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/strata-db/strata/bench"
+)
+
+// Versions of the peer modules, as pinned in go.mod; they appear in the
+// engine descriptions.
+const (
+	pebbleVersion = "v2.1.7"
+	badgerVersion = "v4.9.6"
+)
+
+func init() {
+	bench.RegisterEngine(bench.EngineInfo{
+		Name:        "pebble",
+		Description: "Pebble " + pebbleVersion + ", no value separation; " + pebbleSettings,
+		Open: func(dir string, cfg bench.Config) (bench.Engine, error) {
+			return openPebble(dir, cfg, false)
+		},
+		Available: available,
+	})
+	bench.RegisterEngine(bench.EngineInfo{
+		Name: "pebble-vs",
+		Description: "Pebble " + pebbleVersion + " with value separation: values >= threshold in blob files " +
+			fmt.Sprintf("(max blob reference depth %d, blob files rewritten above %.0f%% garbage once %s old); ",
+				pebbleMaxBlobReferenceDepth, pebbleTargetGarbageRatio*100, pebbleRewriteMinimumAge) +
+			pebbleSettings,
+		Open: func(dir string, cfg bench.Config) (bench.Engine, error) {
+			return openPebble(dir, cfg, true)
+		},
+		Available: available,
+	})
+	bench.RegisterEngine(bench.EngineInfo{
+		Name: "badger",
+		Description: "Badger " + badgerVersion + ", values >= threshold (capped at 1 MiB) in the value log; " +
+			fmt.Sprintf("%d queued memtables, %d compactors; ", badgerNumMemtables, badgerNumCompactors) +
+			"DisableWAL has no effect (its memtable log cannot be turned off); no value-log GC is run",
+		Open:      openBadger,
+		Available: available,
+	})
+}
+
+// pebbleSettings describes the settings both Pebble engines share.
+var pebbleSettings = fmt.Sprintf("format %s, cache = block cache + %d memtables (Pebble charges memtables to its cache), "+
+	"up to %d concurrent compactions", pebbleFormatName, pebbleReservedMemtables, pebbleMaxCompactions)
+
+// available reports that an engine can run: the peers are Go modules linked
+// into the binary, so they always can.
+func available() error { return nil }
+
+// errClosed is returned by operations on an engine after Close.
+var errClosed = errors.New("peers: engine is closed")
+
+// checkConfig rejects settings no engine can honour.
+func checkConfig(cfg bench.Config) error {
+	if cfg.ValueThreshold < 0 {
+		return fmt.Errorf("peers: value threshold must not be negative, got %d", cfg.ValueThreshold)
+	}
+	if cfg.MemTableSize <= 0 {
+		return fmt.Errorf("peers: memtable size must be positive, got %d", cfg.MemTableSize)
+	}
+	if cfg.CacheSize < 0 {
+		return fmt.Errorf("peers: cache size must not be negative, got %d", cfg.CacheSize)
+	}
+	switch cfg.Compression {
+	case "", "none", "snappy":
+	default:
+		return fmt.Errorf("peers: compression %q is not none or snappy", cfg.Compression)
+	}
+	return nil
+}
+
+// scanSink keeps the result of touch observable, so reading the bytes of
+// scanned keys and values cannot be optimised away.
+var scanSink atomic.Uint64
+
+// touch reads one byte of every 4 KiB page that b spans (and its last
+// byte). Scans use it so that every engine actually brings the bytes it
+// returns into memory: an engine that hands out slices of a memory-mapped
+// file (Badger's value log) would otherwise return values without reading
+// them, while one that copies blocks into a cache (Pebble) already has.
+func touch(b []byte) uint64 {
+	var s uint64
+	for i := 0; i < len(b); i += 4096 {
+		s += uint64(b[i])
+	}
+	if len(b) > 0 {
+		s += uint64(b[len(b)-1])
+	}
+	return s
+}
