@@ -1,0 +1,266 @@
+package report
+
+import (
+	"html/template"
+	"math"
+
+	"github.com/strata-db/strata/bench"
+)
+
+// engineColors are the fixed colors of the known engines. Strata's is the
+// strongest; related engines get related hues.
+var engineColors = map[string]string{
+	strataName:     "#e4491c",
+	"pebble":       "#3f6fb5",
+	"pebble-vs":    "#6cb4d9",
+	"badger":       "#8e6bb8",
+	"rocksdb":      "#3d9a50",
+	"rocksdb-blob": "#9ccc65",
+}
+
+// spareColors go to engines without a fixed color, in the order they appear.
+var spareColors = []string{"#8c6d31", "#d4a017", "#e377c2", "#17a2b8", "#7f7f7f", "#bcbd22", "#5d4037", "#2f4f4f"}
+
+// palette assigns every engine of a report its color.
+func palette(engines []string) map[string]string {
+	out := make(map[string]string, len(engines))
+	used := map[string]bool{}
+	for _, e := range engines {
+		if c, ok := engineColors[e]; ok {
+			out[e] = c
+			used[c] = true
+		}
+	}
+	next := 0
+	for _, e := range engines {
+		if _, ok := out[e]; ok {
+			continue
+		}
+		c := "#999999"
+		for next < len(spareColors) {
+			cand := spareColors[next]
+			next++
+			if !used[cand] {
+				c = cand
+				break
+			}
+		}
+		out[e] = c
+	}
+	return out
+}
+
+// barItem is one engine's bar.
+type barItem struct {
+	engine string
+	value  float64
+	label  string // the value, written at the end of the bar
+	aside  string // a secondary label after the value, such as a ratio
+	note   string // when set, written in place of the bar (skipped engines)
+}
+
+// barChart draws a horizontal bar per item, Strata's highlighted, on an axis
+// from 0 with round ticks.
+func barChart(title string, items []barItem, colors map[string]string) template.HTML {
+	if len(items) == 0 {
+		return placeholder("no results")
+	}
+	const (
+		rowH  = 26.0
+		barH  = 16.0
+		top   = 6.0
+		axisH = 22.0
+	)
+	labelW, rightW := 60.0, 48.0
+	hi := 0.0
+	for _, it := range items {
+		labelW = max(labelW, textWidth(it.engine)+14)
+		if it.note == "" {
+			rightW = max(rightW, textWidth(it.label+"  "+it.aside)+12)
+			hi = max(hi, finite(it.value))
+		}
+	}
+	labelW = min(labelW, 150)
+	rightW = min(rightW, 170)
+	plotW := chartWidth - labelW - rightW
+	axisTop, ticks := niceTicks(hi, 5)
+	plotH := float64(len(items)) * rowH
+	s := newSVG(chartWidth, top+plotH+axisH, title)
+
+	for i, it := range items {
+		if it.engine == strataName {
+			s.rect(0, top+float64(i)*rowH, chartWidth, rowH, "#fdf0ea", "")
+		}
+	}
+	for _, t := range ticks {
+		x := labelW + plotW*t/axisTop
+		s.line(x, top, x, top+plotH, "#e4e4e7", 1)
+		s.text(x, top+plotH+15, "middle", "tick", fmtCompact(t))
+	}
+	for i, it := range items {
+		y := top + float64(i)*rowH
+		class := "label"
+		if it.engine == strataName {
+			class = "label strong"
+		}
+		s.text(labelW-8, y+rowH/2+4, "end", class, truncate(it.engine, int((labelW-10)/charW)))
+		if it.note != "" {
+			room := int((plotW + rightW - 8) / charW)
+			s.text(labelW+6, y+rowH/2+4, "start", "muted italic", truncate(it.note, room))
+			continue
+		}
+		v := max(finite(it.value), 0)
+		w := plotW * v / axisTop
+		if v > 0 {
+			w = max(w, 1.5)
+		}
+		tip := it.engine + ": " + it.label
+		if it.aside != "" {
+			tip += " (" + it.aside + ")"
+		}
+		s.rect(labelW, y+(rowH-barH)/2, w, barH, colors[it.engine], tip)
+		vc := "value"
+		if it.engine == strataName {
+			vc = "value strong"
+		}
+		s.raw(`<text x="` + num(labelW+w+6) + `" y="` + num(y+rowH/2+4) + `" class="` + vc + `">` + esc(it.label))
+		if it.aside != "" {
+			s.raw(`<tspan class="muted" dx="8">` + esc(it.aside) + `</tspan>`)
+		}
+		s.raw("</text>")
+	}
+	s.line(labelW, top, labelW, top+plotH, "#52525b", 1)
+	return s.html()
+}
+
+// series is one engine's throughput over time.
+type series struct {
+	engine string
+	points []bench.Sample
+}
+
+// lineChart draws every series on shared axes: seconds since the benchmark
+// started against throughput, with a legend above.
+func lineChart(title, unit string, all []series, colors map[string]string) template.HTML {
+	var names, cols []string
+	maxX, maxY := 0.0, 0.0
+	points := 0
+	for _, se := range all {
+		if len(se.points) == 0 {
+			continue
+		}
+		names = append(names, se.engine)
+		cols = append(cols, colors[se.engine])
+		for _, p := range se.points {
+			maxX = max(maxX, finite(p.Elapsed.Seconds()))
+			maxY = max(maxY, finite(p.OpsPerSec))
+			points++
+		}
+	}
+	if points == 0 {
+		return placeholder("no throughput samples")
+	}
+	const (
+		left   = 52.0
+		right  = 18.0
+		bottom = 38.0
+		plotH  = 190.0
+	)
+	legend := layoutLegend(names, chartWidth-left-right)
+	top := 8 + legend.height + 22
+	h := top + plotH + bottom
+	s := newSVG(chartWidth, h, title)
+	s.legend(left, 8, legend, cols, strataName)
+	plotW := chartWidth - left - right
+
+	xTop, xTicks := niceTicks(maxX, 6)
+	yTop, yTicks := niceTicks(maxY, 4)
+	px := func(sec float64) float64 { return left + plotW*max(finite(sec), 0)/xTop }
+	py := func(v float64) float64 { return top + plotH - plotH*max(finite(v), 0)/yTop }
+
+	for _, t := range yTicks {
+		y := py(t)
+		s.line(left, y, left+plotW, y, "#e4e4e7", 1)
+		s.text(left-6, y+4, "end", "tick", fmtCompact(t))
+	}
+	s.text(left-6, top-10, "end", "tick", unit)
+	for _, t := range xTicks {
+		x := px(t)
+		s.line(x, top+plotH, x, top+plotH+4, "#52525b", 1)
+		s.text(x, top+plotH+16, "middle", "tick", fmtCompact(t))
+	}
+	s.text(left+plotW, top+plotH+32, "end", "tick", "seconds")
+	s.line(left, top+plotH, left+plotW, top+plotH, "#52525b", 1)
+	s.line(left, top, left, top+plotH, "#52525b", 1)
+
+	// Strata last, so it is drawn on top.
+	order := make([]series, 0, len(all))
+	for _, se := range all {
+		if se.engine != strataName {
+			order = append(order, se)
+		}
+	}
+	for _, se := range all {
+		if se.engine == strataName {
+			order = append(order, se)
+		}
+	}
+	for _, se := range order {
+		if len(se.points) == 0 {
+			continue
+		}
+		c := colors[se.engine]
+		w := 1.75
+		if se.engine == strataName {
+			w = 2.75
+		}
+		xs := make([]float64, len(se.points))
+		ys := make([]float64, len(se.points))
+		for i, p := range se.points {
+			xs[i], ys[i] = px(p.Elapsed.Seconds()), py(p.OpsPerSec)
+		}
+		if len(se.points) > 1 {
+			s.polyline(xs, ys, c, w)
+		}
+		// Points carry tooltips; past a few dozen they would only clutter.
+		if len(se.points) <= 60 {
+			r := 2.25
+			if len(se.points) == 1 {
+				r = 3.5
+			}
+			for i, p := range se.points {
+				s.circle(xs[i], ys[i], r, c, se.engine+" at "+fmtElapsed(p.Elapsed)+": "+fmtCompact(p.OpsPerSec)+" "+unit)
+			}
+		}
+	}
+	return s.html()
+}
+
+// ratioColor shades a ratio cell: green when Strata is faster, red when
+// slower, stronger the further from 1 (full at 4x either way).
+func ratioColor(ratio float64) string {
+	ratio = finite(ratio)
+	if ratio <= 0 {
+		return "#ffffff"
+	}
+	d := math.Log2(ratio) / 2
+	d = max(min(d, 1), -1)
+	green := [3]float64{0x5c, 0xb8, 0x5c}
+	red := [3]float64{0xe0, 0x5a, 0x4f}
+	target := green
+	if d < 0 {
+		target, d = red, -d
+	}
+	a := 0.15 + 0.6*d
+	var out [3]int
+	for i := range out {
+		out[i] = int(math.Round(255*(1-a) + target[i]*a))
+	}
+	return "#" + hex2(out[0]) + hex2(out[1]) + hex2(out[2])
+}
+
+func hex2(v int) string {
+	const digits = "0123456789abcdef"
+	v = max(min(v, 255), 0)
+	return string([]byte{digits[v>>4], digits[v&15]})
+}

@@ -1,0 +1,368 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/strata-db/strata/bench"
+)
+
+// WriteHTML writes r as one self-contained HTML page: the spec and machine,
+// a summary of Strata's throughput relative to each peer, and for every
+// benchmark a throughput bar chart, a throughput-over-time line chart and
+// bar charts of write and space amplification, all inline SVG; then every
+// number in a table. Engines keep one color throughout, Strata's the
+// strongest. Missing data (skipped engines, no samples, nothing written)
+// is drawn as a note rather than as a chart.
+func WriteHTML(w io.Writer, r *bench.Report) error {
+	if r == nil {
+		return errNilReport
+	}
+	if err := pageTemplate.Execute(w, newPage(r)); err != nil {
+		return fmt.Errorf("report: writing HTML: %w", err)
+	}
+	return nil
+}
+
+type page struct {
+	Title      string
+	Started    string
+	Machine    string
+	Spec       string
+	Settings   string
+	Legend     []legendItem
+	Peers      []string
+	Summary    []summaryRow
+	Benchmarks []section
+	Table      []tableGroup
+	Stats      []statsItem
+}
+
+type legendItem struct {
+	Name, Color string
+	Strong      bool
+}
+
+type summaryRow struct {
+	Benchmark, Anchor, Unit string
+	Cells                   []summaryCell
+	Best                    summaryCell
+}
+
+type summaryCell struct {
+	Text, Color, Title string
+}
+
+type section struct {
+	Name, Anchor, Unit, Lead string
+	Throughput, Timeline     template.HTML
+	WriteAmp, SpaceAmp       template.HTML
+}
+
+type tableGroup struct {
+	Benchmark, Anchor string
+	Rows              []tableRow
+}
+
+type tableRow struct {
+	Engine, Color string
+	Strong        bool
+	Skipped       string // the note of a skipped result
+	Cells         []string
+}
+
+type statsItem struct {
+	Engine, Benchmark, Text string
+}
+
+// tableHeaders are the columns of the page's full table after the engine.
+var tableHeaders = []string{"ops/s", "rows/s", "vs strata", "MB/s", "p50", "p95", "p99", "p99.9",
+	"written MiB", "w-amp", "disk MiB", "s-amp", "user MiB", "live MiB", "found", "ops", "time"}
+
+func newPage(r *bench.Report) *page {
+	m := newModel(r)
+	colors := palette(m.engines)
+	p := &page{
+		Title:    "Strata benchmark report",
+		Machine:  machineLine(&r.Machine),
+		Spec:     specLine(&r.Spec),
+		Settings: settingsLine(&r.Spec.Config),
+	}
+	if !r.Started.IsZero() {
+		p.Started = r.Started.Format("2006-01-02 15:04:05 MST")
+	}
+	for _, e := range m.engines {
+		p.Legend = append(p.Legend, legendItem{Name: e, Color: colors[e], Strong: e == strataName})
+		if e != strataName {
+			p.Peers = append(p.Peers, e)
+		}
+	}
+
+	for i, g := range m.benchmarks {
+		anchor := "b" + strconv.Itoa(i) + "-" + g.name
+		p.Summary = append(p.Summary, summaryRowOf(g, anchor, p.Peers))
+		p.Benchmarks = append(p.Benchmarks, sectionOf(m, g, anchor, colors))
+		tg := tableGroup{Benchmark: g.name, Anchor: anchor}
+		for _, res := range g.rows {
+			tg.Rows = append(tg.Rows, tableRowOf(g, res, colors))
+			if s := strings.TrimSpace(res.EngineStats); s != "" && !res.Skipped {
+				p.Stats = append(p.Stats, statsItem{Engine: res.Engine, Benchmark: g.name, Text: s})
+			}
+		}
+		p.Table = append(p.Table, tg)
+	}
+	return p
+}
+
+func summaryRowOf(g *group, anchor string, peers []string) summaryRow {
+	row := summaryRow{Benchmark: g.name, Anchor: anchor, Unit: g.unit()}
+	all, best := g.peers()
+	byEngine := map[string]float64{}
+	for _, pr := range all {
+		byEngine[pr.engine] = pr.ratio
+	}
+	for _, e := range peers {
+		ratio, ok := byEngine[e]
+		if !ok {
+			title := e + " did not run"
+			if g.strata == nil {
+				title = g.noStrata()
+			}
+			row.Cells = append(row.Cells, summaryCell{Text: "-", Color: "#ffffff", Title: title})
+			continue
+		}
+		row.Cells = append(row.Cells, summaryCell{
+			Text:  fmtRatio(ratio),
+			Color: ratioColor(ratio),
+			Title: "strata's " + g.unit() + " over " + e + "'s",
+		})
+	}
+	row.Best = summaryCell{Text: "-", Color: "#ffffff"}
+	if best.engine != "" {
+		row.Best = summaryCell{
+			Text:  fmtRatio(best.ratio) + " " + best.engine,
+			Color: ratioColor(best.ratio),
+			Title: "strata's " + g.unit() + " over the fastest peer's",
+		}
+	}
+	return row
+}
+
+func sectionOf(m *model, g *group, anchor string, colors map[string]string) section {
+	sec := section{Name: g.name, Anchor: anchor, Unit: g.unit()}
+	first := map[string]*bench.Result{}
+	for _, res := range g.rows {
+		if _, ok := first[res.Engine]; !ok {
+			first[res.Engine] = res
+		}
+	}
+	if all, best := g.peers(); best.engine != "" {
+		sec.Lead = "strata " + fmtRatio(best.ratio) + " the fastest peer (" + best.engine + ")"
+		if len(all) == 1 {
+			sec.Lead = "strata " + fmtRatio(best.ratio) + " " + best.engine
+		}
+	} else if g.strata == nil {
+		sec.Lead = g.noStrata()
+	}
+
+	var thr, wamp, samp []barItem
+	var tl []series
+	anyWrite, anySpace := false, false
+	for _, e := range m.engines {
+		res, ok := first[e]
+		if !ok {
+			continue
+		}
+		if res.Skipped {
+			note := "skipped"
+			if res.Note != "" {
+				note += ": " + oneLine(res.Note)
+			}
+			it := barItem{engine: e, note: note}
+			thr, wamp, samp = append(thr, it), append(wamp, it), append(samp, it)
+			continue
+		}
+		rate := g.rate(res)
+		it := barItem{engine: e, value: rate, label: fmtCompact(rate)}
+		if rate <= 0 {
+			it.label = "-"
+		}
+		if ratio, ok := g.vsStrata(res); ok && e != strataName {
+			it.aside = fmtRatio(ratio) + " strata"
+		}
+		thr = append(thr, it)
+
+		wa := finite(res.WriteAmp)
+		anyWrite = anyWrite || wa > 0
+		wamp = append(wamp, barItem{engine: e, value: wa, label: fmtAmp(wa),
+			aside: fmtMiB(res.DiskWritten) + " MiB written"})
+		sa := finite(res.SpaceAmp)
+		anySpace = anySpace || sa > 0
+		samp = append(samp, barItem{engine: e, value: sa, label: fmtAmp(sa),
+			aside: fmtMiB(res.DiskSize) + " MiB on disk"})
+		tl = append(tl, series{engine: e, points: res.Timeline})
+	}
+	sec.Throughput = barChart(g.name+" throughput", thr, colors)
+	sec.Timeline = lineChart(g.name+" throughput over time", "ops/s", tl, colors)
+	if anyWrite {
+		sec.WriteAmp = barChart(g.name+" write amplification", wamp, colors)
+	} else {
+		sec.WriteAmp = placeholder("nothing written by the benchmark")
+	}
+	if anySpace {
+		sec.SpaceAmp = barChart(g.name+" space amplification", samp, colors)
+	} else {
+		sec.SpaceAmp = placeholder("no disk size measured")
+	}
+	return sec
+}
+
+func tableRowOf(g *group, res *bench.Result, colors map[string]string) tableRow {
+	row := tableRow{Engine: res.Engine, Color: colors[res.Engine], Strong: res.Engine == strataName}
+	if res.Skipped {
+		row.Skipped = "skipped"
+		if res.Note != "" {
+			row.Skipped += ": " + res.Note
+		}
+		return row
+	}
+	found := "-"
+	if res.Reads > 0 {
+		found = strconv.FormatFloat(100*float64(res.Found)/float64(res.Reads), 'f', 1, 64) + "%"
+	}
+	vs := "-"
+	if ratio, ok := g.vsStrata(res); ok {
+		vs = fmtRatio(ratio)
+	}
+	row.Cells = []string{
+		fmtRate(res.OpsPerSec),
+		fmtRate(res.RowsPerSec),
+		vs,
+		fmtMBps(res.MBPerSec),
+		fmtLatency(res.P50),
+		fmtLatency(res.P95),
+		fmtLatency(res.P99),
+		fmtLatency(res.P999),
+		fmtMiB(res.DiskWritten),
+		fmtAmp(res.WriteAmp),
+		fmtMiB(res.DiskSize),
+		fmtAmp(res.SpaceAmp),
+		fmtMiB(res.UserBytes),
+		fmtMiB(res.LiveBytes),
+		found,
+		groupDigits(res.Ops),
+		fmtElapsed(res.Duration),
+	}
+	return row
+}
+
+var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
+	"headers": func() []string { return tableHeaders },
+	"span":    func() int { return len(tableHeaders) },
+}).Parse(pageHTML))
+
+const pageHTML = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>
+:root { --fg: #18181b; --muted: #71717a; --line: #e4e4e7; --bg: #f4f4f5; --card: #ffffff; --strata: #e4491c; }
+* { box-sizing: border-box; }
+body { margin: 0; background: var(--bg); color: var(--fg);
+  font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+main { max-width: 1200px; margin: 0 auto; padding: 24px 20px 48px; }
+header h1 { margin: 0 0 6px; font-size: 24px; }
+header h1 span { color: var(--strata); }
+.meta { margin: 2px 0; color: #3f3f46; }
+.meta b { display: inline-block; min-width: 5.5em; color: var(--muted); font-weight: 500; }
+.legend-row { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 12px 0 0; }
+.swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; margin-right: 6px; vertical-align: -1px; }
+.card { background: var(--card); border: 1px solid var(--line); border-radius: 8px; padding: 16px 18px; margin: 18px 0; }
+h2 { margin: 0 0 4px; font-size: 19px; }
+h2 .unit { font-size: 13px; font-weight: 400; color: var(--muted); margin-left: 6px; }
+.lead { margin: 0 0 10px; color: #3f3f46; }
+nav { margin: 10px 0 0; font-size: 13px; }
+nav a { margin-right: 12px; color: #3f6fb5; text-decoration: none; }
+.grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(480px, 1fr)); gap: 14px 22px; }
+figure { margin: 0; min-width: 0; }
+figcaption { font-size: 13px; font-weight: 600; color: #3f3f46; margin: 4px 0 4px; }
+figcaption span { font-weight: 400; color: var(--muted); }
+svg.chart { display: block; max-width: 100%; height: auto; font-family: inherit; }
+svg .tick { font-size: 11px; fill: #52525b; }
+svg .label, svg .value, svg .legend { font-size: 12px; fill: #27272a; }
+svg .strong { font-weight: 700; fill: #000; }
+svg .muted { font-size: 12px; fill: var(--muted); font-weight: 400; }
+svg .italic { font-style: italic; }
+table { border-collapse: collapse; width: 100%; font-size: 12px; }
+th, td { padding: 3px 6px; border-bottom: 1px solid var(--line); white-space: nowrap; }
+th { text-align: right; color: #3f3f46; font-weight: 600; background: #fafafa; }
+th:first-child, td:first-child { text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.center { text-align: center; font-variant-numeric: tabular-nums; }
+tr.strata td { font-weight: 600; }
+tr.group td { background: #f4f4f5; font-weight: 700; padding-top: 8px; }
+td a, tr.group a { color: inherit; text-decoration: none; }
+td a:hover, nav a:hover { text-decoration: underline; }
+td.skipped { color: var(--muted); font-style: italic; white-space: normal; }
+.scroll { overflow-x: auto; }
+details { margin: 6px 0; }
+summary { cursor: pointer; }
+pre { background: #fafafa; border: 1px solid var(--line); padding: 8px; overflow-x: auto; font-size: 12px; }
+.note { color: var(--muted); font-size: 12.5px; margin: 8px 0 0; }
+</style>
+</head>
+<body>
+<main>
+<header>
+<h1><span>Strata</span> benchmark report</h1>
+{{if .Started}}<p class="meta"><b>started</b> {{.Started}}</p>{{end}}
+<p class="meta"><b>machine</b> {{.Machine}}</p>
+<p class="meta"><b>spec</b> {{.Spec}}</p>
+<p class="meta"><b>settings</b> {{.Settings}} (every engine)</p>
+<div class="legend-row">{{range .Legend}}<span{{if .Strong}} style="font-weight:700"{{end}}><span class="swatch" style="background:{{.Color}}"></span>{{.Name}}</span>{{end}}</div>
+<nav>{{range .Benchmarks}}<a href="#{{.Anchor}}">{{.Name}}</a>{{end}}<a href="#numbers">all numbers</a></nav>
+</header>
+
+<section class="card">
+<h2>Strata vs peers</h2>
+<p class="lead">Strata's throughput over each peer's in the same run: above 1.00x Strata is faster.</p>
+{{if .Peers}}<div class="scroll"><table>
+<thead><tr><th>benchmark</th>{{range .Peers}}<th style="text-align:center">{{.}}</th>{{end}}<th style="text-align:center">vs fastest peer</th></tr></thead>
+<tbody>{{range .Summary}}<tr><td><a href="#{{.Anchor}}">{{.Benchmark}}</a> <span style="color:#71717a">{{.Unit}}</span></td>{{range .Cells}}<td class="center" style="background:{{.Color}}" title="{{.Title}}">{{.Text}}</td>{{end}}<td class="center" style="background:{{.Best.Color}}" title="{{.Best.Title}}">{{.Best.Text}}</td></tr>
+{{end}}</tbody></table></div>{{else}}<p class="note">No peers in this run.</p>{{end}}
+</section>
+
+{{range .Benchmarks}}<section class="card" id="{{.Anchor}}">
+<h2>{{.Name}}<span class="unit">{{.Unit}}</span></h2>
+{{if .Lead}}<p class="lead">{{.Lead}}</p>{{end}}
+<div class="grid">
+<figure><figcaption>Throughput <span>({{.Unit}}, ratio to strata)</span></figcaption>{{.Throughput}}</figure>
+<figure><figcaption>Throughput over time <span>(ops/s per interval)</span></figcaption>{{.Timeline}}</figure>
+<figure><figcaption>Write amplification <span>(bytes written to disk / user bytes)</span></figcaption>{{.WriteAmp}}</figure>
+<figure><figcaption>Space amplification <span>(disk size / live bytes)</span></figcaption>{{.SpaceAmp}}</figure>
+</div>
+</section>
+{{end}}
+<section class="card" id="numbers">
+<h2>All numbers</h2>
+<p class="lead">Latencies are of single operations; MB is 10<sup>6</sup> bytes, MiB 2<sup>20</sup>; vs strata is the engine's throughput over Strata's.</p>
+<div class="scroll"><table>
+<thead><tr><th>engine</th>{{range headers}}<th>{{.}}</th>{{end}}</tr></thead>
+{{range .Table}}<tbody>
+<tr class="group"><td colspan="{{span}}"><a href="#{{.Anchor}}">{{.Benchmark}}</a></td><td></td></tr>
+{{range .Rows}}<tr{{if .Strong}} class="strata"{{end}}><td><span class="swatch" style="background:{{.Color}}"></span>{{.Engine}}</td>{{if .Skipped}}<td class="skipped" colspan="{{span}}">{{.Skipped}}</td>{{else}}{{range .Cells}}<td class="num">{{.}}</td>{{end}}{{end}}</tr>
+{{end}}</tbody>
+{{end}}</table></div>
+{{if .Stats}}<h2 style="margin-top:18px">Engine statistics</h2>
+{{range .Stats}}<details><summary>{{.Engine}} after {{.Benchmark}}</summary><pre>{{.Text}}</pre></details>
+{{end}}{{end}}
+</section>
+</main>
+</body>
+</html>
+`

@@ -1,0 +1,188 @@
+package report
+
+import (
+	"bytes"
+	"encoding/xml"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-db/strata/bench"
+)
+
+// chartsPerBenchmark: throughput, throughput over time, write and space
+// amplification.
+const chartsPerBenchmark = 4
+
+// checkHTML renders r and checks what every page must satisfy: one SVG per
+// chart, each well-formed XML, no non-finite numbers, no values the template
+// refused, and every engine named.
+func checkHTML(t *testing.T, r *bench.Report, benchmarks int) string {
+	t.Helper()
+	var buf bytes.Buffer
+	require.NoError(t, WriteHTML(&buf, r))
+	out := buf.String()
+	require.True(t, strings.HasPrefix(out, "<!DOCTYPE html>"))
+	assert.Equal(t, chartsPerBenchmark*benchmarks, strings.Count(out, "<svg"))
+	assert.Equal(t, strings.Count(out, "<svg"), strings.Count(out, "</svg>"))
+	for _, bad := range []string{"NaN", "Inf", "ZgotmplZ", "<script src", "http://", "https://"} {
+		if bad == "http://" {
+			// The SVG namespace is the only URL allowed.
+			assert.Equal(t, strings.Count(out, "<svg"), strings.Count(out, bad), "only the SVG namespace may be a URL")
+			continue
+		}
+		assert.NotContains(t, out, bad)
+	}
+	for _, e := range r.Spec.Engines {
+		assert.Contains(t, out, ">"+e+"<", "engine %s named", e)
+	}
+	// Each SVG must be well-formed XML on its own.
+	rest := out
+	for {
+		i := strings.Index(rest, "<svg")
+		if i < 0 {
+			break
+		}
+		j := strings.Index(rest[i:], "</svg>")
+		require.Positive(t, j)
+		chart := rest[i : i+j+len("</svg>")]
+		dec := xml.NewDecoder(strings.NewReader(chart))
+		for {
+			_, err := dec.Token()
+			if err == io.EOF {
+				break
+			}
+			require.NoError(t, err, "chart is not well-formed: %s", chart)
+		}
+		rest = rest[i+j:]
+	}
+	// The page as a whole: balanced main structure.
+	for _, tag := range []string{"html", "body", "main", "table", "section"} {
+		assert.Equal(t, strings.Count(out, "<"+tag+">")+strings.Count(out, "<"+tag+" "),
+			strings.Count(out, "</"+tag+">"), "balanced <%s>", tag)
+	}
+	return out
+}
+
+// emptyReport is smallReport with nothing measured: no timelines, zero and
+// non-finite values.
+func emptyReport() *bench.Report {
+	r := smallReport()
+	for i := range r.Results {
+		res := &r.Results[i]
+		res.Timeline = nil
+		res.OpsPerSec, res.RowsPerSec, res.MBPerSec = 0, 0, math.NaN()
+		res.WriteAmp, res.SpaceAmp = math.Inf(1), 0
+		res.P50, res.P99 = 0, 0
+	}
+	return r
+}
+
+func TestWriteHTML(t *testing.T) {
+	out := checkHTML(t, smallReport(), 2)
+	assert.Contains(t, out, "db_bench not found in PATH")
+	assert.Contains(t, out, "0.62x strata")       // pebble's bar, fillrandom
+	assert.Contains(t, out, "1.61x")              // summary cell
+	assert.Contains(t, out, "rows/s")             // seekrandom's unit
+	assert.Contains(t, out, "#e4491c")            // strata's color
+	assert.Contains(t, out, "levels: L0 2 files") // engine stats
+	assert.Contains(t, out, "Test CPU @ 2.0GHz")  // machine
+	assert.Contains(t, out, "num 50,000")         // spec
+	assert.Contains(t, out, "no sync")            // settings
+	assert.Contains(t, out, "<title>strata at 1.0s: 48k ops/s</title>")
+}
+
+func TestWriteHTMLEmpty(t *testing.T) {
+	// No timelines, zero and non-finite values, Strata absent, one engine.
+	r := emptyReport()
+	checkHTML(t, r, 2)
+
+	r.Results = r.Results[:0]
+	out := checkHTML(t, r, 2)
+	assert.Contains(t, out, "no results")
+
+	r = &bench.Report{Spec: bench.Spec{Engines: []string{"strata"}, Benchmarks: []string{bench.FillRandom}}}
+	r.Results = []bench.Result{{Engine: "strata", Benchmark: bench.FillRandom, Ops: 10, OpsPerSec: 10,
+		Timeline: []bench.Sample{{OpsPerSec: 10}}}}
+	out = checkHTML(t, r, 1)
+	assert.Contains(t, out, "No peers in this run")
+
+	// An engine and a benchmark the spec does not list, and a note that
+	// needs escaping.
+	r.Results = append(r.Results, bench.Result{Engine: "other<x>", Benchmark: "custom", Skipped: true, Note: `a "quoted" <note> & more`})
+	out = checkHTML(t, r, 2)
+	assert.Contains(t, out, "other&lt;x&gt;")
+	assert.NotContains(t, out, "<note>")
+}
+
+func TestWriteHTMLBig(t *testing.T) {
+	r := bigReport()
+	out := checkHTML(t, r, len(bench.AllBenchmarks))
+
+	// Colors are fixed per engine and the same in every chart.
+	colors := palette(r.Spec.Engines)
+	assert.Len(t, colors, len(r.Spec.Engines))
+	seen := map[string]bool{}
+	for _, c := range colors {
+		assert.False(t, seen[c], "colors are distinct")
+		seen[c] = true
+		assert.Contains(t, out, c)
+	}
+
+	// An example page to look at: STRATA_REPORT_EXAMPLE names a directory to
+	// keep it in, for instance to render it with a headless browser.
+	dir := t.TempDir()
+	if d := os.Getenv("STRATA_REPORT_EXAMPLE"); d != "" {
+		dir = d
+	}
+	for name, rep := range map[string]*bench.Report{"big.html": r, "small.html": smallReport(), "empty.html": emptyReport()} {
+		f, err := os.Create(filepath.Join(dir, name))
+		require.NoError(t, err)
+		require.NoError(t, WriteHTML(f, rep))
+		require.NoError(t, f.Close())
+	}
+}
+
+func TestPalette(t *testing.T) {
+	p := palette([]string{"zeta", "strata", "alpha", "pebble"})
+	assert.Equal(t, engineColors["strata"], p["strata"])
+	assert.Equal(t, engineColors["pebble"], p["pebble"])
+	assert.NotEqual(t, p["zeta"], p["alpha"])
+	assert.Equal(t, p, palette([]string{"zeta", "strata", "alpha", "pebble"}), "deterministic")
+}
+
+func TestNiceTicks(t *testing.T) {
+	for _, c := range []struct {
+		hi   float64
+		top  float64
+		step float64
+	}{
+		{48_812, 50_000, 10_000},
+		{1.57, 2, 0.5},
+		{0, 1, 0.2},
+		{math.NaN(), 1, 0.2},
+		{math.Inf(1), 1, 0.2},
+		{-3, 1, 0.2},
+		{1, 1, 0.2},
+		{7, 8, 2},
+		{2_500_000, 2_500_000, 500_000},
+		{2_600_000, 3_000_000, 1_000_000},
+	} {
+		top, ticks := niceTicks(c.hi, 5)
+		assert.Equal(t, c.top, top, "top for %v", c.hi)
+		require.GreaterOrEqual(t, len(ticks), 2)
+		assert.Equal(t, 0.0, ticks[0])
+		assert.InDelta(t, c.step, ticks[1], 1e-12, "step for %v", c.hi)
+		assert.Equal(t, top, ticks[len(ticks)-1])
+	}
+	assert.Equal(t, "0", num(math.NaN()))
+	assert.Equal(t, "0", num(math.Inf(-1)))
+	assert.Equal(t, "0", num(-0.001))
+	assert.Equal(t, "12.35", num(12.345678))
+}

@@ -1,0 +1,41 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-db/strata/bench"
+)
+
+func TestWriteJSONRoundTrip(t *testing.T) {
+	for _, r := range []*bench.Report{smallReport(), bigReport()} {
+		var buf bytes.Buffer
+		require.NoError(t, WriteJSON(&buf, r))
+		assert.Contains(t, buf.String(), "\n  \"spec\": {", "indented")
+		var back bench.Report
+		require.NoError(t, json.Unmarshal(buf.Bytes(), &back))
+		assert.Equal(t, r.Spec, back.Spec)
+		assert.Equal(t, r.Machine, back.Machine)
+		assert.True(t, r.Started.Equal(back.Started))
+		assert.Equal(t, r.Results, back.Results)
+	}
+}
+
+func TestWriteJSONNonFinite(t *testing.T) {
+	r := smallReport()
+	r.Results[0].OpsPerSec = math.NaN()
+	r.Results[0].Timeline[0].OpsPerSec = math.Inf(1)
+	var buf bytes.Buffer
+	require.NoError(t, WriteJSON(&buf, r))
+	var back bench.Report
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &back))
+	assert.Zero(t, back.Results[0].OpsPerSec)
+	assert.Zero(t, back.Results[0].Timeline[0].OpsPerSec)
+	assert.True(t, math.IsNaN(r.Results[0].OpsPerSec), "the report itself is unchanged")
+	assert.True(t, math.IsInf(r.Results[0].Timeline[0].OpsPerSec, 1), "the report itself is unchanged")
+}

@@ -1,0 +1,188 @@
+package report
+
+import (
+	"errors"
+	"math"
+	"slices"
+
+	"github.com/strata-db/strata/bench"
+)
+
+// strataName is the engine every other engine is compared with.
+const strataName = "strata"
+
+var errNilReport = errors.New("report: nil report")
+
+// model is a report grouped for rendering: benchmarks in spec order, and in
+// each the results in engine order.
+type model struct {
+	report     *bench.Report
+	engines    []string
+	benchmarks []*group
+}
+
+// group is the results of one benchmark.
+type group struct {
+	name string
+	// rows are the results in engine order (several for one engine keep
+	// the order they appear in the report).
+	rows []*bench.Result
+	// rowsMetric says throughput is counted in rows read rather than in
+	// operations (scans, when every engine that ran reported rows).
+	rowsMetric bool
+	// strata is Strata's result when it ran with a positive throughput.
+	strata *bench.Result
+}
+
+// newModel groups r's results. Benchmarks and engines that appear in results
+// but not in the spec follow those in the spec, in order of appearance.
+func newModel(r *bench.Report) *model {
+	m := &model{report: r}
+	m.engines = mergeOrder(r.Spec.Engines, r.Results, func(res *bench.Result) string { return res.Engine })
+	names := mergeOrder(r.Spec.Benchmarks, r.Results, func(res *bench.Result) string { return res.Benchmark })
+	engineRank := make(map[string]int, len(m.engines))
+	for i, e := range m.engines {
+		engineRank[e] = i
+	}
+	byName := make(map[string]*group, len(names))
+	for _, n := range names {
+		g := &group{name: n}
+		byName[n] = g
+		m.benchmarks = append(m.benchmarks, g)
+	}
+	for i := range r.Results {
+		res := &r.Results[i]
+		g := byName[res.Benchmark]
+		g.rows = append(g.rows, res)
+	}
+	for _, g := range m.benchmarks {
+		slices.SortStableFunc(g.rows, func(a, b *bench.Result) int {
+			return engineRank[a.Engine] - engineRank[b.Engine]
+		})
+		g.rowsMetric = isScan(g.name)
+		ran := 0
+		for _, res := range g.rows {
+			if res.Skipped {
+				continue
+			}
+			ran++
+			if finite(res.RowsPerSec) <= 0 {
+				g.rowsMetric = false
+			}
+		}
+		if ran == 0 {
+			g.rowsMetric = false
+		}
+		for _, res := range g.rows {
+			if res.Engine == strataName && !res.Skipped && g.rate(res) > 0 {
+				g.strata = res
+				break
+			}
+		}
+	}
+	return m
+}
+
+// mergeOrder returns first, without duplicates, followed by the names results
+// carry that first lacks, in order of appearance.
+func mergeOrder(first []string, results []bench.Result, name func(*bench.Result) string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, n := range first {
+		if !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	for i := range results {
+		if n := name(&results[i]); !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// isScan says whether a benchmark's throughput is better read in rows.
+func isScan(benchmark string) bool {
+	return benchmark == bench.SeekRandom || benchmark == bench.YCSBE
+}
+
+// unit is the name of the group's throughput unit.
+func (g *group) unit() string {
+	if g.rowsMetric {
+		return "rows/s"
+	}
+	return "ops/s"
+}
+
+// rate is a result's throughput in the group's unit; 0 for skipped results.
+func (g *group) rate(res *bench.Result) float64 {
+	if res == nil || res.Skipped {
+		return 0
+	}
+	if g.rowsMetric {
+		return finite(res.RowsPerSec)
+	}
+	return finite(res.OpsPerSec)
+}
+
+// vsStrata is res's throughput over Strata's, ok false when either is missing.
+func (g *group) vsStrata(res *bench.Result) (ratio float64, ok bool) {
+	if g.strata == nil {
+		return 0, false
+	}
+	v := g.rate(res)
+	if v <= 0 {
+		return 0, false
+	}
+	return v / g.rate(g.strata), true
+}
+
+// noStrata says why the group has no Strata throughput to compare with.
+func (g *group) noStrata() string {
+	for _, res := range g.rows {
+		if res.Engine == strataName && !res.Skipped {
+			return "strata measured no throughput"
+		}
+	}
+	return "strata did not run"
+}
+
+// peerRatio is Strata's throughput over one peer's.
+type peerRatio struct {
+	engine string
+	ratio  float64
+}
+
+// peers returns Strata's ratio to each peer that ran, in engine order, and to
+// the fastest of them (best.engine empty when no peer ran).
+func (g *group) peers() (all []peerRatio, best peerRatio) {
+	if g.strata == nil {
+		return nil, peerRatio{}
+	}
+	s := g.rate(g.strata)
+	bestRate := 0.0
+	seen := map[string]bool{}
+	for _, res := range g.rows {
+		v := g.rate(res)
+		if res.Engine == strataName || v <= 0 || seen[res.Engine] {
+			continue
+		}
+		seen[res.Engine] = true
+		all = append(all, peerRatio{engine: res.Engine, ratio: s / v})
+		if v > bestRate {
+			bestRate = v
+			best = peerRatio{engine: res.Engine, ratio: s / v}
+		}
+	}
+	return all, best
+}
+
+// finite maps NaN and infinities to 0, so nothing downstream prints them.
+func finite(f float64) float64 {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0
+	}
+	return f
+}

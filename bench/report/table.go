@@ -1,0 +1,182 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/strata-db/strata/bench"
+)
+
+// tableWidth is the width the table keeps within, in terminal cells.
+const tableWidth = 110
+
+// tableColumns are the headers of the per-benchmark tables; the second is
+// replaced by the benchmark's throughput unit.
+var tableColumns = []string{"engine", "ops/s", "MB/s", "p50", "p99", "written MiB", "w-amp", "disk MiB", "s-amp", "vs strata"}
+
+// WriteTable writes r as plain-text tables, one per benchmark with a row per
+// engine, followed by a summary of Strata's throughput relative to each peer
+// and the machine and spec the run used.
+//
+// Throughput is in operations per second, or in rows per second for
+// seekrandom and ycsb-e when every engine reported rows. "vs strata" is an
+// engine's throughput over Strata's in the same benchmark ("-" when Strata did
+// not run it); the summary gives the inverse, Strata's over each peer's.
+func WriteTable(w io.Writer, r *bench.Report) error {
+	if r == nil {
+		return errNilReport
+	}
+	m := newModel(r)
+	var b strings.Builder
+
+	// Cells for every row, so all tables share column widths.
+	type row struct {
+		cells []string
+		note  string // for skipped results: replaces every cell but the engine
+	}
+	rows := make([][]row, len(m.benchmarks))
+	widths := make([]int, len(tableColumns))
+	for i, h := range tableColumns {
+		widths[i] = width(h)
+	}
+	widths[1] = max(widths[1], width("rows/s"))
+	for gi, g := range m.benchmarks {
+		for _, res := range g.rows {
+			var rw row
+			if res.Skipped {
+				rw = row{cells: []string{res.Engine}, note: "skipped"}
+				if res.Note != "" {
+					rw.note += ": " + oneLine(res.Note)
+				}
+			} else {
+				vs := "-"
+				if ratio, ok := g.vsStrata(res); ok {
+					vs = fmtRatio(ratio)
+				}
+				rw = row{cells: []string{
+					res.Engine,
+					fmtRate(g.rate(res)),
+					fmtMBps(res.MBPerSec),
+					fmtLatency(res.P50),
+					fmtLatency(res.P99),
+					fmtMiB(res.DiskWritten),
+					fmtAmp(res.WriteAmp),
+					fmtMiB(res.DiskSize),
+					fmtAmp(res.SpaceAmp),
+					vs,
+				}}
+			}
+			for i, c := range rw.cells {
+				widths[i] = max(widths[i], width(c))
+			}
+			rows[gi] = append(rows[gi], rw)
+		}
+	}
+
+	const indent, gap = "  ", "  "
+	line := func(cells []string) {
+		b.WriteString(indent)
+		for i, c := range cells {
+			if i > 0 {
+				b.WriteString(gap)
+			}
+			pad := strings.Repeat(" ", max(widths[i]-width(c), 0))
+			if i == 0 {
+				b.WriteString(c)
+				if i < len(cells)-1 {
+					b.WriteString(pad)
+				}
+			} else {
+				b.WriteString(pad + c)
+			}
+		}
+		b.WriteByte('\n')
+	}
+
+	for gi, g := range m.benchmarks {
+		if gi > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(g.name + "\n")
+		header := append([]string(nil), tableColumns...)
+		header[1] = g.unit()
+		line(header)
+		if len(rows[gi]) == 0 {
+			b.WriteString(indent + "no results\n")
+		}
+		for _, rw := range rows[gi] {
+			if rw.note == "" {
+				line(rw.cells)
+				continue
+			}
+			lead := indent + rw.cells[0] + strings.Repeat(" ", max(widths[0]-width(rw.cells[0]), 0)) + gap
+			b.WriteString(lead + truncate(rw.note, tableWidth-width(lead)) + "\n")
+		}
+	}
+
+	b.WriteString("\nStrata vs peers (Strata's throughput over each peer's; above 1.00x Strata is faster)\n")
+	for _, g := range m.benchmarks {
+		b.WriteString(wrap(indent+g.name+": "+summary(g), tableWidth, indent+"    "))
+	}
+	b.WriteByte('\n')
+	machine := "machine: " + machineLine(&r.Machine)
+	if !r.Started.IsZero() {
+		machine += "; started " + r.Started.Format("2006-01-02 15:04:05 MST")
+	}
+	b.WriteString(wrap(machine, tableWidth, "    "))
+	b.WriteString(wrap("spec: "+specLine(&r.Spec), tableWidth, "    "))
+	b.WriteString(wrap("engine settings: "+settingsLine(&r.Spec.Config), tableWidth, "    "))
+
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return fmt.Errorf("report: writing table: %w", err)
+	}
+	return nil
+}
+
+// summary says how Strata compares with each peer in one benchmark.
+func summary(g *group) string {
+	if g.strata == nil {
+		return g.noStrata()
+	}
+	all, best := g.peers()
+	if len(all) == 0 {
+		return "no peer ran"
+	}
+	parts := make([]string, len(all))
+	for i, p := range all {
+		parts[i] = fmtRatio(p.ratio) + " " + p.engine
+	}
+	s := strings.Join(parts, ", ")
+	if len(all) > 1 {
+		s += "; vs best (" + best.engine + "): " + fmtRatio(best.ratio)
+	}
+	return s
+}
+
+// wrap breaks s at spaces into lines of at most n cells, continuing with
+// indent, and ends every line with a newline. Leading spaces of s are kept.
+func wrap(s string, n int, indent string) string {
+	var b strings.Builder
+	trimmed := strings.TrimLeft(s, " ")
+	lead := s[:len(s)-len(trimmed)]
+	cur := ""
+	for _, wd := range strings.Fields(trimmed) {
+		switch {
+		case cur == "":
+			cur = lead + wd
+		case width(cur)+1+width(wd) <= n:
+			cur += " " + wd
+		default:
+			b.WriteString(cur + "\n")
+			cur = indent + wd
+		}
+	}
+	b.WriteString(cur + "\n")
+	return b.String()
+}
+
+// oneLine folds a possibly multi-line note into one line.
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,141 @@
+package report
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-db/strata/bench"
+)
+
+// lineWith returns the first line of out containing all of parts.
+func lineWith(t *testing.T, out string, parts ...string) string {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		ok := true
+		for _, p := range parts {
+			ok = ok && strings.Contains(l, p)
+		}
+		if ok {
+			return l
+		}
+	}
+	t.Fatalf("no line contains %q in:\n%s", parts, out)
+	return ""
+}
+
+func TestWriteTable(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, smallReport()))
+	out := buf.String()
+	t.Logf("\n%s", out)
+
+	// Benchmarks in spec order, with their units.
+	fill := strings.Index(out, "fillrandom\n")
+	seek := strings.Index(out, "seekrandom\n")
+	require.True(t, fill >= 0 && seek > fill, "benchmark headings in spec order")
+	assert.Contains(t, out[fill:seek], "ops/s")
+	assert.Contains(t, out[seek:], "rows/s")
+
+	// Engines in spec order within a table, whatever the result order.
+	section := out[fill:seek]
+	assert.Less(t, strings.Index(section, "strata"), strings.Index(section, "pebble"))
+	assert.Less(t, strings.Index(section, "pebble"), strings.Index(section, "rocksdb"))
+
+	// Key cells.
+	s := lineWith(t, out, "  strata", "50,000")
+	for _, cell := range []string{"205.6", "12.3µs", "1.23ms", "300", "1.53", "210", "1.07", "1.00x"} {
+		assert.Contains(t, s, cell)
+	}
+	p := lineWith(t, out, "  pebble", "31,000")
+	for _, cell := range []string{"127.5", "21.4µs", "2.31ms", "880", "4.49", "260", "1.33", "0.62x"} {
+		assert.Contains(t, p, cell)
+	}
+	assert.Contains(t, lineWith(t, out, "  strata", "2,500,000"), "1.00x")
+	assert.Contains(t, lineWith(t, out, "  pebble", "1,250,000"), "0.50x")
+	assert.Contains(t, lineWith(t, out, "  rocksdb"), "skipped: db_bench not found in PATH")
+
+	// Summary, machine and spec.
+	assert.Contains(t, out, "Strata vs peers")
+	assert.Contains(t, lineWith(t, out, "fillrandom: "), "1.61x pebble")
+	assert.Contains(t, lineWith(t, out, "seekrandom: "), "2.00x pebble")
+	assert.Contains(t, out, "machine: linux/amd64, 2 CPUs (Test CPU @ 2.0GHz), 8 GiB RAM, go1.26.8")
+	assert.Contains(t, out, "spec: num 50,000, key 16 B, value 4096 B, threads 1")
+	assert.Contains(t, out, "memtable 64 MiB, cache 64 MiB, compression none, WAL on, no sync")
+
+	for _, l := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, width(l), tableWidth, "line too wide: %q", l)
+	}
+}
+
+func TestWriteTableWithoutStrata(t *testing.T) {
+	r := smallReport()
+	var kept []bench.Result
+	for _, res := range r.Results {
+		if res.Engine != "strata" {
+			kept = append(kept, res)
+		}
+	}
+	r.Results = kept
+	r.Results[0].Note = strings.Repeat("a very long note ", 20)
+	r.Results[0].Skipped = true
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, r))
+	out := buf.String()
+	assert.Contains(t, lineWith(t, out, "  pebble", "1,250,000"), " -")
+	assert.Contains(t, lineWith(t, out, "fillrandom: "), "strata did not run")
+	assert.Contains(t, out, "...")
+	for _, l := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, width(l), tableWidth, "line too wide: %q", l)
+	}
+}
+
+func TestWriteTableBig(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, bigReport()))
+	for _, l := range strings.Split(buf.String(), "\n") {
+		assert.LessOrEqual(t, width(l), tableWidth, "line too wide: %q", l)
+	}
+	assert.NotContains(t, buf.String(), "NaN")
+}
+
+func TestNilReport(t *testing.T) {
+	var buf bytes.Buffer
+	assert.Error(t, WriteTable(&buf, nil))
+	assert.Error(t, WriteJSON(&buf, nil))
+	assert.Error(t, WriteHTML(&buf, nil))
+}
+
+func TestFormat(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		{groupDigits(0), "0"},
+		{groupDigits(999), "999"},
+		{groupDigits(1000), "1,000"},
+		{groupDigits(1234567), "1,234,567"},
+		{fmtCompact(950), "950"},
+		{fmtCompact(48_812), "48.8k"},
+		{fmtCompact(1_230_000), "1.23M"},
+		{fmtCompact(100_000), "100k"},
+		{fmtCompact(0.5), "0.5"},
+		{fmtLatency(850), "850ns"},
+		{fmtLatency(12_340), "12.3µs"},
+		{fmtLatency(456_000), "456µs"},
+		{fmtLatency(1_234_000), "1.23ms"},
+		{fmtLatency(2_500_000_000), "2.50s"},
+		{fmtLatency(0), "-"},
+		{fmtRatio(1.615), "1.61x"},
+		{fmtRatio(12.34), "12.3x"},
+		{fmtSize(64 << 20), "64 MiB"},
+		{fmtSize(1000), "1000 B"},
+		{fmtElapsed(4100 * 1e6), "4.1s"},
+		{fmtElapsed(187 * 1e9), "3m07s"},
+		{fmtRate(math.Inf(1)), "-"},
+		{fmtRate(math.NaN()), "-"},
+	} {
+		assert.Equal(t, c.want, c.got)
+	}
+}
