@@ -31,6 +31,16 @@ type Stater interface {
 	Stats() string
 }
 
+// Settler is implemented by engines whose writes leave background work
+// behind (compactions). After each benchmark that writes, the runner waits
+// for it, untimed, with the disk writes it makes charged to the benchmark,
+// as the RocksDB engines do with db_bench's waitforcompaction. Without it an
+// engine's compaction debt would be paid inside the next benchmark, and its
+// reads measured against a tree that is still being reshaped.
+type Settler interface {
+	WaitForBackgroundWork(ctx context.Context) error
+}
+
 // External is an engine that runs a whole spec itself (RocksDB's db_bench),
 // returning one Result per benchmark, in order.
 type External interface {

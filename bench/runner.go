@@ -106,6 +106,9 @@ func runEngine(ctx context.Context, spec *Spec, info EngineInfo, dir string, pro
 			return results, fmt.Errorf("open: %w", err)
 		}
 		res, runErr := runBenchmark(ctx, spec, info.Name, eng, name, bi, st, progress)
+		if s, ok := eng.(Settler); ok && runErr == nil && WritesData(name) {
+			runErr = s.WaitForBackgroundWork(ctx)
+		}
 		if s, ok := eng.(Stater); ok {
 			res.EngineStats = s.Stats()
 		}

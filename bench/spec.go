@@ -25,6 +25,16 @@ const (
 	YCSBF            = "ycsb-f"           // 50% reads, 50% read-modify-writes, zipfian
 )
 
+// WritesData reports whether a benchmark writes (so the engine may be left
+// with background work to settle).
+func WritesData(benchmark string) bool {
+	switch benchmark {
+	case ReadRandom, ReadSeq, SeekRandom, YCSBC:
+		return false
+	}
+	return true
+}
+
 // AllBenchmarks lists the benchmarks in the order they are documented.
 var AllBenchmarks = []string{FillSeq, FillRandom, Overwrite, ReadRandom, ReadSeq, SeekRandom,
 	ReadWhileWriting, DeleteRandom, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF}

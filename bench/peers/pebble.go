@@ -1,6 +1,7 @@
 package peers
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -225,6 +226,33 @@ func (e *pebbleEngine) scan(start []byte, n int, fn func(k, v []byte)) (rows int
 		err = fmt.Errorf("pebble: scan: close iterator: %w", cerr)
 	}
 	return rows, nbytes, err
+}
+
+// settlePoll and settleTimeout bound WaitForBackgroundWork.
+const (
+	settlePoll    = 50 * time.Millisecond
+	settleTimeout = 10 * time.Minute
+)
+
+// WaitForBackgroundWork waits until Pebble has no compaction running and no
+// compaction debt (every level within its target size), as db_bench's
+// waitforcompaction does for RocksDB.
+func (e *pebbleEngine) WaitForBackgroundWork(ctx context.Context) error {
+	deadline := time.Now().Add(settleTimeout)
+	for {
+		m := e.db.Metrics()
+		if m.Compact.NumInProgress == 0 && m.Compact.EstimatedDebt == 0 && m.Flush.NumInProgress == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pebble: compactions still running after %s", settleTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(settlePoll):
+		}
+	}
 }
 
 func (e *pebbleEngine) Close() error {

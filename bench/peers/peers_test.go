@@ -2,6 +2,7 @@ package peers
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"math/rand/v2"
 	"sort"
@@ -467,4 +468,29 @@ func TestPebbleBlockCache(t *testing.T) {
 	bc := pe.db.Metrics().BlockCache
 	require.NotZero(t, bc.Count)
 	require.Greater(t, bc.Size, int64(cfg.CacheSize/2))
+}
+
+// TestPebbleSettles: after enough small flushes to give Pebble compaction
+// work, WaitForBackgroundWork returns only once no compaction is running and
+// no debt is left.
+func TestPebbleSettles(t *testing.T) {
+	for _, name := range []string{"pebble", "pebble-vs"} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.MemTableSize = 256 << 10
+			e := openEngine(t, name, t.TempDir(), cfg)
+			defer e.Close()
+			rng := rand.New(rand.NewPCG(9, 9))
+			for i := 0; i < 6000; i++ {
+				require.NoError(t, e.Put(key(rng.IntN(3000)), randomValue(rng, 1500)))
+			}
+			s, ok := e.(bench.Settler)
+			require.True(t, ok)
+			require.NoError(t, s.WaitForBackgroundWork(context.Background()))
+			m := e.(*pebbleEngine).db.Metrics()
+			require.Zero(t, m.Compact.NumInProgress)
+			require.Zero(t, m.Compact.EstimatedDebt)
+			require.Positive(t, m.Compact.Count, "the workload must have caused compactions")
+		})
+	}
 }
