@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/rangedel"
 	"github.com/strata-db/strata/lsm/sstable"
 	"github.com/strata-db/strata/vfs"
@@ -29,6 +30,12 @@ type Config struct {
 	// TargetFileSize is the size past which an output file is finished at the
 	// next user-key boundary; 0 means one output file.
 	TargetFileSize uint64
+	// Grandparents are the files, in key order, of the level below the
+	// output level. An output is finished before it overlaps more than
+	// MaxGrandparentOverlap bytes of them, so compacting it later stays
+	// bounded. Zero disables the rule.
+	Grandparents          []*manifest.FileMetadata
+	MaxGrandparentOverlap uint64
 }
 
 // Output is one table written by Run.
@@ -70,16 +77,36 @@ type runner struct {
 	num     base.FileNum
 	outputs []Output
 	lastKey []byte // last user key added to the current output
+
+	gpIndex   int    // first grandparent not yet passed
+	gpOverlap uint64 // bytes of grandparents the current output spans
+}
+
+// passGrandparents accounts for the grandparents that end before key, and
+// reports whether the current output has come to overlap too many of them.
+func (r *runner) passGrandparents(key []byte) bool {
+	gps := r.cfg.Grandparents
+	for r.gpIndex < len(gps) && base.Compare(gps[r.gpIndex].Largest.UserKey, key) < 0 {
+		if r.w != nil {
+			r.gpOverlap += gps[r.gpIndex].Size
+		}
+		r.gpIndex++
+	}
+	return r.cfg.MaxGrandparentOverlap > 0 && r.gpOverlap > r.cfg.MaxGrandparentOverlap
 }
 
 func (r *runner) run(f *entryFilter) error {
 	ok, err := f.next(true)
 	for ; ok; ok, err = f.next(false) {
 		k := f.in.Key()
-		if r.w != nil && r.cfg.TargetFileSize > 0 && r.w.EstimatedSize() >= r.cfg.TargetFileSize &&
-			!base.Equal(k.UserKey, r.lastKey) {
-			if err := r.finish(k.UserKey); err != nil {
-				return err
+		if r.w == nil || !base.Equal(k.UserKey, r.lastKey) {
+			// A new user key: outputs may be cut here.
+			tooWide := r.passGrandparents(k.UserKey)
+			full := r.w != nil && r.cfg.TargetFileSize > 0 && r.w.EstimatedSize() >= r.cfg.TargetFileSize
+			if r.w != nil && (tooWide || full) {
+				if err := r.finish(k.UserKey); err != nil {
+					return err
+				}
 			}
 		}
 		if r.w == nil {
@@ -144,6 +171,7 @@ func (r *runner) finish(splitKey []byte) error {
 	}
 	w := r.w
 	r.w = nil
+	r.gpOverlap = 0
 	if err := w.Close(); err != nil {
 		r.outputs = append(r.outputs, Output{FileNum: r.num})
 		return err

@@ -472,7 +472,7 @@ func TestPebbleBlockCache(t *testing.T) {
 
 // TestPebbleSettles: after enough small flushes to give Pebble compaction
 // work, WaitForBackgroundWork returns only once no compaction is running and
-// no debt is left.
+// no level wants one.
 func TestPebbleSettles(t *testing.T) {
 	for _, name := range []string{"pebble", "pebble-vs"} {
 		t.Run(name, func(t *testing.T) {
@@ -489,7 +489,9 @@ func TestPebbleSettles(t *testing.T) {
 			require.NoError(t, s.WaitForBackgroundWork(context.Background()))
 			m := e.(*pebbleEngine).db.Metrics()
 			require.Zero(t, m.Compact.NumInProgress)
-			require.Zero(t, m.Compact.EstimatedDebt)
+			for level, l := range m.Levels {
+				require.Less(t, l.Score, 1.0, "L%d", level)
+			}
 			require.Positive(t, m.Compact.Count, "the workload must have caused compactions")
 		})
 	}

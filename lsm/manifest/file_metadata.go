@@ -28,6 +28,10 @@ type FileMetadata struct {
 	// Compacting is set while a compaction has the file as input. It is
 	// protected by the DB's mutex.
 	Compacting bool
+	// MarkedForCompaction asks the picker to compact the file when no level
+	// needs compacting (garbage collection marks the tables that still
+	// point into a value log it wants to free). Protected by the DB's mutex.
+	MarkedForCompaction bool
 }
 
 func (m *FileMetadata) String() string {
