@@ -3,6 +3,7 @@ package strata
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/record"
@@ -129,6 +130,7 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	if err := d.makeRoomForWrite(need); err != nil {
 		return err
 	}
+	d.maybeSlowDown(group)
 
 	seq := c.lastSeq + 1
 	for _, w := range group {
@@ -218,13 +220,19 @@ func (d *DB) makeRoomForWrite(need int) error {
 // bytes, with a new WAL. Leader only.
 func (d *DB) rotateMemTable(need int) error {
 	d.mu.Lock()
-	if len(d.imm) >= d.opts.MaxImmutableMemTables {
+	if reason := d.stallReasonLocked(); reason != "" {
 		d.stats.writeStalls.Add(1)
-		start := nowNanos()
-		for len(d.imm) >= d.opts.MaxImmutableMemTables && d.bgErr == nil {
+		d.mu.Unlock()
+		d.opts.EventListener.writeStallBegin(WriteStallInfo{Reason: reason})
+		start := time.Now()
+		d.mu.Lock()
+		for d.stallReasonLocked() != "" && d.bgErr == nil {
 			d.cond.Wait()
 		}
-		d.stats.stallNanos.Add(nowNanos() - start)
+		d.stats.stallNanos.Add(int64(time.Since(start)))
+		d.mu.Unlock()
+		d.opts.EventListener.writeStallEnd()
+		d.mu.Lock()
 	}
 	if err := d.backgroundErrorLocked(); err != nil {
 		d.mu.Unlock()
@@ -279,6 +287,46 @@ func (d *DB) rotateMemTable(need int) error {
 	}
 	d.scheduleBackground()
 	return nil
+}
+
+// stallReasonLocked says why a full memtable must wait before it can be
+// frozen: too many frozen memtables, too many L0 tables, or too much
+// compaction debt. Compaction-driven stalls apply only while automatic
+// compactions can relieve them (not once Close has begun, when none start).
+// d.mu held.
+func (d *DB) stallReasonLocked() string {
+	if len(d.imm) >= d.opts.MaxImmutableMemTables {
+		return "memtables"
+	}
+	if d.opts.DisableAutomaticCompactions || d.compactions.manual > 0 || d.closed.Load() {
+		return ""
+	}
+	if int(d.l0Files.Load()) >= d.opts.L0StopWritesThreshold {
+		return "L0 files"
+	}
+	if d.compactionDebt.Load() >= d.opts.HardPendingCompactionBytes {
+		return "compaction debt"
+	}
+	return ""
+}
+
+// maybeSlowDown holds the leader back while L0 or the compaction debt is
+// past its slowdown threshold, so writes proceed at SlowdownWriteRate and
+// compaction can catch up before writers have to stop.
+func (d *DB) maybeSlowDown(group []*commitWriter) {
+	if d.opts.DisableAutomaticCompactions {
+		return
+	}
+	if int(d.l0Files.Load()) < d.opts.L0SlowdownWritesThreshold && d.compactionDebt.Load() < d.opts.SoftPendingCompactionBytes {
+		return
+	}
+	var bytes int
+	for _, w := range group {
+		bytes += w.batch.Size()
+	}
+	delay := time.Duration(float64(bytes) / float64(d.opts.SlowdownWriteRate) * float64(time.Second))
+	time.Sleep(delay)
+	d.stats.slowdownNanos.Add(int64(delay))
 }
 
 // Apply commits b atomically. b may be reused after Apply returns.

@@ -5,8 +5,10 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/strata-db/strata/cache"
+	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/record"
@@ -56,8 +58,13 @@ type DB struct {
 	bgErr  error
 	closed atomic.Bool
 	// compactMu serialises manual compactions.
-	compactMu sync.Mutex
-	snapshots snapshotList
+	compactMu   sync.Mutex
+	compactions compactionState
+	// l0Files and compactionDebt mirror the current version for the write
+	// path's stall checks (updated with the version, read without d.mu).
+	l0Files        atomic.Int32
+	compactionDebt atomic.Int64
+	snapshots      snapshotList
 
 	// rsMu guards readState, the pointer readers take a reference through.
 	rsMu      sync.RWMutex
@@ -66,7 +73,10 @@ type DB struct {
 	obsolete obsoleteFiles
 
 	flushCh chan struct{}
-	bgWG    sync.WaitGroup
+	// bgMu guards closing flushCh against late wake-ups.
+	bgMu      sync.Mutex
+	bgStopped bool
+	bgWG      sync.WaitGroup
 
 	stats dbStats
 }
@@ -128,6 +138,38 @@ type dbStats struct {
 	userBytes       atomic.Uint64
 	writeStalls     atomic.Uint64
 	stallNanos      atomic.Int64
+	slowdownNanos   atomic.Int64
+
+	// Per level, protected by d.mu.
+	levels [manifest.NumLevels]levelStats
+}
+
+// levelStats count the compaction work that went into a level.
+type levelStats struct {
+	bytesIn      uint64 // bytes read from the level by compactions
+	bytesWritten uint64 // bytes written into the level (flushes, compactions)
+	bytesMoved   uint64 // bytes moved into the level without rewriting
+	compactions  uint64 // compactions that wrote into the level
+	duration     time.Duration
+}
+
+// recordCompaction adds a finished job to the counters. d.mu held.
+func (s *dbStats) recordCompaction(job *compactionJob, cs compaction.Stats, d time.Duration) {
+	in := job.inputBytes()
+	s.compactions.Add(1)
+	out := &s.levels[job.outputLevel]
+	out.compactions++
+	out.duration += d
+	if job.kind == "move" {
+		out.bytesMoved += in
+		return
+	}
+	s.compactInBytes.Add(in)
+	s.compactOutBytes.Add(cs.BytesOut)
+	for _, i := range job.inputs {
+		s.levels[i.level].bytesIn += i.f.Size
+	}
+	out.bytesWritten += cs.BytesOut
 }
 
 // backgroundError returns the sticky background error, if any. d.mu held.

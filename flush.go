@@ -13,15 +13,29 @@ import (
 	"github.com/strata-db/strata/vfs"
 )
 
-func nowNanos() int64 { return time.Now().UnixNano() }
-
 // scheduleBackground wakes the background goroutine (flushes, file
 // deletion) without blocking.
 func (d *DB) scheduleBackground() {
+	d.bgMu.Lock()
+	defer d.bgMu.Unlock()
+	if d.bgStopped {
+		return
+	}
 	select {
 	case d.flushCh <- struct{}{}:
 	default:
 	}
+}
+
+// stopBackground ends the background loop once it has finished its current
+// work. Later wake-ups (an iterator closed after the DB) do nothing.
+func (d *DB) stopBackground() {
+	d.bgMu.Lock()
+	if !d.bgStopped {
+		d.bgStopped = true
+		close(d.flushCh)
+	}
+	d.bgMu.Unlock()
 }
 
 // backgroundLoop flushes frozen memtables and deletes obsolete files until
@@ -47,6 +61,8 @@ func (d *DB) flushAll() {
 		d.flushing = true
 		d.mu.Unlock()
 
+		d.opts.EventListener.flushBegin(FlushInfo{})
+		start := time.Now()
 		meta, err := d.writeL0(m, snaps)
 
 		d.mu.Lock()
@@ -65,6 +81,10 @@ func (d *DB) flushAll() {
 			}
 			err = d.vs.LogAndApply(ve)
 		}
+		info := FlushInfo{Duration: time.Since(start), Err: err}
+		if meta != nil {
+			info.Bytes = meta.Size
+		}
 		if err != nil {
 			// writeL0 cleaned up after itself. A failed manifest write leaves
 			// the table in place: the edit may have reached the disk, and the
@@ -73,6 +93,8 @@ func (d *DB) flushAll() {
 			d.setBackgroundErrorLocked(err)
 			d.flushing = false
 			d.mu.Unlock()
+			d.opts.EventListener.flushEnd(info)
+			d.opts.EventListener.backgroundError(err)
 			return
 		}
 		n := copy(d.imm, d.imm[1:])
@@ -80,14 +102,16 @@ func (d *DB) flushAll() {
 		d.imm = d.imm[:n]
 		d.flushedGen++
 		d.flushing = false
+		d.stats.levels[0].bytesWritten += info.Bytes
 		d.updateReadStateLocked()
+		d.updateL0CountLocked()
+		d.maybeScheduleCompactionLocked()
 		d.cond.Broadcast()
 		d.mu.Unlock()
+		d.opts.EventListener.flushEnd(info)
 
 		d.stats.flushes.Add(1)
-		if meta != nil {
-			d.stats.flushBytes.Add(meta.Size)
-		}
+		d.stats.flushBytes.Add(info.Bytes)
 		if m.logNum != 0 {
 			d.removeFile(base.FileTypeLog, m.logNum)
 		}
@@ -157,8 +181,12 @@ func (d *DB) removeFile(t base.FileType, num base.FileNum) {
 	if t == base.FileTypeTable {
 		d.tableCache.evict(num)
 	}
-	if err := d.fs.Remove(d.path(t, num)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	err := d.fs.Remove(d.path(t, num))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return
+	}
+	if err == nil && t == base.FileTypeTable {
+		d.opts.EventListener.tableDeleted(TableDeleteInfo{FileNum: uint64(num)})
 	}
 }
 

@@ -68,6 +68,7 @@ func (d *DB) getFromTable(f *manifest.FileMetadata, key []byte, snap base.SeqNum
 	if err != nil {
 		return nil, err, true
 	}
+	defer d.tableCache.release(h)
 	if h.rangeDels != nil {
 		*tomb = max(*tomb, h.rangeDels.MaxCovering(key, snap))
 	}

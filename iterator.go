@@ -77,12 +77,15 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum) (*Iterator, error) {
 		if !f.OverlapsRange(it.lower, it.upper) {
 			continue
 		}
-		h, err := d.tableCache.get(f)
+		it, err := d.newFileIter(f)
 		if err != nil {
 			return fail(err)
 		}
-		iters = append(iters, h.reader.NewIter())
-		tombs = append(tombs, h.reader.RangeTombstones()...)
+		iters = append(iters, it)
+		if f.HasRangeDels {
+			h := it.(*tableIter).h
+			tombs = append(tombs, h.reader.RangeTombstones()...)
+		}
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
 		files := v.Levels[level]
@@ -98,6 +101,7 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum) (*Iterator, error) {
 				return fail(err)
 			}
 			tombs = append(tombs, h.reader.RangeTombstones()...)
+			d.tableCache.release(h)
 		}
 		iters = append(iters, merging.NewLevelIter(files, d.newFileIter, it.lower, it.upper))
 	}
@@ -107,12 +111,14 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum) (*Iterator, error) {
 	return it, nil
 }
 
+// newFileIter opens an iterator over one table; closing it releases the
+// table.
 func (d *DB) newFileIter(f *manifest.FileMetadata) (base.InternalIterator, error) {
 	h, err := d.tableCache.get(f)
 	if err != nil {
 		return nil, err
 	}
-	return h.reader.NewIter(), nil
+	return &tableIter{InternalIterator: h.reader.NewIter(), tc: d.tableCache, h: h}, nil
 }
 
 // deleted reports whether the visible entry k is deleted for this iterator.

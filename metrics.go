@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata/cache"
+	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/lsm/manifest"
 )
 
@@ -14,6 +15,18 @@ import (
 type LevelMetrics struct {
 	Files int
 	Bytes uint64
+	// Score is the level's compaction urgency (1 or more: the picker wants
+	// to compact it); Target is its target size (0 when it has none).
+	Score  float64
+	Target uint64
+	// BytesIn is what compactions read from the level; BytesWritten what
+	// flushes and compactions wrote into it; BytesMoved what compactions
+	// moved into it without rewriting.
+	BytesIn      uint64
+	BytesWritten uint64
+	BytesMoved   uint64
+	Compactions  uint64
+	Duration     time.Duration
 }
 
 // Metrics is a point-in-time summary of the DB. String prints it as tables.
@@ -42,8 +55,13 @@ type Metrics struct {
 	UserBytes uint64
 	WriteAmp  float64
 
-	WriteStalls   uint64
-	StallDuration time.Duration
+	WriteStalls      uint64
+	StallDuration    time.Duration
+	SlowdownDuration time.Duration
+	// BaseLevel is the level L0 compacts into; CompactionDebt estimates the
+	// bytes compaction is behind.
+	BaseLevel      int
+	CompactionDebt uint64
 
 	BlockCache  cache.Metrics
 	TablesOpen  int
@@ -57,8 +75,20 @@ func (d *DB) Metrics() *Metrics {
 	m := &Metrics{}
 	d.mu.Lock()
 	if v := d.vs.Current(); v != nil {
+		st := compaction.Compute(v, d.pickerOptions())
+		m.BaseLevel = st.BaseLevel
+		m.CompactionDebt = compactionDebt(v, d.pickerOptions())
 		for level := range m.Levels {
-			m.Levels[level] = LevelMetrics{Files: v.NumFiles(level), Bytes: v.LevelSize(level)}
+			ls, s := st.Levels[level], d.stats.levels[level]
+			lm := LevelMetrics{
+				Files: v.NumFiles(level), Bytes: v.LevelSize(level), Score: ls.Score,
+				BytesIn: s.bytesIn, BytesWritten: s.bytesWritten, BytesMoved: s.bytesMoved,
+				Compactions: s.compactions, Duration: s.duration,
+			}
+			if ls.MaxBytes > 0 && ls.MaxBytes < 1<<62 {
+				lm.Target = uint64(ls.MaxBytes)
+			}
+			m.Levels[level] = lm
 		}
 	}
 	if d.mem != nil {
@@ -86,6 +116,7 @@ func (d *DB) Metrics() *Metrics {
 	}
 	m.WriteStalls = d.stats.writeStalls.Load()
 	m.StallDuration = time.Duration(d.stats.stallNanos.Load())
+	m.SlowdownDuration = time.Duration(d.stats.slowdownNanos.Load())
 	if d.cache != nil {
 		m.BlockCache = d.cache.Metrics()
 	}
@@ -111,22 +142,41 @@ func humanBytes(n uint64) string {
 func (m *Metrics) String() string {
 	var b strings.Builder
 	tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "level\tfiles\tsize\t")
-	var files int
-	var bytes uint64
+	fmt.Fprintln(tw, "level\tfiles\tsize\ttarget\tscore\tread\twritten\tmoved\tcompactions\ttime\t")
+	var total LevelMetrics
 	for level, l := range m.Levels {
-		fmt.Fprintf(tw, "L%d\t%d\t%s\t\n", level, l.Files, humanBytes(l.Bytes))
-		files += l.Files
-		bytes += l.Bytes
+		target, score := "-", "-"
+		if l.Target > 0 {
+			target = humanBytes(l.Target)
+		}
+		if level == 0 || l.Target > 0 && level < len(m.Levels)-1 {
+			score = fmt.Sprintf("%.2f", l.Score)
+		}
+		name := fmt.Sprintf("L%d", level)
+		if level == m.BaseLevel && level > 0 {
+			name += "*"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", name, l.Files, humanBytes(l.Bytes), target, score,
+			humanBytes(l.BytesIn), humanBytes(l.BytesWritten), humanBytes(l.BytesMoved), l.Compactions, l.Duration.Round(time.Millisecond))
+		total.Files += l.Files
+		total.Bytes += l.Bytes
+		total.BytesIn += l.BytesIn
+		total.BytesWritten += l.BytesWritten
+		total.BytesMoved += l.BytesMoved
+		total.Compactions += l.Compactions
+		total.Duration += l.Duration
 	}
-	fmt.Fprintf(tw, "total\t%d\t%s\t\n", files, humanBytes(bytes))
+	fmt.Fprintf(tw, "total\t%d\t%s\t\t\t%s\t%s\t%s\t%d\t%s\t\n", total.Files, humanBytes(total.Bytes),
+		humanBytes(total.BytesIn), humanBytes(total.BytesWritten), humanBytes(total.BytesMoved), total.Compactions,
+		total.Duration.Round(time.Millisecond))
 	tw.Flush()
+	fmt.Fprintf(&b, "base level: L%d, compaction debt: %s\n", m.BaseLevel, humanBytes(m.CompactionDebt))
 	fmt.Fprintf(&b, "memtable: %s, %d immutable (%s)\n",
 		humanBytes(uint64(m.MemTable.Size)), m.MemTable.Immutable, humanBytes(uint64(m.MemTable.ImmSize)))
 	fmt.Fprintf(&b, "writes: user %s, WAL %s, flushed %s in %d flushes, compacted %s -> %s in %d compactions, write-amp %.2f\n",
 		humanBytes(m.UserBytes), humanBytes(m.WAL.BytesWritten), humanBytes(m.Flush.BytesWritten), m.Flush.Count,
 		humanBytes(m.Compact.BytesRead), humanBytes(m.Compact.BytesWritten), m.Compact.Count, m.WriteAmp)
-	fmt.Fprintf(&b, "stalls: %d (%s)\n", m.WriteStalls, m.StallDuration.Round(time.Millisecond))
+	fmt.Fprintf(&b, "stalls: %d (%s), slowed %s\n", m.WriteStalls, m.StallDuration.Round(time.Millisecond), m.SlowdownDuration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "block cache: %s / %s, hit rate %.1f%%\n",
 		humanBytes(uint64(max(m.BlockCache.Size, 0))), humanBytes(uint64(max(m.BlockCache.Capacity, 0))), 100*m.BlockCache.HitRate())
 	fmt.Fprintf(&b, "tables open: %d, snapshots: %d, visible seq: %d\n", m.TablesOpen, m.Snapshots, m.VisibleSeq)

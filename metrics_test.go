@@ -3,6 +3,7 @@ package strata
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
@@ -10,31 +11,36 @@ import (
 
 // TestMetricsString pins the layout of Metrics.String.
 func TestMetricsString(t *testing.T) {
-	m := &Metrics{}
-	m.Levels[0] = LevelMetrics{Files: 2, Bytes: 3 << 20}
-	m.Levels[6] = LevelMetrics{Files: 10, Bytes: 640 << 20}
+	m := &Metrics{BaseLevel: 5, CompactionDebt: 12 << 20}
+	m.Levels[0] = LevelMetrics{Files: 2, Bytes: 3 << 20, Score: 0.5, BytesWritten: 90 << 20}
+	m.Levels[5] = LevelMetrics{Files: 3, Bytes: 70 << 20, Target: 64 << 20, Score: 1.09, BytesIn: 20 << 20,
+		BytesWritten: 80 << 20, BytesMoved: 4 << 20, Compactions: 7, Duration: 1500 * time.Millisecond}
+	m.Levels[6] = LevelMetrics{Files: 10, Bytes: 640 << 20, Target: 600 << 20, BytesIn: 50 << 20,
+		BytesWritten: 60 << 20, Compactions: 2, Duration: 2 * time.Second}
 	m.MemTable.Size = 1 << 20
 	m.MemTable.Immutable = 1
 	m.MemTable.ImmSize = 64 << 20
 	m.UserBytes = 100 << 20
 	m.WAL.BytesWritten = 110 << 20
 	m.Flush.Count, m.Flush.BytesWritten = 3, 90<<20
-	m.Compact.Count, m.Compact.BytesRead, m.Compact.BytesWritten = 1, 90<<20, 80<<20
-	m.WriteAmp = 2.8
+	m.Compact.Count, m.Compact.BytesRead, m.Compact.BytesWritten = 9, 70<<20, 140<<20
+	m.WriteAmp = 3.4
+	m.WriteStalls, m.StallDuration, m.SlowdownDuration = 2, 250*time.Millisecond, 40*time.Millisecond
 	m.BlockCache.Size, m.BlockCache.Capacity, m.BlockCache.Hits, m.BlockCache.Misses = 8<<20, 64<<20, 3, 1
 	m.TablesOpen, m.Snapshots, m.VisibleSeq = 12, 1, 4242
-	want := `  level  files       size
-     L0      2    3.0 MiB
-     L1      0        0 B
-     L2      0        0 B
-     L3      0        0 B
-     L4      0        0 B
-     L5      0        0 B
-     L6     10  640.0 MiB
-  total     12  643.0 MiB
+	want := `  level  files       size     target  score      read    written    moved  compactions  time
+     L0      2    3.0 MiB          -   0.50       0 B   90.0 MiB      0 B            0    0s
+     L1      0        0 B          -      -       0 B        0 B      0 B            0    0s
+     L2      0        0 B          -      -       0 B        0 B      0 B            0    0s
+     L3      0        0 B          -      -       0 B        0 B      0 B            0    0s
+     L4      0        0 B          -      -       0 B        0 B      0 B            0    0s
+    L5*      3   70.0 MiB   64.0 MiB   1.09  20.0 MiB   80.0 MiB  4.0 MiB            7  1.5s
+     L6     10  640.0 MiB  600.0 MiB      -  50.0 MiB   60.0 MiB      0 B            2    2s
+  total     15  713.0 MiB                    70.0 MiB  230.0 MiB  4.0 MiB            9  3.5s
+base level: L5, compaction debt: 12.0 MiB
 memtable: 1.0 MiB, 1 immutable (64.0 MiB)
-writes: user 100.0 MiB, WAL 110.0 MiB, flushed 90.0 MiB in 3 flushes, compacted 90.0 MiB -> 80.0 MiB in 1 compactions, write-amp 2.80
-stalls: 0 (0s)
+writes: user 100.0 MiB, WAL 110.0 MiB, flushed 90.0 MiB in 3 flushes, compacted 70.0 MiB -> 140.0 MiB in 9 compactions, write-amp 3.40
+stalls: 2 (250ms), slowed 40ms
 block cache: 8.0 MiB / 64.0 MiB, hit rate 75.0%
 tables open: 12, snapshots: 1, visible seq: 4242
 `
@@ -42,7 +48,7 @@ tables open: 12, snapshots: 1, visible seq: 4242
 }
 
 func TestMetricsTrackWork(t *testing.T) {
-	db, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 64 << 10})
+	db, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 64 << 10, DisableAutomaticCompactions: true})
 	require.NoError(t, err)
 	defer db.Close()
 	for i := 0; i < 2000; i++ {

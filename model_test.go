@@ -76,6 +76,8 @@ type modelTest struct {
 
 	snaps []modelSnap
 	iters []modelIter
+
+	compactions uint64 // automatic and manual compactions over all sessions
 }
 
 type modelSnap struct {
@@ -235,6 +237,7 @@ func (mt *modelTest) closeAll() {
 
 func (mt *modelTest) reopen() {
 	mt.closeAll()
+	mt.compactions += mt.db.Metrics().Compact.Count
 	if err := mt.db.Close(); err != nil {
 		mt.fatalf("Close: %v", err)
 	}
@@ -277,7 +280,9 @@ func (mt *modelTest) fullCheck() {
 	}
 }
 
-func runModel(t *testing.T, seed uint64, ops int, opts *Options) {
+// runModel runs one seed and returns the number of compactions it ran (for
+// the leveled configurations' check that compaction really happened).
+func runModel(t *testing.T, seed uint64, ops int, opts *Options) uint64 {
 	fs := vfs.NewMem()
 	o := *opts
 	o.FS = fs
@@ -429,7 +434,8 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) {
 	mt.fullCheck()
 	mt.reopen()
 	mt.fullCheck()
-	t.Logf("seed %d: ops by kind %v\n%s", seed, counts[:14], strings.TrimSpace(mt.db.Metrics().String()))
+	t.Logf("seed %d: ops by kind %v, %d compactions\n%s", seed, counts[:14], mt.compactions, strings.TrimSpace(mt.db.Metrics().String()))
+	return mt.compactions
 }
 
 func TestModel(t *testing.T) {
@@ -442,13 +448,22 @@ func TestModel(t *testing.T) {
 	}
 	configs := map[string]Options{
 		"small-memtable": {MemTableSize: 64 << 10, BlockSize: 512, TargetFileSize: 16 << 10, CacheSize: 256 << 10},
+		// Tiny levels and files: hundreds of automatic compactions per seed,
+		// running while snapshots and iterators are open.
+		"leveled": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 3,
+			L0CompactionThreshold: 2, BlockSize: 1024, MaxOpenFiles: 16, CacheSize: 128 << 10},
+		"leveled-concurrent": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 4,
+			L0CompactionThreshold: 2, MaxConcurrentCompactions: 3, DisableWAL: true},
 		"no-wal":         {MemTableSize: 64 << 10, DisableWAL: true, Compression: "none", CacheSize: -1},
 		"zstd":           {MemTableSize: 128 << 10, Compression: "zstd", BloomBitsPerKey: -1, BlockRestartInterval: 1},
 	}
 	for name, opts := range configs {
 		t.Run(name, func(t *testing.T) {
 			for _, seed := range modelSeeds(t, seeds) {
-				runModel(t, seed, ops, &opts)
+				n := runModel(t, seed, ops, &opts)
+				if strings.HasPrefix(name, "leveled") && !testing.Short() && n < 100 {
+					t.Fatalf("seed %d ran only %d compactions", seed, n)
+				}
 			}
 		})
 	}

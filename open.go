@@ -55,7 +55,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	if d.cache == nil && o.CacheSize > 0 {
 		d.cache = cache.New(o.CacheSize)
 	}
-	d.tableCache = newTableCache(fs, dirname, d.cache)
+	d.tableCache = newTableCache(fs, dirname, d.cache, o.MaxOpenFiles)
 
 	vsOpts := manifest.Options{FS: fs, Dirname: dirname, Mu: &d.mu, Obsolete: d.onObsolete, MaxManifestSize: o.MaxManifestFileSize}
 	_, statErr := fs.Stat(fs.PathJoin(dirname, base.MakeFilename(base.FileTypeCurrent, 0)))
@@ -121,6 +121,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	err = d.vs.LogAndApply(ve)
 	if err == nil {
 		d.updateReadStateLocked()
+		d.updateL0CountLocked()
 	}
 	d.mu.Unlock()
 	if err != nil {
@@ -132,6 +133,9 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	d.deleteUnreferencedFiles(names)
 	d.bgWG.Add(1)
 	go d.backgroundLoop()
+	d.mu.Lock()
+	d.maybeScheduleCompactionLocked()
+	d.mu.Unlock()
 	return d, nil
 }
 
@@ -255,6 +259,10 @@ func (d *DB) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return ErrClosed
 	}
+	// Wake writers stalled on compactions, which no longer start.
+	d.mu.Lock()
+	d.cond.Broadcast()
+	d.mu.Unlock()
 	// A manual compaction in progress finishes first.
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
@@ -264,7 +272,13 @@ func (d *DB) Close() error {
 	}
 	// Wait for in-flight writes: a barrier queues behind them.
 	_ = d.writeOp(nil, false, opBarrier)
-	close(d.flushCh)
+	// Running compactions finish (no new ones start once closed is set).
+	d.mu.Lock()
+	for d.compactions.running > 0 {
+		d.cond.Wait()
+	}
+	d.mu.Unlock()
+	d.stopBackground()
 	d.bgWG.Wait()
 
 	d.commit.mu.Lock()

@@ -52,8 +52,45 @@ type Options struct {
 	Compression string
 
 	// TargetFileSize is the size in bytes past which compaction starts a new
-	// output table. Default: 64 MiB.
+	// output table. Default: 32 MiB.
 	TargetFileSize int64
+
+	// L0CompactionThreshold is the number of L0 tables that starts a
+	// compaction into the base level. Default: 4.
+	L0CompactionThreshold int
+	// L0SlowdownWritesThreshold is the number of L0 tables at which writes
+	// are slowed to SlowdownWriteRate. Default: 20.
+	L0SlowdownWritesThreshold int
+	// L0StopWritesThreshold is the number of L0 tables at which writers wait
+	// for compaction when the memtable fills. Default: 36.
+	L0StopWritesThreshold int
+	// LBaseMaxBytes is the target size in bytes of the base level, the level
+	// L0 compacts into; deeper levels grow by LevelMultiplier, sized from
+	// the data down (RocksDB's dynamic level sizing). Default: 64 MiB.
+	LBaseMaxBytes int64
+	// LevelMultiplier is the size ratio between adjacent levels. Default: 10.
+	LevelMultiplier int
+	// MaxConcurrentCompactions is the number of automatic compactions that
+	// may run at once (flushes run besides them). Default: 1.
+	MaxConcurrentCompactions int
+	// DisableAutomaticCompactions leaves compaction to Compact.
+	DisableAutomaticCompactions bool
+	// SoftPendingCompactionBytes: once compaction is estimated to be this
+	// many bytes behind, writes are slowed to SlowdownWriteRate. Default: 64
+	// GiB.
+	SoftPendingCompactionBytes int64
+	// HardPendingCompactionBytes: once compaction is this many bytes behind,
+	// writers wait for it when the memtable fills. Default: 256 GiB.
+	HardPendingCompactionBytes int64
+	// SlowdownWriteRate is the rate in bytes per second writes are held to
+	// while slowed. Default: 32 MiB/s.
+	SlowdownWriteRate int64
+	// MaxOpenFiles bounds the SSTables kept open. Default: 1000.
+	MaxOpenFiles int
+
+	// EventListener receives notifications of flushes, compactions, stalls
+	// and background errors. Optional.
+	EventListener *EventListener
 
 	// CacheSize is the capacity in bytes of the block cache the DB creates
 	// when Cache is nil. Default: 64 MiB. Negative: no block cache.
@@ -75,16 +112,26 @@ type Options struct {
 
 // Defaults of the Options fields.
 const (
-	DefaultMemTableSize          = 64 << 20
-	DefaultMaxImmutableMemTables = 2
-	DefaultValueThreshold        = 1024
-	DefaultBlockSize             = 4096
-	DefaultBlockRestartInterval  = 16
-	DefaultBloomBitsPerKey       = 10
-	DefaultCompression           = "snappy"
-	DefaultTargetFileSize        = 64 << 20
-	DefaultCacheSize             = 64 << 20
-	DefaultMaxManifestFileSize   = 64 << 20
+	DefaultMemTableSize               = 64 << 20
+	DefaultMaxImmutableMemTables      = 2
+	DefaultValueThreshold             = 1024
+	DefaultBlockSize                  = 4096
+	DefaultBlockRestartInterval       = 16
+	DefaultBloomBitsPerKey            = 10
+	DefaultCompression                = "snappy"
+	DefaultTargetFileSize             = 32 << 20
+	DefaultL0CompactionThreshold      = 4
+	DefaultL0SlowdownWritesThreshold  = 20
+	DefaultL0StopWritesThreshold      = 36
+	DefaultLBaseMaxBytes              = 64 << 20
+	DefaultLevelMultiplier            = 10
+	DefaultMaxConcurrentCompactions   = 1
+	DefaultSoftPendingCompactionBytes = 64 << 30
+	DefaultHardPendingCompactionBytes = 256 << 30
+	DefaultSlowdownWriteRate          = 32 << 20
+	DefaultMaxOpenFiles               = 1000
+	DefaultCacheSize                  = 64 << 20
+	DefaultMaxManifestFileSize        = 64 << 20
 )
 
 // EnsureDefaults returns a copy of o (nil allowed) with every unset field
@@ -121,6 +168,36 @@ func (o *Options) EnsureDefaults() *Options {
 	if c.TargetFileSize == 0 {
 		c.TargetFileSize = DefaultTargetFileSize
 	}
+	if c.L0CompactionThreshold == 0 {
+		c.L0CompactionThreshold = DefaultL0CompactionThreshold
+	}
+	if c.L0SlowdownWritesThreshold == 0 {
+		c.L0SlowdownWritesThreshold = DefaultL0SlowdownWritesThreshold
+	}
+	if c.L0StopWritesThreshold == 0 {
+		c.L0StopWritesThreshold = DefaultL0StopWritesThreshold
+	}
+	if c.LBaseMaxBytes == 0 {
+		c.LBaseMaxBytes = DefaultLBaseMaxBytes
+	}
+	if c.LevelMultiplier == 0 {
+		c.LevelMultiplier = DefaultLevelMultiplier
+	}
+	if c.MaxConcurrentCompactions == 0 {
+		c.MaxConcurrentCompactions = DefaultMaxConcurrentCompactions
+	}
+	if c.SoftPendingCompactionBytes == 0 {
+		c.SoftPendingCompactionBytes = DefaultSoftPendingCompactionBytes
+	}
+	if c.HardPendingCompactionBytes == 0 {
+		c.HardPendingCompactionBytes = DefaultHardPendingCompactionBytes
+	}
+	if c.SlowdownWriteRate == 0 {
+		c.SlowdownWriteRate = DefaultSlowdownWriteRate
+	}
+	if c.MaxOpenFiles == 0 {
+		c.MaxOpenFiles = DefaultMaxOpenFiles
+	}
 	if c.CacheSize == 0 {
 		c.CacheSize = DefaultCacheSize
 	}
@@ -138,8 +215,8 @@ func (o *Options) Validate() error {
 	c := o.EnsureDefaults()
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.MemTableSize < 64<<10 || c.MemTableSize > maxMemTableSize {
-		bad("MemTableSize %d is outside [64 KiB, 4 GiB)", c.MemTableSize)
+	if c.MemTableSize < 16<<10 || c.MemTableSize > maxMemTableSize {
+		bad("MemTableSize %d is outside [16 KiB, 4 GiB)", c.MemTableSize)
 	}
 	if c.MaxImmutableMemTables < 1 {
 		bad("MaxImmutableMemTables %d must be at least 1", c.MaxImmutableMemTables)
@@ -156,8 +233,35 @@ func (o *Options) Validate() error {
 	if _, err := sstable.ParseCompression(c.Compression); err != nil {
 		bad("Compression %q is not one of none, snappy, s2, zstd", c.Compression)
 	}
-	if c.TargetFileSize < 4<<10 {
-		bad("TargetFileSize %d is smaller than 4 KiB", c.TargetFileSize)
+	if c.TargetFileSize < 2<<10 {
+		bad("TargetFileSize %d is smaller than 2 KiB", c.TargetFileSize)
+	}
+	if c.L0CompactionThreshold < 1 {
+		bad("L0CompactionThreshold %d must be at least 1", c.L0CompactionThreshold)
+	}
+	if c.L0SlowdownWritesThreshold < c.L0CompactionThreshold {
+		bad("L0SlowdownWritesThreshold %d is below L0CompactionThreshold %d", c.L0SlowdownWritesThreshold, c.L0CompactionThreshold)
+	}
+	if c.L0StopWritesThreshold < c.L0SlowdownWritesThreshold {
+		bad("L0StopWritesThreshold %d is below L0SlowdownWritesThreshold %d", c.L0StopWritesThreshold, c.L0SlowdownWritesThreshold)
+	}
+	if c.LBaseMaxBytes < 16<<10 {
+		bad("LBaseMaxBytes %d is smaller than 16 KiB", c.LBaseMaxBytes)
+	}
+	if c.LevelMultiplier < 2 {
+		bad("LevelMultiplier %d must be at least 2", c.LevelMultiplier)
+	}
+	if c.MaxConcurrentCompactions < 1 {
+		bad("MaxConcurrentCompactions %d must be at least 1", c.MaxConcurrentCompactions)
+	}
+	if c.HardPendingCompactionBytes < c.SoftPendingCompactionBytes {
+		bad("HardPendingCompactionBytes %d is below SoftPendingCompactionBytes %d", c.HardPendingCompactionBytes, c.SoftPendingCompactionBytes)
+	}
+	if c.SlowdownWriteRate < 1<<20 {
+		bad("SlowdownWriteRate %d is below 1 MiB/s", c.SlowdownWriteRate)
+	}
+	if c.MaxOpenFiles < 16 {
+		bad("MaxOpenFiles %d is below 16", c.MaxOpenFiles)
 	}
 	if c.MaxManifestFileSize < 4<<10 {
 		bad("MaxManifestFileSize %d is smaller than 4 KiB", c.MaxManifestFileSize)

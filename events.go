@@ -1,0 +1,102 @@
+package strata
+
+import "time"
+
+// EventListener receives notifications of background work. Every field is
+// optional. Callbacks run on the goroutine doing the work, without the DB's
+// locks held; they must not call back into the DB's write path and should
+// return quickly.
+type EventListener struct {
+	FlushBegin      func(FlushInfo)
+	FlushEnd        func(FlushInfo)
+	CompactionBegin func(CompactionInfo)
+	CompactionEnd   func(CompactionInfo)
+	// WriteStallBegin and WriteStallEnd bracket a period in which writers
+	// wait for flushes or compactions to catch up.
+	WriteStallBegin func(WriteStallInfo)
+	WriteStallEnd   func()
+	// BackgroundError reports a flush or compaction failure. Writes fail
+	// from then on (reads keep working); reopen the database to recover.
+	BackgroundError func(error)
+	// TableDeleted reports an obsolete SSTable removed from disk.
+	TableDeleted func(TableDeleteInfo)
+}
+
+// FlushInfo describes a memtable flush.
+type FlushInfo struct {
+	Bytes    uint64 // size of the table written (0 when nothing survived)
+	Duration time.Duration
+	Err      error
+}
+
+// CompactionInfo describes a compaction.
+type CompactionInfo struct {
+	Reason            string // "L0 files", "level size", "marked" or "" for manual
+	FromLevel         int
+	ToLevel           int
+	Inputs            int // input tables
+	OutputLevelInputs int // of which in ToLevel
+	InputBytes        uint64
+	Outputs           int
+	OutputBytes       uint64
+	Duration          time.Duration
+	Err               error
+}
+
+// WriteStallInfo says why writers wait.
+type WriteStallInfo struct {
+	Reason string // "memtables", "L0 files" or "compaction debt"
+}
+
+// TableDeleteInfo names a deleted table.
+type TableDeleteInfo struct {
+	FileNum uint64
+}
+
+func (l *EventListener) flushBegin(i FlushInfo) {
+	if l != nil && l.FlushBegin != nil {
+		l.FlushBegin(i)
+	}
+}
+
+func (l *EventListener) flushEnd(i FlushInfo) {
+	if l != nil && l.FlushEnd != nil {
+		l.FlushEnd(i)
+	}
+}
+
+func (l *EventListener) compactionBegin(i CompactionInfo) {
+	if l != nil && l.CompactionBegin != nil {
+		l.CompactionBegin(i)
+	}
+}
+
+func (l *EventListener) compactionEnd(i CompactionInfo) {
+	if l != nil && l.CompactionEnd != nil {
+		l.CompactionEnd(i)
+	}
+}
+
+func (l *EventListener) writeStallBegin(i WriteStallInfo) {
+	if l != nil && l.WriteStallBegin != nil {
+		l.WriteStallBegin(i)
+	}
+}
+
+func (l *EventListener) writeStallEnd() {
+	if l != nil && l.WriteStallEnd != nil {
+		l.WriteStallEnd()
+	}
+}
+
+func (l *EventListener) backgroundError(err error) {
+	if l != nil && l.BackgroundError != nil {
+		l.BackgroundError(err)
+	}
+}
+
+func (l *EventListener) tableDeleted(i TableDeleteInfo) {
+	if l != nil && l.TableDeleted != nil {
+		l.TableDeleted(i)
+	}
+}
