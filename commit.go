@@ -150,8 +150,9 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 		if err == nil {
 			if syncWAL {
 				err = c.wal.Sync()
-			} else {
-				err = c.wal.Flush()
+			} else if err = c.wal.Flush(); err == nil {
+				// Flush only queued the bytes; the WAL flusher writes them.
+				d.scheduleWALFlush()
 			}
 		}
 		if err != nil {
@@ -244,11 +245,12 @@ func (d *DB) rotateMemTable(need int) error {
 	var (
 		logNum base.FileNum
 		wal    *record.Writer
+		wf     *walFile
 	)
 	if !d.opts.DisableWAL {
 		logNum = d.vs.NewFileNum()
 		var err error
-		if wal, err = d.createWAL(logNum); err != nil {
+		if wal, wf, err = d.createWAL(logNum); err != nil {
 			d.removeFile(base.FileTypeLog, logNum)
 			return err
 		}
@@ -279,6 +281,7 @@ func (d *DB) rotateMemTable(need int) error {
 	}
 	d.mem = nm
 	c.wal = wal
+	d.walFile.Store(wf)
 	d.updateReadStateLocked()
 	d.mu.Unlock()
 	if old.Empty() && old.logNum != 0 {

@@ -73,6 +73,10 @@ type DB struct {
 	obsolete obsoleteFiles
 
 	flushCh chan struct{}
+	// walFile is the current WAL's file (nil with the WAL off); walFlushCh
+	// wakes the goroutine that writes its queued bytes.
+	walFile    atomic.Pointer[walFile]
+	walFlushCh chan struct{}
 	// bgMu guards closing flushCh against late wake-ups.
 	bgMu      sync.Mutex
 	bgStopped bool
@@ -187,18 +191,20 @@ func (d *DB) setBackgroundErrorLocked(err error) {
 	d.cond.Broadcast()
 }
 
-// walWriter returns a record writer for a new WAL file.
-func (d *DB) createWAL(num base.FileNum) (*record.Writer, error) {
+// createWAL creates a new WAL file and returns its record writer and the
+// file under it.
+func (d *DB) createWAL(num base.FileNum) (*record.Writer, *walFile, error) {
 	name := d.fs.PathJoin(d.dirname, base.MakeFilename(base.FileTypeLog, num))
 	f, err := d.fs.Create(name)
 	if err != nil {
-		return nil, fmt.Errorf("strata: create WAL: %w", err)
+		return nil, nil, fmt.Errorf("strata: create WAL: %w", err)
 	}
 	if err := manifest.SyncDir(d.fs, d.dirname); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("strata: sync directory after creating WAL: %w", err)
+		return nil, nil, fmt.Errorf("strata: sync directory after creating WAL: %w", err)
 	}
-	return record.NewWriter(f), nil
+	wf := newWALFile(f)
+	return record.NewWriter(wf), wf, nil
 }
 
 func (d *DB) checkOpen() error {

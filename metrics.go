@@ -49,6 +49,8 @@ type Metrics struct {
 		Count        uint64
 		BytesRead    uint64
 		BytesWritten uint64
+		// InProgress is the number of compactions running now.
+		InProgress int
 	}
 	// UserBytes is the key and value bytes written through the API since
 	// Open; WriteAmp is (WAL + flush + compaction bytes) / UserBytes.
@@ -99,6 +101,7 @@ func (d *DB) Metrics() *Metrics {
 		m.MemTable.ImmSize += int64(im.Size())
 	}
 	m.Snapshots = d.snapshots.l.Len()
+	m.Compact.InProgress = d.compactions.running
 	if d.bgErr != nil {
 		m.BackgroundE = d.bgErr.Error()
 	}

@@ -454,8 +454,8 @@ func TestModel(t *testing.T) {
 			L0CompactionThreshold: 2, BlockSize: 1024, MaxOpenFiles: 16, CacheSize: 128 << 10},
 		"leveled-concurrent": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 4,
 			L0CompactionThreshold: 2, MaxConcurrentCompactions: 3, DisableWAL: true},
-		"no-wal":         {MemTableSize: 64 << 10, DisableWAL: true, Compression: "none", CacheSize: -1},
-		"zstd":           {MemTableSize: 128 << 10, Compression: "zstd", BloomBitsPerKey: -1, BlockRestartInterval: 1},
+		"no-wal": {MemTableSize: 64 << 10, DisableWAL: true, Compression: "none", CacheSize: -1},
+		"zstd":   {MemTableSize: 128 << 10, Compression: "zstd", BloomBitsPerKey: -1, BlockRestartInterval: 1},
 	}
 	for name, opts := range configs {
 		t.Run(name, func(t *testing.T) {

@@ -34,7 +34,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &DB{dirname: dirname, opts: o, fs: fs, lock: lock, flushCh: make(chan struct{}, 1)}
+	d := &DB{dirname: dirname, opts: o, fs: fs, lock: lock, flushCh: make(chan struct{}, 1), walFlushCh: make(chan struct{}, 1)}
 	d.cond.L = &d.mu
 	defer func() {
 		if err != nil {
@@ -107,9 +107,11 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 
 	if !o.DisableWAL {
 		newLog := d.vs.NewFileNum()
-		if d.commit.wal, err = d.createWAL(newLog); err != nil {
+		var wf *walFile
+		if d.commit.wal, wf, err = d.createWAL(newLog); err != nil {
 			return nil, err
 		}
+		d.walFile.Store(wf)
 		ve.SetLogNum(newLog)
 		d.mem = newMemTable(int(o.MemTableSize), newLog)
 	} else {
@@ -131,8 +133,9 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	d.visibleSeq.Store(uint64(maxSeq))
 
 	d.deleteUnreferencedFiles(names)
-	d.bgWG.Add(1)
+	d.bgWG.Add(2)
 	go d.backgroundLoop()
+	go d.walFlushLoop()
 	d.mu.Lock()
 	d.maybeScheduleCompactionLocked()
 	d.mu.Unlock()
@@ -279,6 +282,7 @@ func (d *DB) Close() error {
 	}
 	d.mu.Unlock()
 	d.stopBackground()
+	close(d.walFlushCh)
 	d.bgWG.Wait()
 
 	d.commit.mu.Lock()

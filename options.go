@@ -66,7 +66,9 @@ type Options struct {
 	L0StopWritesThreshold int
 	// LBaseMaxBytes is the target size in bytes of the base level, the level
 	// L0 compacts into; deeper levels grow by LevelMultiplier, sized from
-	// the data down (RocksDB's dynamic level sizing). Default: 64 MiB.
+	// the data down (RocksDB's dynamic level sizing). Default: 256 MiB, about
+	// what L0 holds when it reaches L0CompactionThreshold memtables, so an
+	// L0 compaction does not overfill the base level at once.
 	LBaseMaxBytes int64
 	// LevelMultiplier is the size ratio between adjacent levels. Default: 10.
 	LevelMultiplier int
@@ -123,7 +125,7 @@ const (
 	DefaultL0CompactionThreshold      = 4
 	DefaultL0SlowdownWritesThreshold  = 20
 	DefaultL0StopWritesThreshold      = 36
-	DefaultLBaseMaxBytes              = 64 << 20
+	DefaultLBaseMaxBytes              = 256 << 20
 	DefaultLevelMultiplier            = 10
 	DefaultMaxConcurrentCompactions   = 1
 	DefaultSoftPendingCompactionBytes = 64 << 30

@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/strata-db/strata"
 )
@@ -75,6 +77,32 @@ func (e *strataEngine) Scan(start []byte, n int) (int, int64, error) {
 }
 
 func (e *strataEngine) Close() error { return e.db.Close() }
+
+// WaitForBackgroundWork waits until no memtable waits for a flush, no
+// compaction runs and no level wants one, on several polls in a row.
+func (e *strataEngine) WaitForBackgroundWork(ctx context.Context) error {
+	for quiet := 0; quiet < 3; {
+		m := e.db.Metrics()
+		busy := m.MemTable.Immutable > 0 || m.Compact.InProgress > 0 || m.BackgroundE != ""
+		for level, l := range m.Levels {
+			busy = busy || (level < len(m.Levels)-1 && l.Score >= 1)
+		}
+		if m.BackgroundE != "" {
+			return fmt.Errorf("strata: %s", m.BackgroundE)
+		}
+		if busy {
+			quiet = 0
+		} else {
+			quiet++
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	return nil
+}
 
 func (e *strataEngine) Stats() string { return fmt.Sprint(e.db.Metrics()) }
 

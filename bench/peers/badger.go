@@ -32,9 +32,14 @@ const badgerNumCompactors = 2
 // cfg.ValueThreshold, clamped to what Badger accepts. Besides the 1 MiB
 // cap, Badger requires ValueThreshold <= 15% of MemTableSize (its maximum
 // batch size), about 9.6 MiB for a 64 MiB memtable. Values at or above the
-// threshold go to the value log, as for the other separating engines.
+// threshold go to the value log, as for the other separating engines. A
+// threshold of 0 or less asks for no separation: Badger then keeps values
+// inline up to the largest threshold it accepts.
 func badgerThreshold(cfg bench.Config) int64 {
 	t := int64(cfg.ValueThreshold)
+	if t <= 0 {
+		t = badgerMaxValueThreshold
+	}
 	t = min(t, badgerMaxValueThreshold)
 	t = min(t, 15*cfg.MemTableSize/100)
 	return max(t, 0)

@@ -247,7 +247,9 @@ func (e *pebbleEngine) WaitForBackgroundWork(ctx context.Context) error {
 	for quiet < settleQuietPolls {
 		m := e.db.Metrics()
 		busy := m.Compact.NumInProgress > 0 || m.Flush.NumInProgress > 0
-		for _, l := range m.Levels {
+		// The bottom level can score 1 or more (when it is also the base
+		// level) with nowhere to compact to; it does not count.
+		for _, l := range m.Levels[:len(m.Levels)-1] {
 			busy = busy || l.Score >= 1
 		}
 		if busy {

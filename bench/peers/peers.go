@@ -69,9 +69,6 @@ var errClosed = errors.New("peers: engine is closed")
 
 // checkConfig rejects settings no engine can honour.
 func checkConfig(cfg bench.Config) error {
-	if cfg.ValueThreshold < 0 {
-		return fmt.Errorf("peers: value threshold must not be negative, got %d", cfg.ValueThreshold)
-	}
 	if cfg.MemTableSize <= 0 {
 		return fmt.Errorf("peers: memtable size must be positive, got %d", cfg.MemTableSize)
 	}

@@ -307,25 +307,8 @@ func (vs *VersionSet) rotate(v *Version) error { return vs.rotateWith(v, vs.logN
 func (vs *VersionSet) rotateWith(v *Version, logNum base.FileNum, lastSeq base.SeqNum) error {
 	fs, dir := vs.opts.FS, vs.opts.Dirname
 	num := vs.NewFileNum()
-	name := fs.PathJoin(dir, base.MakeFilename(base.FileTypeManifest, num))
-	f, err := fs.Create(name)
+	w, err := WriteSnapshot(fs, dir, num, v, logNum, lastSeq, vs.NextFileNum())
 	if err != nil {
-		vs.needRotation = true
-		return fmt.Errorf("strata: create manifest: %w", err)
-	}
-	w := record.NewWriter(f)
-	snap := v.SnapshotEdit()
-	snap.ComparerName = ComparerName
-	snap.SetLogNum(logNum)
-	snap.SetLastSeq(lastSeq)
-	snap.SetNextFileNum(vs.NextFileNum())
-	vs.scratch = snap.Encode(vs.scratch[:0])
-	if _, err = w.WriteRecord(vs.scratch); err == nil {
-		err = w.Sync()
-	}
-	if err != nil {
-		w.Close()
-		fs.Remove(name)
 		vs.needRotation = true
 		return err
 	}
@@ -347,6 +330,33 @@ func (vs *VersionSet) rotateWith(v *Version, logNum base.FileNum, lastSeq base.S
 		_ = fs.Remove(fs.PathJoin(dir, base.MakeFilename(base.FileTypeManifest, oldNum)))
 	}
 	return nil
+}
+
+// WriteSnapshot creates MANIFEST-num in dir holding one synced record: a
+// snapshot of v with the given log number, last sequence number and next
+// file number. It returns the manifest's writer, open for further edits.
+// On error nothing is left behind.
+func WriteSnapshot(fs vfs.FS, dir string, num base.FileNum, v *Version, logNum base.FileNum, lastSeq base.SeqNum, nextFileNum base.FileNum) (*record.Writer, error) {
+	name := fs.PathJoin(dir, base.MakeFilename(base.FileTypeManifest, num))
+	f, err := fs.Create(name)
+	if err != nil {
+		return nil, fmt.Errorf("strata: create manifest: %w", err)
+	}
+	w := record.NewWriter(f)
+	snap := v.SnapshotEdit()
+	snap.ComparerName = ComparerName
+	snap.SetLogNum(logNum)
+	snap.SetLastSeq(lastSeq)
+	snap.SetNextFileNum(nextFileNum)
+	if _, err = w.WriteRecord(snap.Encode(nil)); err == nil {
+		err = w.Sync()
+	}
+	if err != nil {
+		w.Close()
+		fs.Remove(name)
+		return nil, fmt.Errorf("strata: write manifest: %w", err)
+	}
+	return w, nil
 }
 
 // SetCurrent atomically points CURRENT at MANIFEST-manifestNum, using a temp
