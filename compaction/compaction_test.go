@@ -226,3 +226,75 @@ func TestRunSplitsOutputs(t *testing.T) {
 	}
 	require.Equal(t, "k9999", spans[len(spans)-1][1])
 }
+
+// prefixFilter removes keys starting with "x" and upper-cases the values of
+// keys starting with "u".
+type prefixFilter struct{}
+
+func (prefixFilter) Filter(k base.InternalKey, v []byte) (Decision, []byte) {
+	switch k.UserKey[0] {
+	case 'x':
+		return Remove, nil
+	case 'u':
+		return ChangeValue, []byte(strings.ToUpper(string(v)))
+	}
+	return Keep, nil
+}
+
+// TestRunFilter pins the filter hook: it sees only the newest version no
+// snapshot can see; a removal is dropped at the bottom and becomes a
+// tombstone above it; a changed value is written.
+func TestRunFilter(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		entries    string
+		snaps      []base.SeqNum
+		bottommost bool
+		want       string
+	}{
+		{name: "removed at the bottom", entries: "a#1,SET x#2,SET x#1,SET", bottommost: true, want: "a#1,SET"},
+		{name: "removed above the bottom becomes a tombstone", entries: "a#1,SET x#2,SET x#1,SET", want: "a#1,SET x#2,DEL"},
+		{name: "a version a snapshot sees is not filtered", entries: "x#5,SET x#2,SET", snaps: []base.SeqNum{3}, bottommost: true,
+			want: "x#5,DEL x#2,SET"},
+		{name: "changed values are written", entries: "u#3,SET", want: "u#3,SET=U#3,SET"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := &memFS{fs: vfs.NewMem()}
+			outs, _, err := Run(Config{
+				Input:      &sliceIter{es: parseEntries(t, tc.entries), pos: -1},
+				Snapshots:  tc.snaps,
+				Bottommost: tc.bottommost,
+				NewFile:    fs.newFile,
+				Filter:     prefixFilter{},
+			})
+			require.NoError(t, err)
+			require.Equal(t, []string{tc.want}, readOutputsWithValues(t, fs.fs, outs, "u"))
+		})
+	}
+}
+
+// readOutputsWithValues is readOutputs, adding "=value" to keys with the
+// given prefix.
+func readOutputsWithValues(t *testing.T, fs *vfs.MemFS, outs []Output, prefix string) []string {
+	var files []string
+	for _, o := range outs {
+		f, err := fs.Open(base.MakeFilename(base.FileTypeTable, o.FileNum))
+		require.NoError(t, err)
+		r, err := sstable.NewReader(f, int64(o.Meta.Size), sstable.ReaderOptions{FileNum: o.FileNum})
+		require.NoError(t, err)
+		var parts []string
+		it := r.NewIter()
+		for ok := it.First(); ok; ok = it.Next() {
+			k := it.Key()
+			s := fmt.Sprintf("%s#%d,%s", k.UserKey, k.SeqNum(), k.Kind())
+			if strings.HasPrefix(string(k.UserKey), prefix) {
+				s += "=" + string(it.Value())
+			}
+			parts = append(parts, s)
+		}
+		require.NoError(t, it.Close())
+		require.NoError(t, r.Close())
+		files = append(files, strings.Join(parts, " "))
+	}
+	return files
+}

@@ -23,8 +23,33 @@ type Stats struct {
 	DeletesDropped   uint64 // point tombstones elided at the bottom
 	CoveredDropped   uint64 // point entries deleted by a range tombstone
 	RangeDelsDropped uint64 // tombstone sequence numbers not written out
+	Filtered         uint64 // entries the Filter removed
 	BytesIn          uint64 // key and value bytes read from the input
 	BytesOut         uint64 // bytes of the output files
+}
+
+// Decision is a Filter's verdict on an entry.
+type Decision int
+
+const (
+	// Keep leaves the entry as it is.
+	Keep Decision = iota
+	// Remove deletes the key: the entry is dropped at the bottom of the
+	// tree and becomes a point tombstone elsewhere, so that older versions
+	// below stay hidden.
+	Remove
+	// ChangeValue keeps the entry with the value the filter returned.
+	ChangeValue
+)
+
+// Filter is the hook through which later features act during compaction:
+// TTL expiry decided from the key side, relocation of values out of value
+// logs being collected. It sees the newest version of each key that no open
+// snapshot can see (RocksDB's rule: a snapshot's view never changes), of
+// kinds SET and value pointer. It must be safe for concurrent use (several
+// compactions may run at once) and must not retain value.
+type Filter interface {
+	Filter(key base.InternalKey, value []byte) (Decision, []byte)
 }
 
 // entryFilter walks the merged input and reports which entries survive.
@@ -34,6 +59,12 @@ type entryFilter struct {
 	rangeDels  *rangedel.Set
 	bottommost bool
 	stats      *Stats
+	filter     Filter
+
+	// key and value of the entry last returned by next (the value may have
+	// been changed by the filter; the kind turned into a deletion).
+	key   base.InternalKey
+	value []byte
 
 	curKey     []byte // user key of the entries being walked
 	lastStripe int    // stripe of the last entry seen for curKey
@@ -79,6 +110,20 @@ func (f *entryFilter) next(first bool) (bool, error) {
 		if kind == base.KindDelete && f.bottommost && stripe == 0 {
 			f.stats.DeletesDropped++
 			continue
+		}
+		f.key, f.value = k, f.in.Value()
+		if f.filter != nil && stripe == len(f.snaps) && (kind == base.KindSet || kind == base.KindValuePointer) {
+			switch d, v := f.filter.Filter(k, f.value); d {
+			case Remove:
+				f.stats.Filtered++
+				if f.bottommost && stripe == 0 {
+					continue
+				}
+				f.key.Trailer = base.MakeTrailer(seq, base.KindDelete)
+				f.value = nil
+			case ChangeValue:
+				f.value = v
+			}
 		}
 		return true, nil
 	}

@@ -36,6 +36,8 @@ type Config struct {
 	// bounded. Zero disables the rule.
 	Grandparents          []*manifest.FileMetadata
 	MaxGrandparentOverlap uint64
+	// Filter, if set, may remove or rewrite entries (see Filter).
+	Filter Filter
 }
 
 // Output is one table written by Run.
@@ -57,6 +59,7 @@ func Run(cfg Config) ([]Output, Stats, error) {
 		rangeDels:  cfg.RangeDels,
 		bottommost: cfg.Bottommost,
 		stats:      &stats,
+		filter:     cfg.Filter,
 	}
 	err := r.run(&f)
 	if err != nil {
@@ -98,7 +101,7 @@ func (r *runner) passGrandparents(key []byte) bool {
 func (r *runner) run(f *entryFilter) error {
 	ok, err := f.next(true)
 	for ; ok; ok, err = f.next(false) {
-		k := f.in.Key()
+		k := f.key
 		if r.w == nil || !base.Equal(k.UserKey, r.lastKey) {
 			// A new user key: outputs may be cut here.
 			tooWide := r.passGrandparents(k.UserKey)
@@ -114,7 +117,7 @@ func (r *runner) run(f *entryFilter) error {
 				return err
 			}
 		}
-		if err := r.w.Add(k, f.in.Value()); err != nil {
+		if err := r.w.Add(k, f.value); err != nil {
 			return err
 		}
 		r.stats.EntriesOut++
