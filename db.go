@@ -122,6 +122,12 @@ func (d *DB) updateReadStateLocked() {
 	for i := len(d.imm) - 1; i >= 0; i-- {
 		rs.memtables = append(rs.memtables, d.imm[i])
 	}
+	d.swapReadState(rs)
+}
+
+// swapReadState publishes rs (nil once the DB is closed) and drops the
+// reference held on the read state it replaces.
+func (d *DB) swapReadState(rs *readState) {
 	d.rsMu.Lock()
 	old := d.readState
 	d.readState = rs

@@ -299,13 +299,7 @@ func (d *DB) Close() error {
 		err = cerr
 	}
 	d.mu.Unlock()
-	d.rsMu.Lock()
-	rs := d.readState
-	d.readState = nil
-	d.rsMu.Unlock()
-	if rs != nil {
-		rs.unref()
-	}
+	d.swapReadState(nil)
 	d.deleteObsoleteFiles()
 	d.tableCache.close()
 	if cerr := d.lock.Close(); err == nil {

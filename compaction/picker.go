@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -225,15 +226,7 @@ func PickAuto(v *manifest.Version, o PickerOptions, busy Busy) *Pick {
 			cands = append(cands, cand{level, s.Levels[level].Score})
 		}
 	}
-	slices.SortStableFunc(cands, func(a, b cand) int {
-		switch {
-		case a.score > b.score:
-			return -1
-		case a.score < b.score:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(b.score, a.score) })
 	for _, c := range cands {
 		var p *Pick
 		if c.level == 0 {

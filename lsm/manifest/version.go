@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -218,18 +219,10 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 // SortLevels puts each level in its canonical order.
 func SortLevels(v *Version) {
 	slices.SortStableFunc(v.Levels[0], func(a, b *FileMetadata) int {
-		if a.LargestSeq != b.LargestSeq {
-			if a.LargestSeq < b.LargestSeq {
-				return -1
-			}
-			return 1
+		if c := cmp.Compare(a.LargestSeq, b.LargestSeq); c != 0 {
+			return c
 		}
-		if a.FileNum < b.FileNum {
-			return -1
-		} else if a.FileNum > b.FileNum {
-			return 1
-		}
-		return 0
+		return cmp.Compare(a.FileNum, b.FileNum)
 	})
 	for level := 1; level < NumLevels; level++ {
 		slices.SortFunc(v.Levels[level], func(a, b *FileMetadata) int {

@@ -10,6 +10,7 @@
 package rangedel
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 
@@ -66,15 +67,7 @@ func Build(ts []base.RangeTombstone) *Set {
 		if len(f.Seqs) == 0 {
 			continue
 		}
-		slices.SortFunc(f.Seqs, func(a, b base.SeqNum) int {
-			switch {
-			case a > b:
-				return -1
-			case a < b:
-				return 1
-			}
-			return 0
-		})
+		slices.SortFunc(f.Seqs, func(a, b base.SeqNum) int { return cmp.Compare(b, a) }) // newest first
 		f.Seqs = slices.Compact(f.Seqs)
 		out = append(out, f)
 	}
