@@ -2,6 +2,7 @@ package strata
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -282,10 +283,16 @@ func (d *DB) rotateMemTable(need int) error {
 	d.mem = nm
 	c.wal = wal
 	d.walFile.Store(wf)
+	if logNum != 0 {
+		d.walNums = append(d.walNums, logNum)
+	}
 	d.updateReadStateLocked()
 	d.mu.Unlock()
 	if old.Empty() && old.logNum != 0 {
 		// Nothing in it was ever needed; its WAL holds no records.
+		d.mu.Lock()
+		d.walNums = slices.DeleteFunc(d.walNums, func(n base.FileNum) bool { return n == old.logNum })
+		d.mu.Unlock()
 		d.removeFile(base.FileTypeLog, old.logNum)
 	}
 	d.scheduleBackground()

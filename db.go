@@ -50,6 +50,9 @@ type DB struct {
 	vs   *manifest.VersionSet
 	mem  *memTable
 	imm  []*memTable // frozen memtables, oldest first
+	// walNums are the WAL files that may still hold unflushed writes,
+	// ascending. After a flush, those below the new log number go.
+	walNums []base.FileNum
 	// flushing is true while the flush goroutine works.
 	flushing bool
 	// flushedGen counts completed memtable flushes (for Flush to wait on).

@@ -100,6 +100,13 @@ func (d *DB) flushAll() {
 		n := copy(d.imm, d.imm[1:])
 		d.imm[n] = nil
 		d.imm = d.imm[:n]
+		// WALs below the new log number hold only flushed writes.
+		var obsoleteLogs []base.FileNum
+		logNum := d.vs.LogNum()
+		for len(d.walNums) > 0 && d.walNums[0] < logNum {
+			obsoleteLogs = append(obsoleteLogs, d.walNums[0])
+			d.walNums = d.walNums[1:]
+		}
 		d.flushedGen++
 		d.flushing = false
 		d.stats.levels[0].bytesWritten += info.Bytes
@@ -112,8 +119,8 @@ func (d *DB) flushAll() {
 
 		d.stats.flushes.Add(1)
 		d.stats.flushBytes.Add(info.Bytes)
-		if m.logNum != 0 {
-			d.removeFile(base.FileTypeLog, m.logNum)
+		for _, num := range obsoleteLogs {
+			d.removeFile(base.FileTypeLog, num)
 		}
 	}
 }

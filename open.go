@@ -98,12 +98,16 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 
 	// Replay the WALs into memtables, writing full ones to L0 as we go.
 	ve := &manifest.VersionEdit{}
-	maxSeq := lastSeq
+	rp := &walReplay{d: d, ve: ve, flushedSeq: lastSeq, maxSeq: lastSeq}
 	for _, num := range logs {
-		if err := d.replayWAL(num, ve, &maxSeq, lastSeq); err != nil {
+		if err := rp.replay(num); err != nil {
 			return nil, err
 		}
 	}
+	maxSeq := rp.maxSeq
+	// The manifest's last sequence number says what is in tables; writes
+	// kept in the recovered memtable are replayed again after a crash.
+	ve.SetLastSeq(rp.flushedSeq)
 
 	if !o.DisableWAL {
 		newLog := d.vs.NewFileNum()
@@ -112,13 +116,28 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 			return nil, err
 		}
 		d.walFile.Store(wf)
-		ve.SetLogNum(newLog)
-		d.mem = newMemTable(int(o.MemTableSize), newLog)
+		d.walNums = append(d.walNums, newLog)
+		if rp.mem != nil {
+			// The recovered writes stay in the memtable, and their WALs (with
+			// the new one, which the memtable's next writes go to) until it
+			// is flushed.
+			d.mem = rp.mem
+			ve.SetLogNum(rp.firstLog)
+			for _, num := range logs {
+				if num >= rp.firstLog {
+					d.walNums = append(d.walNums, num)
+				}
+			}
+			slices.Sort(d.walNums)
+		} else {
+			ve.SetLogNum(newLog)
+			d.mem = newMemTable(int(o.MemTableSize), newLog)
+		}
 	} else {
+		// Nothing to replay without a WAL.
 		ve.SetLogNum(d.vs.NewFileNum())
 		d.mem = newMemTable(int(o.MemTableSize), 0)
 	}
-	ve.SetLastSeq(maxSeq)
 	d.mu.Lock()
 	err = d.vs.LogAndApply(ve)
 	if err == nil {
@@ -142,35 +161,52 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	return d, nil
 }
 
-// replayWAL applies the batches of WAL num. Batches at or below flushedSeq
-// are already in tables and skipped.
-func (d *DB) replayWAL(num base.FileNum, ve *manifest.VersionEdit, maxSeq *base.SeqNum, flushedSeq base.SeqNum) error {
+// walReplay accumulates recovered writes in a memtable, writing it to L0
+// when it fills. What is left at the end becomes the DB's memtable, so a
+// reopen does not write a small L0 table (RocksDB's
+// avoid_flush_during_recovery).
+type walReplay struct {
+	d          *DB
+	ve         *manifest.VersionEdit
+	flushedSeq base.SeqNum // batches at or below it are already in tables
+	maxSeq     base.SeqNum // the largest sequence number replayed
+	mem        *memTable
+	// firstLog is the oldest WAL with writes in mem: it and every later WAL
+	// must stay until mem is flushed.
+	firstLog base.FileNum
+}
+
+func (r *walReplay) flush() error {
+	if r.mem == nil || r.mem.Empty() {
+		return nil
+	}
+	meta, err := r.d.writeL0(r.mem, nil)
+	if err != nil {
+		return err
+	}
+	if meta != nil {
+		r.ve.NewFiles = append(r.ve.NewFiles, manifest.NewFile{Level: 0, Meta: meta})
+	}
+	r.flushedSeq = max(r.flushedSeq, base.SeqNum(r.mem.maxSeq.Load()))
+	r.mem = nil
+	return nil
+}
+
+// replay applies the batches of WAL num.
+func (r *walReplay) replay(num base.FileNum) error {
+	d := r.d
 	name := base.MakeFilename(base.FileTypeLog, num)
 	f, err := d.fs.Open(d.path(base.FileTypeLog, num))
 	if err != nil {
 		return fmt.Errorf("strata: open WAL %s: %w", name, err)
 	}
 	defer f.Close()
-	mem := newMemTable(int(d.opts.MemTableSize), 0)
-	flushMem := func() error {
-		if mem.Empty() {
-			return nil
-		}
-		meta, err := d.writeL0(mem, nil)
-		if err != nil {
-			return err
-		}
-		if meta != nil {
-			ve.NewFiles = append(ve.NewFiles, manifest.NewFile{Level: 0, Meta: meta})
-		}
-		return nil
-	}
-	r := record.NewReader(f, name)
+	rd := record.NewReader(f, name)
 	for {
-		offset := r.Offset()
-		rec, err := r.Next()
+		offset := rd.Offset()
+		rec, err := rd.Next()
 		if err == io.EOF {
-			break
+			return nil
 		}
 		if err != nil {
 			if errors.Is(err, base.ErrCorruption) {
@@ -186,7 +222,7 @@ func (d *DB) replayWAL(num base.FileNum, ve *manifest.VersionEdit, maxSeq *base.
 		if seq == 0 {
 			return base.CorruptionErrorf(name, offset, "batch has sequence number 0")
 		}
-		if seq+base.SeqNum(br.count)-1 <= flushedSeq {
+		if seq+base.SeqNum(br.count)-1 <= r.flushedSeq {
 			continue
 		}
 		for {
@@ -198,28 +234,29 @@ func (d *DB) replayWAL(num base.FileNum, ve *manifest.VersionEdit, maxSeq *base.
 				break
 			}
 			ikey := base.MakeInternalKey(key, seq, kind)
-			err = mem.Add(ikey, value)
+			if r.mem == nil {
+				r.mem, r.firstLog = newMemTable(int(d.opts.MemTableSize), num), num
+			}
+			err = r.mem.Add(ikey, value)
 			if errors.Is(err, memtable.ErrArenaFull) {
-				if err := flushMem(); err != nil {
+				if err := r.flush(); err != nil {
 					return err
 				}
 				size := max(int(d.opts.MemTableSize), 2*memtable.EntrySize(len(key), len(value)))
-				mem = newMemTable(size, 0)
-				err = mem.Add(ikey, value)
+				r.mem, r.firstLog = newMemTable(size, num), num
+				err = r.mem.Add(ikey, value)
 			}
 			if err != nil {
 				return fmt.Errorf("strata: replay WAL %s: %w", name, err)
 			}
 			if kind == base.KindRangeDelete {
-				mem.rangeDelCount.Add(1)
+				r.mem.rangeDelCount.Add(1)
 			}
-			if seq > *maxSeq {
-				*maxSeq = seq
-			}
+			r.maxSeq = max(r.maxSeq, seq)
+			r.mem.maxSeq.Store(uint64(r.maxSeq))
 			seq++
 		}
 	}
-	return flushMem()
 }
 
 // deleteUnreferencedFiles removes what a crash or an old run left behind:

@@ -50,6 +50,9 @@ type VersionEdit struct {
 	NextFileNum    base.FileNum
 	HasNextFileNum bool
 
+	// LastSeq, when HasLastSeq, is the largest sequence number held in
+	// tables. Writes with larger ones are still only in WALs; recovery
+	// replays them and skips older batches.
 	LastSeq    base.SeqNum
 	HasLastSeq bool
 
@@ -63,7 +66,7 @@ func (ve *VersionEdit) SetLogNum(n base.FileNum) { ve.LogNum, ve.HasLogNum = n, 
 // SetNextFileNum records the next unused file number.
 func (ve *VersionEdit) SetNextFileNum(n base.FileNum) { ve.NextFileNum, ve.HasNextFileNum = n, true }
 
-// SetLastSeq records the last sequence number used.
+// SetLastSeq records the largest sequence number held in tables.
 func (ve *VersionEdit) SetLastSeq(s base.SeqNum) { ve.LastSeq, ve.HasLastSeq = s, true }
 
 // Encode appends the edit's encoding to dst.
