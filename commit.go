@@ -8,6 +8,7 @@ import (
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/record"
+	"github.com/strata-db/strata/vlog"
 )
 
 // The commit pipeline is a queue of writers. The writer at the head is the
@@ -169,7 +170,7 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 
 	mem := d.mem
 	for _, w := range group {
-		if err := applyBatch(mem, w.batch); err != nil {
+		if err := applyBatch(mem, w.batch, d.observer); err != nil {
 			err = fmt.Errorf("strata: apply batch to memtable: %w", err)
 			d.mu.Lock()
 			d.setBackgroundErrorLocked(err)
@@ -184,8 +185,9 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	return nil
 }
 
-// applyBatch inserts a sequenced batch into m.
-func applyBatch(m *memTable, b *Batch) error {
+// applyBatch inserts a sequenced batch into m, telling observer (if any)
+// about each value written.
+func applyBatch(m *memTable, b *Batch, observer vlog.Observer) error {
 	r, err := newBatchReader(b.repr)
 	if err != nil {
 		return err
@@ -201,6 +203,9 @@ func applyBatch(m *memTable, b *Batch) error {
 		}
 		if err := m.Add(base.MakeInternalKey(key, seq, kind), value); err != nil {
 			return err
+		}
+		if observer != nil && kind == base.KindSet {
+			observer.ObserveWrite(len(key), len(value))
 		}
 		if kind == base.KindRangeDelete {
 			m.rangeDelCount.Add(1)

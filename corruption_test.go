@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/vfs"
+	"github.com/strata-db/strata/vlog"
 	"github.com/stretchr/testify/require"
 )
 
@@ -221,5 +222,51 @@ func TestCorruptWAL(t *testing.T) {
 			t.Fatalf("%s: recovered state is not a prefix of the writes", where)
 		}
 		db.Close()
+	}
+}
+
+// TestCorruptValueLog flips bytes of a value log: the keys whose values the
+// damaged record holds fail with ErrCorruption naming the value log; every
+// other key reads back correctly.
+func TestCorruptValueLog(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, ValueThreshold: 64, CacheSize: -1}
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	m := fillKeys(t, db, 300, rand.New(rand.NewPCG(4, 4)))
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Close())
+	vlogs := filesOfType(t, fs, base.FileTypeVlog)
+	require.Len(t, vlogs, 1)
+	name := "db/" + vlogs[0]
+	size := int64(len(readFile(t, fs, name)))
+	for off := int64(0); off < size; off += flipStep(size) {
+		where := fmt.Sprintf("flip at %d of %d", off, size)
+		o := *opts
+		o.FS = flipByte(t, fs, name, off)
+		db, err := Open("db", &o)
+		require.NoError(t, err, where)
+		bad := 0
+		for k, want := range m {
+			got, err := db.Get([]byte(k))
+			if err != nil {
+				requireCorruption(t, err, vlogs[0], where)
+				bad++
+				continue
+			}
+			require.Equal(t, want, string(got), "%s: Get(%s) returned a wrong value", where, k)
+		}
+		// A damaged header makes the whole file unreadable (each read says
+		// so); a damaged footer costs nothing (records carry their own
+		// checksums); otherwise exactly one record holds the byte.
+		switch {
+		case off < vlog.HeaderLen:
+			require.Positive(t, bad, "%s: a damaged header went unnoticed", where)
+		case off >= size-vlog.FooterLen:
+			require.Zero(t, bad, "%s: a damaged footer lost values", where)
+		default:
+			require.Equal(t, 1, bad, "%s: one flipped byte damaged %d values", where, bad)
+		}
+		require.NoError(t, db.Close())
 	}
 }

@@ -27,8 +27,8 @@ func TestCrashRecovery(t *testing.T) {
 		opts Options
 	}{
 		{"wal", Options{MemTableSize: 64 << 10, TargetFileSize: 32 << 10}},
-		{"wal-torn", Options{MemTableSize: 64 << 10, BlockSize: 1024}},
-		{"no-wal", Options{MemTableSize: 64 << 10, DisableWAL: true}},
+		{"wal-torn", Options{MemTableSize: 64 << 10, BlockSize: 1024, ValueThreshold: 64}},
+		{"no-wal", Options{MemTableSize: 64 << 10, DisableWAL: true, ValueThreshold: 100}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, seed := range modelSeeds(t, seeds) {

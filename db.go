@@ -13,6 +13,7 @@ import (
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/record"
 	"github.com/strata-db/strata/vfs"
+	"github.com/strata-db/strata/vlog"
 )
 
 // Error markers; match with errors.Is.
@@ -36,6 +37,9 @@ type DB struct {
 	cache      *cache.Cache
 	cacheID    uint64
 	tableCache *tableCache
+	vlogs      *vlogCache
+	// observer is the separation policy when it wants to see the workload.
+	observer vlog.Observer
 
 	// visibleSeq is the sequence number of the last write readers may see.
 	// INVARIANT: every batch with seqs <= visibleSeq is fully in a memtable.

@@ -21,7 +21,7 @@ func TestFaultInjection(t *testing.T) {
 		name string
 		opts Options
 	}{
-		{"wal", Options{MemTableSize: 64 << 10}},
+		{"wal", Options{MemTableSize: 64 << 10, ValueThreshold: 64}},
 		{"no-wal", Options{MemTableSize: 64 << 10, DisableWAL: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

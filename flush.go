@@ -11,6 +11,7 @@ import (
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/vfs"
+	"github.com/strata-db/strata/vlog"
 )
 
 // scheduleBackground wakes the background goroutine (flushes, file
@@ -63,7 +64,7 @@ func (d *DB) flushAll() {
 
 		d.opts.EventListener.flushBegin(FlushInfo{})
 		start := time.Now()
-		meta, err := d.writeL0(m, snaps)
+		meta, vm, err := d.writeL0(m, snaps)
 
 		d.mu.Lock()
 		if err == nil {
@@ -78,6 +79,9 @@ func (d *DB) flushAll() {
 			}
 			if meta != nil {
 				ve.NewFiles = []manifest.NewFile{{Level: 0, Meta: meta}}
+			}
+			if vm != nil {
+				ve.NewVlogs = []*manifest.VlogMetadata{vm}
 			}
 			err = d.vs.LogAndApply(ve)
 		}
@@ -125,34 +129,96 @@ func (d *DB) flushAll() {
 	}
 }
 
-// writeL0 writes memtable m as an L0 table. It returns nil metadata when m
-// holds nothing that survives (no file is left behind then).
-func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, error) {
+// writeL0 writes memtable m as an L0 table, moving the values the
+// separation policy picks into a new value log. It returns nil metadata when
+// m holds nothing that survives (no file is left behind then), and nil value
+// log metadata when no value was separated. The value log is synced before
+// the table, and both before the caller's manifest edit references them.
+func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, *manifest.VlogMetadata, error) {
 	it := m.NewIter()
 	defer it.Close()
+	sep := &separator{d: d}
 	outputs, _, err := compaction.Run(compaction.Config{
 		Input:     it,
 		RangeDels: m.rangeDels(),
 		Snapshots: snaps,
 		NewFile:   d.newTableFile,
 		Writer:    d.opts.writerOptions(),
+		Separate:  sep.separate,
 	})
+	var vm *manifest.VlogMetadata
+	if err == nil {
+		vm, err = sep.finish()
+	}
+	if err == nil && len(outputs) > 0 {
+		err = syncDirErr(d)
+	}
 	if err != nil {
+		sep.abort()
 		for _, o := range outputs {
 			d.removeFile(base.FileTypeTable, o.FileNum)
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	if len(outputs) == 0 {
+		return nil, nil, nil
+	}
+	return fileMetadata(outputs[0]), vm, nil
+}
+
+// separator moves values out of a flush into one value log, created on the
+// first value the policy separates.
+type separator struct {
+	d   *DB
+	w   *vlog.Writer
+	num base.FileNum
+	buf []byte
+}
+
+func (s *separator) separate(key, value []byte) ([]byte, bool, error) {
+	if !s.d.opts.SeparationPolicy.Separate(key, len(value)) {
+		return nil, false, nil
+	}
+	if s.w == nil {
+		s.num = s.d.vs.NewFileNum()
+		f, err := s.d.fs.Create(s.d.path(base.FileTypeVlog, s.num))
+		if err != nil {
+			return nil, false, fmt.Errorf("strata: create value log: %w", err)
+		}
+		s.w = vlog.NewWriter(f, s.num)
+	}
+	p, err := s.w.Add(key, value)
+	if err != nil {
+		return nil, false, err
+	}
+	s.buf = p.Encode(s.buf[:0])
+	return s.buf, true, nil
+}
+
+// finish completes and syncs the value log, if one was started.
+func (s *separator) finish() (*manifest.VlogMetadata, error) {
+	if s.w == nil {
 		return nil, nil
 	}
-	if err := manifest.SyncDir(d.fs, d.dirname); err != nil {
-		for _, o := range outputs {
-			d.removeFile(base.FileTypeTable, o.FileNum)
-		}
-		return nil, fmt.Errorf("strata: sync directory: %w", err)
+	w := s.w
+	if err := w.Finish(); err != nil {
+		return nil, fmt.Errorf("strata: finish value log: %w", err)
 	}
-	return fileMetadata(outputs[0]), nil
+	s.w = nil
+	// After Finish, Size counts the whole file, footer included.
+	return &manifest.VlogMetadata{FileNum: s.num, Size: w.Size(), Records: w.Count(), ValueBytes: w.ValueBytes()}, nil
+}
+
+// abort discards the value log after a failed flush.
+func (s *separator) abort() {
+	if s.num == 0 {
+		return
+	}
+	if s.w != nil {
+		s.w.Abort()
+		s.w = nil
+	}
+	s.d.removeFile(base.FileTypeVlog, s.num)
 }
 
 func fileMetadata(o compaction.Output) *manifest.FileMetadata {
@@ -185,8 +251,11 @@ func (d *DB) path(t base.FileType, num base.FileNum) string {
 // removeFile deletes a file the DB no longer needs. Failures are ignored: a
 // leftover file is deleted again at the next Open.
 func (d *DB) removeFile(t base.FileType, num base.FileNum) {
-	if t == base.FileTypeTable {
+	switch t {
+	case base.FileTypeTable:
 		d.tableCache.evict(num)
+	case base.FileTypeVlog:
+		d.vlogs.evict(num)
 	}
 	err := d.fs.Remove(d.path(t, num))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -220,28 +289,32 @@ func (d *DB) flush() error {
 	return d.backgroundErrorLocked()
 }
 
-// obsoleteFiles collects SSTables no version holds; the background
-// goroutine deletes them. Its lock is taken from Version.Unref, possibly
-// with d.mu held, and never the other way round.
+// obsoleteFiles collects tables and value logs no version holds; the
+// background goroutine deletes them. Its lock is taken from Version.Unref,
+// possibly with d.mu held, and never the other way round.
 type obsoleteFiles struct {
 	mu    sync.Mutex
-	files []*manifest.FileMetadata
+	files manifest.Obsolete
 }
 
-func (d *DB) onObsolete(files []*manifest.FileMetadata) {
+func (d *DB) onObsolete(o manifest.Obsolete) {
 	d.obsolete.mu.Lock()
-	d.obsolete.files = append(d.obsolete.files, files...)
+	d.obsolete.files.Tables = append(d.obsolete.files.Tables, o.Tables...)
+	d.obsolete.files.Vlogs = append(d.obsolete.files.Vlogs, o.Vlogs...)
 	d.obsolete.mu.Unlock()
 	d.scheduleBackground()
 }
 
-// deleteObsoleteFiles removes the SSTables no version holds.
+// deleteObsoleteFiles removes the tables and value logs no version holds.
 func (d *DB) deleteObsoleteFiles() {
 	d.obsolete.mu.Lock()
-	files := d.obsolete.files
-	d.obsolete.files = nil
+	o := d.obsolete.files
+	d.obsolete.files = manifest.Obsolete{}
 	d.obsolete.mu.Unlock()
-	for _, f := range files {
+	for _, f := range o.Tables {
 		d.removeFile(base.FileTypeTable, f.FileNum)
+	}
+	for _, vl := range o.Vlogs {
+		d.removeFile(base.FileTypeVlog, vl.FileNum)
 	}
 }

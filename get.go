@@ -33,7 +33,7 @@ func (d *DB) getAt(key []byte, snap base.SeqNum) ([]byte, error) {
 			tomb = max(tomb, set.MaxCovering(key, snap))
 		}
 		if value, kind, seq, found := m.Get(key, snap); found {
-			return resolve(key, value, kind, seq, tomb)
+			return d.observeInline(resolve(key, value, kind, seq, tomb))
 		}
 	}
 	v := rs.version
@@ -42,7 +42,7 @@ func (d *DB) getAt(key []byte, snap base.SeqNum) ([]byte, error) {
 		if !l0[i].ContainsUserKey(key) {
 			continue
 		}
-		if value, err, done := d.getFromTable(l0[i], key, snap, &tomb); done {
+		if value, err, done := d.getFromTable(v, l0[i], key, snap, &tomb); done {
 			return value, err
 		}
 	}
@@ -54,7 +54,7 @@ func (d *DB) getAt(key []byte, snap base.SeqNum) ([]byte, error) {
 		if i < 0 {
 			continue
 		}
-		if value, err, done := d.getFromTable(v.Levels[level][i], key, snap, &tomb); done {
+		if value, err, done := d.getFromTable(v, v.Levels[level][i], key, snap, &tomb); done {
 			return value, err
 		}
 	}
@@ -63,7 +63,7 @@ func (d *DB) getAt(key []byte, snap base.SeqNum) ([]byte, error) {
 
 // getFromTable looks key up in one table. done reports that the search is
 // over (a value, a deletion or an error was found).
-func (d *DB) getFromTable(f *manifest.FileMetadata, key []byte, snap base.SeqNum, tomb *base.SeqNum) (value []byte, err error, done bool) {
+func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []byte, snap base.SeqNum, tomb *base.SeqNum) (value []byte, err error, done bool) {
 	h, err := d.tableCache.get(f)
 	if err != nil {
 		return nil, err, true
@@ -72,15 +72,49 @@ func (d *DB) getFromTable(f *manifest.FileMetadata, key []byte, snap base.SeqNum
 	if h.rangeDels != nil {
 		*tomb = max(*tomb, h.rangeDels.MaxCovering(key, snap))
 	}
-	v, kind, seq, found, err := h.reader.Get(key, snap)
+	val, kind, seq, found, err := h.reader.Get(key, snap)
 	if err != nil {
 		return nil, err, true
 	}
 	if !found {
 		return nil, nil, false
 	}
-	value, err = resolve(key, v, kind, seq, *tomb)
+	if kind == base.KindValuePointer && seq >= *tomb {
+		value, err = d.readSeparated(v, key, val, base.MakeFilename(base.FileTypeTable, f.FileNum))
+		return value, err, true
+	}
+	value, err = d.observeInline(resolve(key, val, kind, seq, *tomb))
 	return value, err, true
+}
+
+// observeInline tells an adaptive separation policy about a point read
+// served from the tree.
+func (d *DB) observeInline(value []byte, err error) ([]byte, error) {
+	if d.observer != nil && err == nil {
+		d.observer.ObserveRead(len(value), false)
+	}
+	return value, err
+}
+
+// readSeparated fetches the value a pointer (stored in table source) points
+// to, as a slice the caller owns.
+func (d *DB) readSeparated(v *manifest.Version, key, ptr []byte, source string) ([]byte, error) {
+	p, m, err := resolvePointer(v, ptr, source)
+	if err != nil {
+		return nil, err
+	}
+	r, err := d.vlogs.get(m)
+	if err != nil {
+		return nil, err
+	}
+	value, err := r.Get(p, key)
+	if err != nil {
+		return nil, err
+	}
+	if d.observer != nil {
+		d.observer.ObserveRead(len(value), true)
+	}
+	return append([]byte(nil), value...), nil
 }
 
 // resolve turns the newest visible entry of key into Get's result.

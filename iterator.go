@@ -7,6 +7,7 @@ import (
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/merging"
 	"github.com/strata-db/strata/lsm/rangedel"
+	"github.com/strata-db/strata/vlog"
 )
 
 // Iterator walks the keys of the DB (or a Snapshot) in order, within
@@ -28,6 +29,13 @@ type Iterator struct {
 	valBuf []byte
 	err    error
 	closed bool
+
+	// isPtr: value holds a value pointer not yet resolved (Value fetches
+	// it). readAhead serves forward scans per value log.
+	isPtr     bool
+	readAhead map[base.FileNum]*vlog.ReadAhead
+	rows      int // rows returned, and of them separated, for the policy
+	sepRows   int
 }
 
 // NewIter returns an iterator over the current state of the DB.
@@ -132,7 +140,7 @@ func (i *Iterator) deleted(k base.InternalKey) bool {
 // checkKind rejects kinds the iterator cannot return.
 func (i *Iterator) checkKind(k base.InternalKey) bool {
 	switch k.Kind() {
-	case base.KindSet, base.KindDelete:
+	case base.KindSet, base.KindDelete, base.KindValuePointer:
 		return true
 	}
 	i.err = fmt.Errorf("strata: key %q has an entry of kind %s, which this version cannot read", k.UserKey, k.Kind())
@@ -165,12 +173,21 @@ func (i *Iterator) findNext(skip bool) bool {
 			continue
 		}
 		i.value = i.iter.Value()
+		i.isPtr = k.Kind() == base.KindValuePointer
 		i.valid = true
+		i.countRow()
 		return true
 	}
 	i.valid = false
 	i.err = i.iter.Error()
 	return false
+}
+
+func (i *Iterator) countRow() {
+	i.rows++
+	if i.isPtr {
+		i.sepRows++
+	}
 }
 
 // findPrev moves backward from the internal iterator's position to the
@@ -202,6 +219,7 @@ func (i *Iterator) findPrev() bool {
 		found = true
 		i.key = append(i.key[:0], k.UserKey...)
 		i.valBuf = append(i.valBuf[:0], i.iter.Value()...)
+		i.isPtr = k.Kind() == base.KindValuePointer
 	}
 	if err := i.iter.Error(); err != nil {
 		i.err = err
@@ -211,6 +229,7 @@ func (i *Iterator) findPrev() bool {
 	i.valid = found
 	if found {
 		i.value = i.valBuf
+		i.countRow()
 	}
 	return found
 }
@@ -313,7 +332,43 @@ func (i *Iterator) Valid() bool { return i.valid }
 func (i *Iterator) Key() []byte { return i.key }
 
 // Value returns the current value, valid until the next positioning call.
-func (i *Iterator) Value() []byte { return i.value }
+// A separated value is read from its value log on the first call (forward
+// scans read ahead, so adjacent values come from one read); if that read
+// fails, Value returns nil, the iterator becomes invalid and Error says
+// why.
+func (i *Iterator) Value() []byte {
+	if !i.isPtr || !i.valid {
+		return i.value
+	}
+	v, err := i.fetch(i.value)
+	if err != nil {
+		i.err, i.valid, i.value = err, false, nil
+		return nil
+	}
+	i.value, i.isPtr = v, false
+	return v
+}
+
+// fetch reads the value a pointer points to.
+func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
+	p, m, err := resolvePointer(i.rs.version, ptr, "an SSTable")
+	if err != nil {
+		return nil, err
+	}
+	ra := i.readAhead[p.FileNum]
+	if ra == nil {
+		r, err := i.db.vlogs.get(m)
+		if err != nil {
+			return nil, err
+		}
+		if i.readAhead == nil {
+			i.readAhead = make(map[base.FileNum]*vlog.ReadAhead)
+		}
+		ra = r.NewReadAhead(i.db.opts.ValueLogReadAhead)
+		i.readAhead[p.FileNum] = ra
+	}
+	return ra.Get(p, i.key)
+}
 
 // Error returns the error that made the last positioning call fail, if any.
 func (i *Iterator) Error() error { return i.err }
@@ -325,6 +380,9 @@ func (i *Iterator) Close() error {
 	}
 	i.closed = true
 	i.valid = false
+	if o := i.db.observer; o != nil && i.rows > 0 {
+		o.ObserveScan(i.rows, i.sepRows)
+	}
 	err := i.iter.Close()
 	i.rs.unref()
 	i.rs = nil

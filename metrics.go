@@ -60,6 +60,14 @@ type Metrics struct {
 	WriteStalls      uint64
 	StallDuration    time.Duration
 	SlowdownDuration time.Duration
+	// ValueLogs describes the value-log files: how many, their bytes, and
+	// the values they hold.
+	ValueLogs struct {
+		Files      int
+		Bytes      uint64
+		Records    uint64
+		ValueBytes uint64
+	}
 	// BaseLevel is the level L0 compacts into; CompactionDebt estimates the
 	// bytes compaction is behind.
 	BaseLevel      int
@@ -77,6 +85,12 @@ func (d *DB) Metrics() *Metrics {
 	m := &Metrics{}
 	d.mu.Lock()
 	if v := d.vs.Current(); v != nil {
+		for _, vl := range v.Vlogs {
+			m.ValueLogs.Files++
+			m.ValueLogs.Bytes += vl.Size
+			m.ValueLogs.Records += vl.Records
+			m.ValueLogs.ValueBytes += vl.ValueBytes
+		}
 		st := compaction.Compute(v, d.pickerOptions())
 		m.BaseLevel = st.BaseLevel
 		m.CompactionDebt = compactionDebt(v, d.pickerOptions())
@@ -174,6 +188,8 @@ func (m *Metrics) String() string {
 		total.Duration.Round(time.Millisecond))
 	tw.Flush()
 	fmt.Fprintf(&b, "base level: L%d, compaction debt: %s\n", m.BaseLevel, humanBytes(m.CompactionDebt))
+	fmt.Fprintf(&b, "value logs: %d files, %s, %d values (%s)\n", m.ValueLogs.Files, humanBytes(m.ValueLogs.Bytes),
+		m.ValueLogs.Records, humanBytes(m.ValueLogs.ValueBytes))
 	fmt.Fprintf(&b, "memtable: %s, %d immutable (%s)\n",
 		humanBytes(uint64(m.MemTable.Size)), m.MemTable.Immutable, humanBytes(uint64(m.MemTable.ImmSize)))
 	fmt.Fprintf(&b, "writes: user %s, WAL %s, flushed %s in %d flushes, compacted %s -> %s in %d compactions, write-amp %.2f\n",

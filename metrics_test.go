@@ -12,6 +12,7 @@ import (
 // TestMetricsString pins the layout of Metrics.String.
 func TestMetricsString(t *testing.T) {
 	m := &Metrics{BaseLevel: 5, CompactionDebt: 12 << 20}
+	m.ValueLogs.Files, m.ValueLogs.Bytes, m.ValueLogs.Records, m.ValueLogs.ValueBytes = 2, 64<<20, 16000, 62.5*(1<<20)
 	m.Levels[0] = LevelMetrics{Files: 2, Bytes: 3 << 20, Score: 0.5, BytesWritten: 90 << 20}
 	m.Levels[5] = LevelMetrics{Files: 3, Bytes: 70 << 20, Target: 64 << 20, Score: 1.09, BytesIn: 20 << 20,
 		BytesWritten: 80 << 20, BytesMoved: 4 << 20, Compactions: 7, Duration: 1500 * time.Millisecond}
@@ -38,6 +39,7 @@ func TestMetricsString(t *testing.T) {
      L6     10  640.0 MiB  600.0 MiB      -  50.0 MiB   60.0 MiB      0 B            2    2s
   total     15  713.0 MiB                    70.0 MiB  230.0 MiB  4.0 MiB            9  3.5s
 base level: L5, compaction debt: 12.0 MiB
+value logs: 2 files, 64.0 MiB, 16000 values (62.5 MiB)
 memtable: 1.0 MiB, 1 immutable (64.0 MiB)
 writes: user 100.0 MiB, WAL 110.0 MiB, flushed 90.0 MiB in 3 flushes, compacted 70.0 MiB -> 140.0 MiB in 9 compactions, write-amp 3.40
 stalls: 2 (250ms), slowed 40ms

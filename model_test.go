@@ -450,10 +450,13 @@ func TestModel(t *testing.T) {
 		"small-memtable": {MemTableSize: 64 << 10, BlockSize: 512, TargetFileSize: 16 << 10, CacheSize: 256 << 10},
 		// Tiny levels and files: hundreds of automatic compactions per seed,
 		// running while snapshots and iterators are open.
+		// Separation at 64 bytes: most values live in value logs.
 		"leveled": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 3,
-			L0CompactionThreshold: 2, BlockSize: 1024, MaxOpenFiles: 16, CacheSize: 128 << 10},
+			L0CompactionThreshold: 2, BlockSize: 1024, MaxOpenFiles: 16, CacheSize: 128 << 10, ValueThreshold: 64,
+			ValueLogReadAhead: 4 << 10},
+		// Separation off: every value stays in the tree.
 		"leveled-concurrent": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 4,
-			L0CompactionThreshold: 2, MaxConcurrentCompactions: 3, DisableWAL: true},
+			L0CompactionThreshold: 2, MaxConcurrentCompactions: 3, DisableWAL: true, ValueThreshold: -1},
 		"no-wal": {MemTableSize: 64 << 10, DisableWAL: true, Compression: "none", CacheSize: -1},
 		"zstd":   {MemTableSize: 128 << 10, Compression: "zstd", BloomBitsPerKey: -1, BlockRestartInterval: 1},
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/memtable"
 	"github.com/strata-db/strata/lsm/record"
+	"github.com/strata-db/strata/vlog"
 )
 
 // Open opens the database in dirname, creating it unless
@@ -41,6 +42,9 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 			if d.tableCache != nil {
 				d.tableCache.close()
 			}
+			if d.vlogs != nil {
+				d.vlogs.close()
+			}
 			if d.vs != nil {
 				d.vs.Close()
 			}
@@ -56,6 +60,8 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		d.cache = cache.New(o.CacheSize)
 	}
 	d.tableCache = newTableCache(fs, dirname, d.cache, o.MaxOpenFiles)
+	d.vlogs = newVlogCache(fs, dirname, d.cache)
+	d.observer, _ = o.SeparationPolicy.(vlog.Observer)
 
 	vsOpts := manifest.Options{FS: fs, Dirname: dirname, Mu: &d.mu, Obsolete: d.onObsolete, MaxManifestSize: o.MaxManifestFileSize}
 	_, statErr := fs.Stat(fs.PathJoin(dirname, base.MakeFilename(base.FileTypeCurrent, 0)))
@@ -180,12 +186,15 @@ func (r *walReplay) flush() error {
 	if r.mem == nil || r.mem.Empty() {
 		return nil
 	}
-	meta, err := r.d.writeL0(r.mem, nil)
+	meta, vm, err := r.d.writeL0(r.mem, nil)
 	if err != nil {
 		return err
 	}
 	if meta != nil {
 		r.ve.NewFiles = append(r.ve.NewFiles, manifest.NewFile{Level: 0, Meta: meta})
+	}
+	if vm != nil {
+		r.ve.NewVlogs = append(r.ve.NewVlogs, vm)
 	}
 	r.flushedSeq = max(r.flushedSeq, base.SeqNum(r.mem.maxSeq.Load()))
 	r.mem = nil
@@ -265,7 +274,11 @@ func (r *walReplay) replay(num base.FileNum) error {
 func (d *DB) deleteUnreferencedFiles(names []string) {
 	d.mu.Lock()
 	live := make(map[base.FileNum]bool)
-	d.vs.Current().Files(func(_ int, f *manifest.FileMetadata) { live[f.FileNum] = true })
+	v := d.vs.Current()
+	v.Files(func(_ int, f *manifest.FileMetadata) { live[f.FileNum] = true })
+	for num := range v.Vlogs {
+		live[num] = true
+	}
 	logNum := d.vs.LogNum()
 	manifestNum := d.vs.ManifestNum()
 	d.mu.Unlock()
@@ -276,7 +289,7 @@ func (d *DB) deleteUnreferencedFiles(names []string) {
 		}
 		remove := false
 		switch t {
-		case base.FileTypeTable:
+		case base.FileTypeTable, base.FileTypeVlog:
 			remove = !live[num]
 		case base.FileTypeLog:
 			remove = num < logNum
@@ -339,6 +352,7 @@ func (d *DB) Close() error {
 	d.swapReadState(nil)
 	d.deleteObsoleteFiles()
 	d.tableCache.close()
+	d.vlogs.close()
 	if cerr := d.lock.Close(); err == nil {
 		err = cerr
 	}

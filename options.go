@@ -7,6 +7,7 @@ import (
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/lsm/sstable"
 	"github.com/strata-db/strata/vfs"
+	"github.com/strata-db/strata/vlog"
 )
 
 // Options configure a DB. The zero value (or nil) gives the defaults;
@@ -27,10 +28,18 @@ type Options struct {
 	MaxImmutableMemTables int
 
 	// ValueThreshold: values of at least this many bytes are stored in value
-	// logs instead of the tree. 0 means the default (1024 bytes); a negative
-	// value turns separation off. This version stores every value in the
-	// tree; separation arrives with the value-log format.
+	// logs instead of the tree (separated when their memtable is flushed), so
+	// compaction moves small pointers instead of the values. 0 means the
+	// default (1024 bytes); a negative value turns separation off.
 	ValueThreshold int
+	// SeparationPolicy, if set, decides instead of ValueThreshold which
+	// values leave the tree (see vlog.Policy; an adaptive policy that also
+	// implements vlog.Observer is told what the workload does).
+	SeparationPolicy vlog.Policy
+	// ValueLogReadAhead is the largest window in bytes a forward scan reads
+	// from a value log at once when successive values are adjacent.
+	// Default: 1 MiB.
+	ValueLogReadAhead int
 
 	// DisableWAL turns the write-ahead log off. Writes are then durable only
 	// once flushed (Flush, Close, or a full memtable); Sync has no effect.
@@ -132,6 +141,7 @@ const (
 	DefaultHardPendingCompactionBytes = 256 << 30
 	DefaultSlowdownWriteRate          = 32 << 20
 	DefaultMaxOpenFiles               = 1000
+	DefaultValueLogReadAhead          = 1 << 20
 	DefaultCacheSize                  = 64 << 20
 	DefaultMaxManifestFileSize        = 64 << 20
 )
@@ -154,6 +164,12 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if c.ValueThreshold == 0 {
 		c.ValueThreshold = DefaultValueThreshold
+	}
+	if c.SeparationPolicy == nil {
+		c.SeparationPolicy = vlog.Threshold(c.ValueThreshold)
+	}
+	if c.ValueLogReadAhead == 0 {
+		c.ValueLogReadAhead = DefaultValueLogReadAhead
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = DefaultBlockSize
@@ -261,6 +277,9 @@ func (o *Options) Validate() error {
 	}
 	if c.SlowdownWriteRate < 1<<20 {
 		bad("SlowdownWriteRate %d is below 1 MiB/s", c.SlowdownWriteRate)
+	}
+	if c.ValueLogReadAhead < 4<<10 {
+		bad("ValueLogReadAhead %d is smaller than 4 KiB", c.ValueLogReadAhead)
 	}
 	if c.MaxOpenFiles < 16 {
 		bad("MaxOpenFiles %d is below 16", c.MaxOpenFiles)

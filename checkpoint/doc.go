@@ -8,6 +8,8 @@
 //	checkpoint-dir/
 //	  000012.sst  -> hard link to db/000012.sst (copied when linking fails)
 //	  000015.sst  -> ...
+//	  000013.vlog -> hard link to db/000013.vlog (every value log the
+//	                 pinned version holds, so every pointer resolves)
 //	  MANIFEST-NNNNNN  one record: a snapshot of the pinned version, its last
 //	                   sequence number, and a log number past every WAL, so
 //	                   the checkpoint has no WAL to replay

@@ -43,6 +43,13 @@ func WriteLocal(src Source, dst string) (err error) {
 		name := base.MakeFilename(base.FileTypeTable, f.FileNum)
 		linkErr = linkOrCopy(fs, fs.PathJoin(src.Dir, name), fs.PathJoin(dst, name))
 	})
+	for _, vl := range src.Version.SortedVlogs() {
+		if linkErr != nil {
+			break
+		}
+		name := base.MakeFilename(base.FileTypeVlog, vl.FileNum)
+		linkErr = linkOrCopy(fs, fs.PathJoin(src.Dir, name), fs.PathJoin(dst, name))
+	}
 	if linkErr != nil {
 		return linkErr
 	}

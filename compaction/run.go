@@ -9,6 +9,7 @@ import (
 	"github.com/strata-db/strata/lsm/rangedel"
 	"github.com/strata-db/strata/lsm/sstable"
 	"github.com/strata-db/strata/vfs"
+	"github.com/strata-db/strata/vlog"
 )
 
 // Config describes one flush or compaction.
@@ -38,12 +39,19 @@ type Config struct {
 	MaxGrandparentOverlap uint64
 	// Filter, if set, may remove or rewrite entries (see Filter).
 	Filter Filter
+	// Separate, if set (flushes), may move a SET entry's value out of the
+	// tree: it returns the encoded value pointer to store instead, or
+	// ok=false to keep the value inline.
+	Separate func(key, value []byte) (pointer []byte, ok bool, err error)
 }
 
 // Output is one table written by Run.
 type Output struct {
 	FileNum base.FileNum
 	Meta    *sstable.WriterMetadata
+	// VlogRefs is what the table's value pointers reference, per value log
+	// (also stored in the table's VlogRefsBlock).
+	VlogRefs map[base.FileNum]VlogRef
 }
 
 // Run writes the surviving entries of cfg.Input and cfg.RangeDels into new
@@ -83,6 +91,38 @@ type runner struct {
 
 	gpIndex   int    // first grandparent not yet passed
 	gpOverlap uint64 // bytes of grandparents the current output spans
+
+	refs map[base.FileNum]VlogRef // value-log references of the current output
+}
+
+// add writes one entry to the current output, separating its value and
+// counting its value-log reference.
+func (r *runner) add(k base.InternalKey, value []byte) error {
+	if r.cfg.Separate != nil && k.Kind() == base.KindSet {
+		ptr, ok, err := r.cfg.Separate(k.UserKey, value)
+		if err != nil {
+			return err
+		}
+		if ok {
+			k.Trailer = base.MakeTrailer(k.SeqNum(), base.KindValuePointer)
+			value = ptr
+		}
+	}
+	if k.Kind() == base.KindValuePointer {
+		p, err := vlog.DecodePointer(value)
+		if err != nil {
+			return fmt.Errorf("compaction: entry %s: bad value pointer: %w", k, err)
+		}
+		if r.refs == nil {
+			r.refs = make(map[base.FileNum]VlogRef)
+		}
+		ref := r.refs[p.FileNum]
+		ref.FileNum = p.FileNum
+		ref.Bytes += uint64(p.Length)
+		ref.Pointers++
+		r.refs[p.FileNum] = ref
+	}
+	return r.w.Add(k, value)
 }
 
 // passGrandparents accounts for the grandparents that end before key, and
@@ -117,7 +157,7 @@ func (r *runner) run(f *entryFilter) error {
 				return err
 			}
 		}
-		if err := r.w.Add(k, f.value); err != nil {
+		if err := r.add(k, f.value); err != nil {
 			return err
 		}
 		r.stats.EntriesOut++
@@ -172,6 +212,13 @@ func (r *runner) finish(splitKey []byte) error {
 			}
 		}
 	}
+	refs := r.refs
+	r.refs = nil
+	if len(refs) > 0 {
+		if err := r.w.AddMetaBlock(VlogRefsBlock, EncodeVlogRefs(refs)); err != nil {
+			return err
+		}
+	}
 	w := r.w
 	r.w = nil
 	r.gpOverlap = 0
@@ -187,6 +234,6 @@ func (r *runner) finish(splitKey []byte) error {
 		return fmt.Errorf("compaction: output %s is empty", r.num)
 	}
 	r.stats.BytesOut += meta.Size
-	r.outputs = append(r.outputs, Output{FileNum: r.num, Meta: meta})
+	r.outputs = append(r.outputs, Output{FileNum: r.num, Meta: meta, VlogRefs: refs})
 	return nil
 }

@@ -38,6 +38,9 @@
 //	                          uvarint len + largest internal key,
 //	                          uvarint smallest seq, uvarint largest seq,
 //	                          uvarint flags (bit 0: has range deletions)
+//	tag 7  new value log      uvarint file number, uvarint size,
+//	                          uvarint records, uvarint value bytes
+//	tag 8  deleted value log  uvarint file number
 //
 // Invariants (checked when a version is built; with the invariants build tag
 // also after every install):

@@ -30,6 +30,8 @@ func TestVersionEditRoundTrip(t *testing.T) {
 	m.Largest = base.InternalKey{UserKey: []byte("zz"), Trailer: base.RangeDelSentinel}
 	m.HasRangeDels = true
 	ve.NewFiles = []NewFile{{Level: 1, Meta: m}}
+	ve.NewVlogs = []*VlogMetadata{{FileNum: 8, Size: 1 << 20, Records: 250, ValueBytes: 1 << 19}}
+	ve.DeletedVlogs = []base.FileNum{2}
 	enc := ve.Encode(nil)
 	var got VersionEdit
 	require.NoError(t, got.Decode(enc))
@@ -113,7 +115,7 @@ func TestVersionRefsReportObsoleteFiles(t *testing.T) {
 	var obsolete []base.FileNum
 	v1, err := Apply(nil, &VersionEdit{NewFiles: []NewFile{{Level: 0, Meta: meta(1, "a", "b", 1)}, {Level: 0, Meta: meta(2, "a", "b", 2)}}})
 	require.NoError(t, err)
-	v1.onZero = func(files []*FileMetadata) { obsolete = append(obsolete, nums(files)...) }
+	v1.onZero = func(o Obsolete) { obsolete = append(obsolete, nums(o.Tables)...) }
 	v1.Ref()
 	v2, err := Apply(v1, &VersionEdit{DeletedFiles: []DeletedFile{{Level: 0, FileNum: 1}}})
 	require.NoError(t, err)
@@ -177,4 +179,29 @@ func TestLoadCorruptCurrent(t *testing.T) {
 		_, err = Load(opts)
 		require.True(t, errors.Is(err, base.ErrCorruption), "CURRENT %q: %v", contents, err)
 	}
+}
+
+func TestVersionVlogs(t *testing.T) {
+	var obsolete []base.FileNum
+	v1, err := Apply(nil, &VersionEdit{NewVlogs: []*VlogMetadata{{FileNum: 3, Size: 10}, {FileNum: 4, Size: 20}}})
+	require.NoError(t, err)
+	v1.onZero = func(o Obsolete) {
+		for _, vl := range o.Vlogs {
+			obsolete = append(obsolete, vl.FileNum)
+		}
+	}
+	v1.Ref()
+	_, err = Apply(v1, &VersionEdit{DeletedVlogs: []base.FileNum{9}})
+	require.ErrorContains(t, err, "does not hold")
+	_, err = Apply(v1, &VersionEdit{NewVlogs: []*VlogMetadata{{FileNum: 3}}})
+	require.ErrorContains(t, err, "twice")
+	v2, err := Apply(v1, &VersionEdit{DeletedVlogs: []base.FileNum{3}})
+	require.NoError(t, err)
+	v2.Ref()
+	v1.Unref()
+	require.Equal(t, []base.FileNum{3}, obsolete, "value log 3 is in no version now")
+	require.Len(t, v2.Vlogs, 1)
+	snap, err := Apply(nil, v2.SnapshotEdit())
+	require.NoError(t, err)
+	require.Equal(t, v2.String(), snap.String())
 }

@@ -17,11 +17,14 @@ import (
 // sorted by Smallest and their files do not overlap.
 type Version struct {
 	Levels [NumLevels][]*FileMetadata
+	// Vlogs are the value-log files, by number. Tables' value pointers only
+	// point into files listed here.
+	Vlogs map[base.FileNum]*VlogMetadata
 
 	refs atomic.Int32
 	// onZero is called once when the last reference is dropped, with the
 	// files whose own reference count dropped to zero.
-	onZero func(obsolete []*FileMetadata)
+	onZero func(Obsolete)
 }
 
 // Ref adds a reference; every Ref must be paired with an Unref.
@@ -40,15 +43,20 @@ func (v *Version) Unref() {
 		v.refs.Store(0)
 		return
 	}
-	var obsolete []*FileMetadata
+	var obsolete Obsolete
 	for _, files := range v.Levels {
 		for _, f := range files {
 			if f.refs.Add(-1) == 0 {
-				obsolete = append(obsolete, f)
+				obsolete.Tables = append(obsolete.Tables, f)
 			}
 		}
 	}
-	if v.onZero != nil && len(obsolete) > 0 {
+	for _, vl := range v.Vlogs {
+		if vl.refs.Add(-1) == 0 {
+			obsolete.Vlogs = append(obsolete.Vlogs, vl)
+		}
+	}
+	if v.onZero != nil && !obsolete.empty() {
 		v.onZero(obsolete)
 	}
 }
@@ -151,6 +159,9 @@ func (v *Version) CheckOrdering() error {
 
 func (v *Version) String() string {
 	var b strings.Builder
+	for _, vl := range v.SortedVlogs() {
+		fmt.Fprintf(&b, "vlog %s\n", vl)
+	}
 	for level, files := range v.Levels {
 		if len(files) == 0 {
 			continue
@@ -179,7 +190,25 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 			}
 		}
 	}
+	vlogs := make(map[base.FileNum]*VlogMetadata)
+	if baseV != nil {
+		for num, vl := range baseV.Vlogs {
+			vlogs[num] = vl
+		}
+	}
 	for _, ve := range edits {
+		for _, num := range ve.DeletedVlogs {
+			if _, ok := vlogs[num]; !ok {
+				return nil, fmt.Errorf("version edit deletes value log %s, which the version does not hold", num)
+			}
+			delete(vlogs, num)
+		}
+		for _, vl := range ve.NewVlogs {
+			if _, dup := vlogs[vl.FileNum]; dup {
+				return nil, fmt.Errorf("version edit adds value log %s twice", vl.FileNum)
+			}
+			vlogs[vl.FileNum] = vl
+		}
 		for _, d := range ve.DeletedFiles {
 			if _, ok := levels[d.Level][d.FileNum]; !ok {
 				return nil, fmt.Errorf("version edit deletes file %s from L%d, which does not hold it", d.FileNum, d.Level)
@@ -195,7 +224,7 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 			where[nf.Meta.FileNum] = nf.Level
 		}
 	}
-	v := &Version{}
+	v := &Version{Vlogs: vlogs}
 	if baseV != nil {
 		v.onZero = baseV.onZero
 	}
@@ -212,6 +241,9 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 		for _, f := range files {
 			f.refs.Add(1)
 		}
+	}
+	for _, vl := range v.Vlogs {
+		vl.refs.Add(1)
 	}
 	return v, nil
 }
@@ -231,10 +263,23 @@ func SortLevels(v *Version) {
 	}
 }
 
+// SortedVlogs returns the value logs ordered by file number.
+func (v *Version) SortedVlogs() []*VlogMetadata {
+	out := make([]*VlogMetadata, 0, len(v.Vlogs))
+	for _, vl := range v.Vlogs {
+		out = append(out, vl)
+	}
+	slices.SortFunc(out, func(a, b *VlogMetadata) int { return cmp.Compare(a.FileNum, b.FileNum) })
+	return out
+}
+
 // SnapshotEdit returns an edit that recreates v from an empty tree (the first
 // record of a new manifest).
 func (v *Version) SnapshotEdit() *VersionEdit {
 	ve := &VersionEdit{}
+	for _, vl := range v.SortedVlogs() {
+		ve.NewVlogs = append(ve.NewVlogs, vl)
+	}
 	for level, files := range v.Levels {
 		for _, f := range files {
 			ve.NewFiles = append(ve.NewFiles, NewFile{Level: level, Meta: f})

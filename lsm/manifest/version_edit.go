@@ -18,6 +18,8 @@ const (
 	tagLastSeq     = 4
 	tagDeletedFile = 5
 	tagNewFile     = 6
+	tagNewVlog     = 7
+	tagDeletedVlog = 8
 
 	// tagFirstOptional: tags at or above it may be skipped by a reader that
 	// does not know them.
@@ -58,6 +60,11 @@ type VersionEdit struct {
 
 	DeletedFiles []DeletedFile
 	NewFiles     []NewFile
+
+	// NewVlogs are value-log files the edit adds; DeletedVlogs those it
+	// removes.
+	NewVlogs     []*VlogMetadata
+	DeletedVlogs []base.FileNum
 }
 
 // SetLogNum records the oldest WAL still needed.
@@ -93,6 +100,16 @@ func (ve *VersionEdit) Encode(dst []byte) []byte {
 		field = binary.AppendUvarint(field[:0], uint64(d.Level))
 		field = binary.AppendUvarint(field, uint64(d.FileNum))
 		put(tagDeletedFile, field)
+	}
+	for _, num := range ve.DeletedVlogs {
+		put(tagDeletedVlog, binary.AppendUvarint(field[:0], uint64(num)))
+	}
+	for _, vl := range ve.NewVlogs {
+		field = binary.AppendUvarint(field[:0], uint64(vl.FileNum))
+		field = binary.AppendUvarint(field, vl.Size)
+		field = binary.AppendUvarint(field, vl.Records)
+		field = binary.AppendUvarint(field, vl.ValueBytes)
+		put(tagNewVlog, field)
 	}
 	for _, nf := range ve.NewFiles {
 		m := nf.Meta
@@ -215,6 +232,22 @@ func (ve *VersionEdit) Decode(src []byte) error {
 				return fmt.Errorf("version edit: new file: %w", err)
 			}
 			ve.NewFiles = append(ve.NewFiles, nf)
+		case tagDeletedVlog:
+			v, err := f.uvarint()
+			if err != nil {
+				return fmt.Errorf("version edit: deleted value log: %w", err)
+			}
+			ve.DeletedVlogs = append(ve.DeletedVlogs, base.FileNum(v))
+		case tagNewVlog:
+			vl := &VlogMetadata{}
+			var v [4]uint64
+			for i := range v {
+				if v[i], err = f.uvarint(); err != nil {
+					return fmt.Errorf("version edit: new value log: %w", err)
+				}
+			}
+			vl.FileNum, vl.Size, vl.Records, vl.ValueBytes = base.FileNum(v[0]), v[1], v[2], v[3]
+			ve.NewVlogs = append(ve.NewVlogs, vl)
 		default:
 			if tag < tagFirstOptional {
 				return fmt.Errorf("version edit: unknown required field %d", tag)
@@ -291,6 +324,12 @@ func (ve *VersionEdit) String() string {
 	}
 	for _, nf := range ve.NewFiles {
 		fmt.Fprintf(&b, "add: L%d %s\n", nf.Level, nf.Meta)
+	}
+	for _, num := range ve.DeletedVlogs {
+		fmt.Fprintf(&b, "del: vlog %s\n", num)
+	}
+	for _, vl := range ve.NewVlogs {
+		fmt.Fprintf(&b, "add: vlog %s\n", vl)
 	}
 	return b.String()
 }

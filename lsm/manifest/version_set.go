@@ -33,7 +33,7 @@ type Options struct {
 	// reference to a version (possibly with Mu held), with the files no
 	// version holds any longer. It must not block or take Mu: it should
 	// queue the files for deletion.
-	Obsolete func(files []*FileMetadata)
+	Obsolete func(Obsolete)
 	// MaxManifestSize in bytes; 0 means DefaultMaxManifestSize.
 	MaxManifestSize int64
 }

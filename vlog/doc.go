@@ -1,0 +1,130 @@
+// Package vlog implements value-log files: the append-only files that hold
+// the values the tree separates out of its entries. It provides the file
+// format, the Writer that builds a file at flush (or compaction) time, the
+// Reader that resolves value pointers (with the value cache and read-ahead
+// for scans), a Scanner over a file's records, the Pointer and its
+// encoding, and the separation Policy that decides which values leave the
+// tree.
+//
+// It does not own file naming, lifetimes or garbage accounting: the DB
+// allocates file numbers, records which files exist in the manifest, and
+// deletes a file once no version, snapshot, iterator or checkpoint can
+// read it; the gc package keeps the ledger of dead bytes per file.
+//
+// # File layout
+//
+//	+------------------------+ offset 0
+//	| header (28 bytes)      |
+//	+------------------------+ offset 28: the first record
+//	| record 0               |  in the order the Writer was given them (the
+//	| record 1               |  DB adds them in key order at flush, so a
+//	| ...                    |  forward scan of the tree reads a file
+//	+------------------------+  mostly front to back)
+//	| footer (44 bytes)      |  written by Writer.Finish; absent when the
+//	+------------------------+  writer crashed or aborted
+//
+// All integers are little-endian; all checksums are CRC-32C (Castagnoli).
+//
+// Header:
+//
+//	+----------+---------+---------+----------+----------+
+//	| magic    | version | flags   | file num | checksum |
+//	| 8 bytes  | u32     | u32 = 0 | u64      | u32      |
+//	+----------+---------+---------+----------+----------+
+//	 0          8         12        16         24         28
+//
+//	magic    = "\x89SVLOG\r\n"
+//	version  = 1; a reader refuses any other version and any set flag
+//	file num = the number the file was created under; a reader checks it
+//	checksum = CRC-32C(header[0:24])
+//
+// Record:
+//
+//	+----------+------------------+--------------------+-----+-------+
+//	| checksum | key len          | value len          | key | value |
+//	| u32      | uvarint          | uvarint            |     |       |
+//	+----------+------------------+--------------------+-----+-------+
+//
+//	checksum = CRC-32C(every byte of the record after it)
+//
+// A record with an empty key and value takes 6 bytes; a record's total
+// length is at most MaxRecordLen (2^32-1), since a pointer holds it in 32
+// bits. The key is the user key of the entry whose value the record holds:
+// a reader checks it against the key it expected, which catches a pointer
+// into the wrong place, and GC needs it to find the entry that points to a
+// record.
+//
+// Footer:
+//
+//	+---------+-------------+-------------+----------+----------+---------+
+//	| count   | value bytes | records end | file num | checksum | magic   |
+//	| u64     | u64         | u64         | u64      | u32      | 8 bytes |
+//	+---------+-------------+-------------+----------+----------+---------+
+//	 0         8             16            24         32         36        44
+//
+//	count       = number of records
+//	value bytes = sum of the records' value lengths
+//	records end = offset of the footer itself (file size - 44)
+//	checksum    = CRC-32C(footer[0:32])
+//	magic       = "\x89SVEND\r\n"
+//
+// A file is finished when its last 44 bytes are a footer whose magic and
+// checksum verify, that names the file, whose records end is its own
+// offset and whose totals are possible for the records' size. Anything
+// else at the end makes the file unfinished, not corrupt: every record
+// carries its own checksum, so records of an unfinished file are still
+// read by pointer, and a Scanner reads them up to the first that does not
+// verify. Of the file's bytes, only a bad header makes NewReader fail (as
+// do I/O errors and a file shorter than the size it is given).
+//
+// # Value pointers
+//
+// The tree keeps, for a separated value, the encoded Pointer (file,
+// record offset, record length, value length):
+//
+//	+------------------+------------------+-------------------+--------------------------+
+//	| file num         | offset           | value len         | length - value len       |
+//	| uvarint (u64)    | uvarint (u64)    | uvarint (< 2^32)  | uvarint (< 2^32)         |
+//	+------------------+------------------+-------------------+--------------------------+
+//
+// The last field is the record's overhead (checksum, lengths and key), so
+// a pointer to a 4 KiB value in a file under 256 MiB takes 8 or 9 bytes
+// and never more than MaxPointerLen (30). Every field is a shortest-form
+// uvarint; DecodePointer refuses anything else, trailing bytes, an offset
+// inside the header and a length too short for the value.
+//
+// # Durability
+//
+// Pointers from Writer.Add are not durable until Finish returns nil:
+// Finish writes the footer, syncs and closes the file. The DB syncs the
+// directory entry and only then installs a version edit that refers to the
+// file (invariant 2), so the tree never points into an unfinished file.
+//
+// # Reads
+//
+// Reader.Get reads the record a pointer names with one ReadAt, verifies
+// its checksum, its lengths against the pointer and its key against the
+// one expected, and returns the value. With a value cache the record is
+// cached whole under (cache ID, file number, record offset), so a hit
+// skips the checksum but still checks lengths and key. A ReadAhead serves
+// a scan: while pointers keep moving the same way through the file it
+// reads windows growing from 64 KiB to a maximum and serves the following
+// records from them (see ReadAhead).
+//
+// # Errors
+//
+// Every decode is bounds-checked before any allocation the bytes could
+// size. Bytes that fail a checksum or do not decode, and pointers that do
+// not match the record they reach or reach outside the records, produce a
+// base.CorruptionError (errors.Is(err, base.ErrCorruption)) that names the
+// file and the offset: of the record, of the footer when a scan's totals
+// disagree with it, or 0 for the header. I/O errors are wrapped with %w.
+//
+// # Separation policy
+//
+// A Policy decides, per value at flush time, whether it leaves the tree.
+// Threshold (the DB's default) separates values of at least a fixed size.
+// A policy that also implements Observer is told about writes, point
+// reads, scans and garbage; AdaptiveThreshold shows how such a policy can
+// move its threshold with the workload (its documentation gives the rule).
+package vlog

@@ -1,0 +1,5 @@
+//go:build !race
+
+package vlog
+
+const raceEnabled = false

@@ -1,0 +1,203 @@
+package vlog
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/strata-db/strata/cache"
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/vfs"
+)
+
+// ReaderOptions configures a Reader. The zero value works.
+type ReaderOptions struct {
+	// Cache is an optional value cache. Records that Get reads are cached
+	// whole (the key too, so that a hit can still be checked against the
+	// pointer's key), under (CacheID, file number, record offset). Default
+	// nil: no cache.
+	Cache *cache.Cache
+	// CacheID is the namespace of this DB's files in Cache (see
+	// cache.Cache.NewID). Default 0.
+	CacheID uint64
+	// FileName names the file in errors. Default:
+	// base.MakeFilename(base.FileTypeVlog, fileNum).
+	FileName string
+}
+
+// Reader reads one value-log file by pointer. Its methods are safe for
+// concurrent use, except Close; each ReadAhead and Scanner it makes is for
+// one goroutine.
+//
+// INVARIANT: after NewReader, every field is read-only, so Get needs no
+// lock; f.ReadAt is the only shared state.
+type Reader struct {
+	f        vfs.File
+	fileNum  base.FileNum
+	name     string
+	size     uint64
+	finished bool
+	// recordsEnd is where records end: the footer's offset in a finished
+	// file, the file's size in an unfinished one. No pointer reaches past
+	// it.
+	recordsEnd uint64
+	// footer is the footer of a finished file (zero otherwise).
+	footer  footer
+	cache   *cache.Cache
+	cacheID uint64
+}
+
+// NewReader opens the value log fileNum, of size bytes, for reading through
+// f. It verifies the header, which must be intact, and looks for the
+// footer: a file without a valid footer (a crash before Finish, or damage
+// to the footer) is opened as unfinished, readable by pointer and
+// scannable up to its first bad record. On success the Reader owns f and
+// Close closes it; on error the caller still owns f.
+func NewReader(f vfs.File, fileNum base.FileNum, size int64, o ReaderOptions) (*Reader, error) {
+	r := &Reader{
+		f:       f,
+		fileNum: fileNum,
+		name:    o.FileName,
+		cache:   o.Cache,
+		cacheID: o.CacheID,
+	}
+	if r.name == "" {
+		r.name = base.MakeFilename(base.FileTypeVlog, fileNum)
+	}
+	if size < HeaderLen {
+		return nil, base.CorruptionErrorf(r.name, 0, "file of %d bytes is shorter than the %d-byte header", size, HeaderLen)
+	}
+	r.size = uint64(size)
+	var hdr [HeaderLen]byte
+	if err := r.readAt(hdr[:], 0); err != nil {
+		return nil, err
+	}
+	if problem := checkHeader(hdr[:], fileNum); problem != "" {
+		return nil, base.CorruptionErrorf(r.name, 0, "%s", problem)
+	}
+	r.recordsEnd = r.size
+	if r.size >= HeaderLen+FooterLen {
+		var fb [FooterLen]byte
+		if err := r.readAt(fb[:], r.size-FooterLen); err != nil {
+			return nil, err
+		}
+		if ft, ok := decodeFooter(fb[:], r.size, fileNum); ok {
+			r.finished, r.footer, r.recordsEnd = true, ft, ft.recordsEnd
+		}
+	}
+	return r, nil
+}
+
+// readAt fills buf from offset off. Bytes missing at the end of the file
+// are corruption (the caller checked that they lie inside the size it was
+// given); other failures are I/O errors.
+func (r *Reader) readAt(buf []byte, off uint64) error {
+	n, err := r.f.ReadAt(buf, int64(off))
+	if n == len(buf) {
+		return nil
+	}
+	if err == nil || err == io.EOF {
+		return base.CorruptionErrorf(r.name, int64(off), "read %d of %d bytes: file ends early (size given: %d)", n, len(buf), r.size)
+	}
+	return fmt.Errorf("vlog: reading %s at offset %d: %w", r.name, off, err)
+}
+
+// Finished reports whether the file ends in a valid footer (Finish
+// completed).
+func (r *Reader) Finished() bool { return r.finished }
+
+// FileNum returns the number of the file the Reader reads.
+func (r *Reader) FileNum() base.FileNum { return r.fileNum }
+
+// Close closes the file. The Reader and everything it made must not be
+// used afterwards.
+func (r *Reader) Close() error { return r.f.Close() }
+
+// checkPointer verifies that p names this file and lies inside its
+// records.
+func (r *Reader) checkPointer(p Pointer) error {
+	if p.FileNum != r.fileNum {
+		return base.CorruptionErrorf(r.name, int64(p.Offset), "pointer %s is not into this file", p)
+	}
+	if p.Offset < HeaderLen || p.Offset > r.recordsEnd || uint64(p.Length) > r.recordsEnd-p.Offset {
+		return base.CorruptionErrorf(r.name, int64(p.Offset), "pointer %s outside the records [%d, %d)", p, HeaderLen, r.recordsEnd)
+	}
+	if p.Length < minRecordLen || p.ValueLen > p.Length-minRecordLen {
+		return base.CorruptionErrorf(r.name, int64(p.Offset), "pointer %s: length too small for the value", p)
+	}
+	return nil
+}
+
+// Get returns the value p locates, after verifying the record's checksum,
+// that its key equals key and that its lengths match p. The returned slice
+// is read-only and stays valid: it may alias the value cache, never a
+// reused buffer. A pointer outside the file, a checksum mismatch or a key
+// mismatch is a base.CorruptionError naming the file and p.Offset.
+func (r *Reader) Get(p Pointer, key []byte) ([]byte, error) {
+	if err := r.checkPointer(p); err != nil {
+		return nil, err
+	}
+	if rec := r.cache.Get(r.cacheID, r.fileNum, p.Offset); rec != nil {
+		return r.cachedValue(rec, p, key)
+	}
+	rec := make([]byte, p.Length)
+	if err := r.readAt(rec, p.Offset); err != nil {
+		return nil, err
+	}
+	v, err := r.verify(rec, p, key)
+	if err != nil {
+		return nil, err
+	}
+	r.cache.Set(r.cacheID, r.fileNum, p.Offset, rec)
+	return v, nil
+}
+
+// verify checks rec, the p.Length bytes read at p.Offset, against p and
+// key, and returns the value.
+func (r *Reader) verify(rec []byte, p Pointer, key []byte) ([]byte, error) {
+	if got, want := binary.LittleEndian.Uint32(rec), crc(rec[recordChecksumLen:]); got != want {
+		return nil, base.CorruptionErrorf(r.name, int64(p.Offset),
+			"record checksum mismatch: stored %#08x, computed %#08x over the %d bytes of %s", got, want, len(rec)-recordChecksumLen, p)
+	}
+	return r.match(rec, p, key)
+}
+
+// cachedValue returns the value of a record from the cache, verified when
+// it was read, after checking it against p and key.
+func (r *Reader) cachedValue(rec []byte, p Pointer, key []byte) ([]byte, error) {
+	if len(rec) != int(p.Length) {
+		return nil, base.CorruptionErrorf(r.name, int64(p.Offset),
+			"pointer %s disagrees with the %d-byte record at its offset", p, len(rec))
+	}
+	return r.match(rec, p, key)
+}
+
+// match decodes a record whose checksum verified and checks that it is
+// the one p and key describe.
+func (r *Reader) match(rec []byte, p Pointer, key []byte) ([]byte, error) {
+	h, problem := decodeRecordHeader(rec, uint64(len(rec)))
+	if problem != "" {
+		return nil, base.CorruptionErrorf(r.name, int64(p.Offset), "%s", problem)
+	}
+	if h.total() != uint64(p.Length) || h.valueLen != uint64(p.ValueLen) {
+		return nil, base.CorruptionErrorf(r.name, int64(p.Offset),
+			"record holds a %d-byte key and a %d-byte value in %d bytes, pointer %s says otherwise", h.keyLen, h.valueLen, h.total(), p)
+	}
+	k := rec[h.hdrLen : uint64(h.hdrLen)+h.keyLen]
+	if !bytes.Equal(k, key) {
+		return nil, base.CorruptionErrorf(r.name, int64(p.Offset),
+			"record holds key %s, pointer %s was for key %s", quoteKey(k), p, quoteKey(key))
+	}
+	return rec[uint64(h.hdrLen)+h.keyLen : len(rec) : len(rec)], nil
+}
+
+// quoteKey formats a key for an error message, eliding the middle of a
+// long one.
+func quoteKey(k []byte) string {
+	const max = 64
+	if len(k) <= max {
+		return fmt.Sprintf("%q", k)
+	}
+	return fmt.Sprintf("%q...%q (%d bytes)", k[:max/2], k[len(k)-max/2:], len(k))
+}

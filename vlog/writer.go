@@ -1,0 +1,195 @@
+package vlog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/vfs"
+)
+
+// writerBufSize is the capacity of the Writer's buffer: the file sees
+// writes of this size (except the last), whatever the record sizes.
+const writerBufSize = 256 << 10
+
+// errWriterDone is returned by calls on a Writer after Finish or Abort.
+var errWriterDone = fmt.Errorf("vlog: writer already finished or aborted: %w", base.ErrClosed)
+
+// Writer appends records to a new value-log file. It buffers about 256 KiB
+// and writes the buffer when it fills; Finish writes the rest with the
+// footer, syncs and closes the file. A Writer is not safe for concurrent
+// use.
+//
+// The Writer assumes the file is empty: the offsets in the pointers it
+// returns count from the first byte it writes.
+//
+// INVARIANT: once err is set it is returned by every later call. A failed
+// write leaves the file in an unknown state; the Writer never reports
+// success after it, and the caller removes the file.
+type Writer struct {
+	f       vfs.File
+	fileNum base.FileNum
+	// buf holds the bytes not yet written to f; its capacity is
+	// writerBufSize.
+	buf []byte
+	// written counts the bytes handed to f.
+	written    uint64
+	count      uint64
+	valueBytes uint64
+	// scratch holds a record's checksum and lengths while the record is
+	// appended; a field rather than a local so that Add does not allocate.
+	scratch [maxRecordHeaderLen]byte
+	err     error
+	done    bool // Finish or Abort was called; f is closed
+}
+
+// NewWriter returns a Writer for the value log fileNum, which appends to f
+// (which must be empty). The header goes into the buffer at once.
+func NewWriter(f vfs.File, fileNum base.FileNum) *Writer {
+	w := &Writer{f: f, fileNum: fileNum, buf: make([]byte, 0, writerBufSize)}
+	w.buf = encodeHeader(w.buf, fileNum)
+	return w
+}
+
+// Add appends a record holding key and value and returns its pointer. It
+// copies key and value, so the caller may reuse them at once, and does not
+// allocate. The record reaches the file when the buffer fills or at
+// Finish; the pointer must not be made durable anywhere before Finish
+// returns nil.
+//
+// A record longer than MaxRecordLen is refused with an error that leaves
+// the Writer usable. Any other error is sticky.
+func (w *Writer) Add(key, value []byte) (Pointer, error) {
+	if w.err != nil {
+		return Pointer{}, w.err
+	}
+	n := recordChecksumLen
+	n += binary.PutUvarint(w.scratch[n:], uint64(len(key)))
+	n += binary.PutUvarint(w.scratch[n:], uint64(len(value)))
+	total := uint64(n) + uint64(len(key)) + uint64(len(value))
+	if total > MaxRecordLen {
+		return Pointer{}, fmt.Errorf("vlog: record of %d bytes (key %d, value %d) exceeds the maximum of %d",
+			total, len(key), len(value), uint64(MaxRecordLen))
+	}
+	sum := crc32.Update(0, castagnoli, w.scratch[recordChecksumLen:n])
+	sum = crc32.Update(sum, castagnoli, key)
+	sum = crc32.Update(sum, castagnoli, value)
+	binary.LittleEndian.PutUint32(w.scratch[:], sum)
+
+	p := Pointer{
+		FileNum:  w.fileNum,
+		Offset:   w.Size(),
+		Length:   uint32(total),
+		ValueLen: uint32(len(value)),
+	}
+	w.append(w.scratch[:n])
+	w.append(key)
+	w.append(value)
+	if w.err != nil {
+		return Pointer{}, w.err
+	}
+	w.count++
+	w.valueBytes += uint64(len(value))
+	return p, nil
+}
+
+// append copies b into the buffer, writing the buffer each time it fills.
+// A piece of b at least as large as the buffer goes to the file directly.
+func (w *Writer) append(b []byte) {
+	for len(b) > 0 && w.err == nil {
+		if len(w.buf) == 0 && len(b) >= cap(w.buf) {
+			w.write(b)
+			return
+		}
+		n := copy(w.buf[len(w.buf):cap(w.buf)], b)
+		w.buf = w.buf[:len(w.buf)+n]
+		b = b[n:]
+		if len(w.buf) == cap(w.buf) {
+			w.flush()
+		}
+	}
+}
+
+// flush writes the buffer to the file.
+func (w *Writer) flush() {
+	if len(w.buf) > 0 && w.err == nil {
+		w.write(w.buf)
+		w.buf = w.buf[:0]
+	}
+}
+
+func (w *Writer) write(b []byte) {
+	n, err := w.f.Write(b)
+	w.written += uint64(n)
+	if err == nil && n != len(b) {
+		err = errors.New("short write")
+	}
+	if err != nil {
+		w.err = fmt.Errorf("vlog: writing %s: %w", w.name(), err)
+	}
+}
+
+// Size returns the file's size so far, buffered bytes included (and the
+// footer not yet).
+func (w *Writer) Size() uint64 { return w.written + uint64(len(w.buf)) }
+
+// Count returns the number of records added.
+func (w *Writer) Count() uint64 { return w.count }
+
+// ValueBytes returns the sum of the lengths of the values added.
+func (w *Writer) ValueBytes() uint64 { return w.valueBytes }
+
+// FileNum returns the number of the file being written.
+func (w *Writer) FileNum() base.FileNum { return w.fileNum }
+
+func (w *Writer) name() string { return base.MakeFilename(base.FileTypeVlog, w.fileNum) }
+
+// Finish writes the footer, syncs and closes the file. Only after Finish
+// returns nil may pointers into the file be made durable elsewhere (see
+// invariant 2 in the design). The file is closed whatever Finish returns;
+// on an error the caller removes it.
+func (w *Writer) Finish() error {
+	if w.done {
+		return errWriterDone
+	}
+	w.done = true
+	if w.err == nil {
+		ft := footer{count: w.count, valueBytes: w.valueBytes, recordsEnd: w.Size(), fileNum: w.fileNum}
+		var fb [FooterLen]byte
+		w.append(ft.encode(fb[:0]))
+		w.flush()
+	}
+	if w.err == nil {
+		if err := w.f.Sync(); err != nil {
+			w.err = fmt.Errorf("vlog: syncing %s: %w", w.name(), err)
+		}
+	}
+	if err := w.f.Close(); err != nil && w.err == nil {
+		w.err = fmt.Errorf("vlog: closing %s: %w", w.name(), err)
+	}
+	if w.err != nil {
+		return w.err
+	}
+	w.err = errWriterDone
+	return nil
+}
+
+// Abort closes the file without writing the footer or the buffered
+// records; the caller removes the file. After Finish or a previous Abort
+// it does nothing and returns nil, so it can sit in a deferred cleanup.
+func (w *Writer) Abort() error {
+	if w.done {
+		return nil
+	}
+	w.done = true
+	if w.err == nil {
+		w.err = errWriterDone
+	}
+	w.buf = nil
+	if err := w.f.Close(); err != nil {
+		return fmt.Errorf("vlog: closing %s: %w", w.name(), err)
+	}
+	return nil
+}
