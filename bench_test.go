@@ -36,9 +36,13 @@ func openBench(b *testing.B, opts *Options) *DB {
 }
 
 func BenchmarkSet(b *testing.B) {
-	for _, size := range []int{100, 4096} {
-		b.Run(fmt.Sprintf("value=%d", size), func(b *testing.B) {
-			db := openBench(b, &Options{Compression: "none"})
+	for _, c := range []struct {
+		size int
+		wal  bool
+	}{{100, true}, {4096, true}, {100, false}, {4096, false}} {
+		b.Run(fmt.Sprintf("value=%d/wal=%t", c.size, c.wal), func(b *testing.B) {
+			size := c.size
+			db := openBench(b, &Options{Compression: "none", DisableWAL: !c.wal})
 			value := make([]byte, size)
 			rng := rand.New(rand.NewPCG(1, 2))
 			for i := range value {

@@ -278,7 +278,7 @@ func (d *DB) rotateMemTable(need int) error {
 	if need+need/8+4096 > size {
 		size = need + need/8 + 4096
 	}
-	nm := newMemTable(size, logNum)
+	nm := d.memPool.get(size, logNum)
 
 	d.mu.Lock()
 	old := d.mem
@@ -293,12 +293,15 @@ func (d *DB) rotateMemTable(need int) error {
 	}
 	d.updateReadStateLocked()
 	d.mu.Unlock()
-	if old.Empty() && old.logNum != 0 {
-		// Nothing in it was ever needed; its WAL holds no records.
-		d.mu.Lock()
-		d.walNums = slices.DeleteFunc(d.walNums, func(n base.FileNum) bool { return n == old.logNum })
-		d.mu.Unlock()
-		d.removeFile(base.FileTypeLog, old.logNum)
+	if old.Empty() {
+		old.unref() // dropped, not frozen: the DB's reference goes
+		if old.logNum != 0 {
+			// Nothing in it was ever needed; its WAL holds no records.
+			d.mu.Lock()
+			d.walNums = slices.DeleteFunc(d.walNums, func(n base.FileNum) bool { return n == old.logNum })
+			d.mu.Unlock()
+			d.removeFile(base.FileTypeLog, old.logNum)
+		}
 	}
 	d.scheduleBackground()
 	return nil

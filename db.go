@@ -54,6 +54,8 @@ type DB struct {
 	vs   *manifest.VersionSet
 	mem  *memTable
 	imm  []*memTable // frozen memtables, oldest first
+	// memPool recycles the arena of flushed memtables.
+	memPool memPool
 	// walNums are the WAL files that may still hold unflushed writes,
 	// ascending. After a flush, those below the new log number go.
 	walNums []base.FileNum
@@ -103,6 +105,9 @@ type readState struct {
 func (rs *readState) unref() {
 	if rs.refs.Add(-1) == 0 {
 		rs.version.Unref()
+		for _, m := range rs.memtables {
+			m.unref()
+		}
 	}
 }
 
@@ -128,6 +133,9 @@ func (d *DB) updateReadStateLocked() {
 	rs.memtables = append(rs.memtables, d.mem)
 	for i := len(d.imm) - 1; i >= 0; i-- {
 		rs.memtables = append(rs.memtables, d.imm[i])
+	}
+	for _, m := range rs.memtables {
+		m.ref()
 	}
 	d.swapReadState(rs)
 }

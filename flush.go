@@ -104,6 +104,7 @@ func (d *DB) flushAll() {
 		n := copy(d.imm, d.imm[1:])
 		d.imm[n] = nil
 		d.imm = d.imm[:n]
+		m.unref() // the DB's reference; read states may still hold it
 		// WALs below the new log number hold only flushed writes.
 		var obsoleteLogs []base.FileNum
 		logNum := d.vs.LogNum()

@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"sync"
 	"sync/atomic"
 
 	"github.com/strata-db/strata/internal/base"
@@ -9,8 +10,16 @@ import (
 )
 
 // memTable is a memtable plus what the DB tracks about it.
+//
+// refs counts the DB's own reference (while the memtable is mutable or
+// waits for flush) and one per read state holding it. When it drops to
+// zero nothing can read the memtable any longer, and its arena goes back to
+// the pool for the next memtable: reusing it skips allocating, zeroing and
+// faulting in tens of megabytes at every rotation.
 type memTable struct {
 	*memtable.MemTable
+	refs atomic.Int32
+	pool *memPool
 	// logNum is the WAL holding this memtable's writes (0 with the WAL off).
 	logNum base.FileNum
 	// maxSeq is the largest sequence number applied (set by the commit
@@ -29,7 +38,55 @@ type memRangeDels struct {
 }
 
 func newMemTable(size int, logNum base.FileNum) *memTable {
-	return &memTable{MemTable: memtable.New(size), logNum: logNum}
+	m := &memTable{MemTable: memtable.New(size), logNum: logNum}
+	m.refs.Store(1)
+	return m
+}
+
+func (m *memTable) ref() { m.refs.Add(1) }
+
+func (m *memTable) unref() {
+	if m.refs.Add(-1) == 0 && m.pool != nil {
+		m.pool.put(m)
+	}
+}
+
+// memPool keeps one spare memtable of the standard size.
+type memPool struct {
+	size  int
+	mu    sync.Mutex
+	spare *memtable.MemTable
+}
+
+// get returns an empty memtable of at least size bytes, reusing the spare
+// arena when it is big enough.
+func (p *memPool) get(size int, logNum base.FileNum) *memTable {
+	if size <= p.size {
+		p.mu.Lock()
+		spare := p.spare
+		p.spare = nil
+		p.mu.Unlock()
+		if spare != nil {
+			m := &memTable{MemTable: spare, logNum: logNum, pool: p}
+			m.refs.Store(1)
+			return m
+		}
+		size = p.size
+	}
+	m := newMemTable(size, logNum)
+	if size == p.size {
+		m.pool = p
+	}
+	return m
+}
+
+func (p *memPool) put(m *memTable) {
+	m.Reset()
+	p.mu.Lock()
+	if p.spare == nil {
+		p.spare = m.MemTable
+	}
+	p.mu.Unlock()
 }
 
 // rangeDels returns the fragmented tombstones of the memtable (nil when it

@@ -61,6 +61,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	}
 	d.tableCache = newTableCache(fs, dirname, d.cache, o.MaxOpenFiles)
 	d.vlogs = newVlogCache(fs, dirname, d.cache)
+	d.memPool.size = int(o.MemTableSize)
 	d.observer, _ = o.SeparationPolicy.(vlog.Observer)
 
 	vsOpts := manifest.Options{FS: fs, Dirname: dirname, Mu: &d.mu, Obsolete: d.onObsolete, MaxManifestSize: o.MaxManifestFileSize}
@@ -137,12 +138,12 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 			slices.Sort(d.walNums)
 		} else {
 			ve.SetLogNum(newLog)
-			d.mem = newMemTable(int(o.MemTableSize), newLog)
+			d.mem = d.memPool.get(int(o.MemTableSize), newLog)
 		}
 	} else {
 		// Nothing to replay without a WAL.
 		ve.SetLogNum(d.vs.NewFileNum())
-		d.mem = newMemTable(int(o.MemTableSize), 0)
+		d.mem = d.memPool.get(int(o.MemTableSize), 0)
 	}
 	d.mu.Lock()
 	err = d.vs.LogAndApply(ve)

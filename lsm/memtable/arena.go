@@ -56,14 +56,20 @@ func newArena(capacity uint64) *arena {
 	return a
 }
 
+// reset empties the arena for reuse, keeping its memory (and so its
+// resident pages). Only when nothing can still read the old contents.
+func (a *arena) reset() { a.used.Store(arenaAlign) }
+
 // capacity returns the arena size in bytes.
 func (a *arena) capacity() uint64 { return uint64(len(a.data)) }
 
 // size returns the bytes allocated so far. Safe for concurrent use.
 func (a *arena) size() uint64 { return a.used.Load() }
 
-// alloc returns the offset of n fresh zeroed bytes, aligned to arenaAlign,
-// or ok == false if they do not fit. Writer only.
+// alloc returns the offset of n bytes, aligned to arenaAlign, or ok ==
+// false if they do not fit. The bytes are zero in a new arena but hold old
+// data in a reset one: callers initialise everything they read. Writer
+// only.
 func (a *arena) alloc(n uint64) (off uint32, ok bool) {
 	used := a.used.Load()
 	padded := alignUp(n)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/stretchr/testify/require"
 )
 
 // TestRandomizedModel applies random inserts (many versions of few user
@@ -502,4 +504,41 @@ func TestLargestArena(t *testing.T) {
 			t.Fatalf("Get(%s) = %q %v", e.key, v, ok)
 		}
 	}
+}
+
+// TestResetReuse fills a memtable, resets it, and fills it again with other
+// keys: nothing of the first contents may show through.
+func TestResetReuse(t *testing.T) {
+	m := New(64 << 10)
+	require.NoError(t, m.Add(base.MakeInternalKey([]byte("r"), 1, base.KindRangeDelete), []byte("s")))
+	for i := 0; ; i++ {
+		k := base.MakeInternalKey([]byte(fmt.Sprintf("old%05d", i)), base.SeqNum(i+1), base.KindSet)
+		if err := m.Add(k, []byte("old-value")); err != nil {
+			break
+		}
+	}
+	m.Reset()
+	require.True(t, m.Empty())
+	require.Zero(t, m.Len())
+	require.False(t, m.HasRangeDels())
+	for i := 0; i < 200; i++ {
+		k := base.MakeInternalKey([]byte(fmt.Sprintf("new%05d", 199-i)), base.SeqNum(i+1), base.KindSet)
+		require.NoError(t, m.Add(k, []byte(fmt.Sprintf("v%d", 199-i))))
+	}
+	it := m.NewIter()
+	n := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		require.Equal(t, fmt.Sprintf("new%05d", n), string(it.Key().UserKey))
+		require.Equal(t, fmt.Sprintf("v%d", n), string(it.Value()))
+		n++
+	}
+	require.Equal(t, 200, n)
+	for ok := it.Last(); ok; ok = it.Prev() {
+		n--
+		require.Equal(t, fmt.Sprintf("new%05d", n), string(it.Key().UserKey))
+	}
+	require.NoError(t, it.Close())
+	_, _, _, found := m.Get([]byte("old00001"), base.SeqNumMax)
+	require.False(t, found)
+	require.Empty(t, m.RangeTombstones(base.SeqNumMax))
 }

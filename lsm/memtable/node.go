@@ -122,6 +122,8 @@ func (a *arena) initNode(nd uint32, height uint32, key []byte, prefix, trailer u
 	*a.u32(nd + offKeyLen) = uint32(len(key))
 	*a.u32(nd + offValueLen) = uint32(len(value))
 	*a.u32(nd + offHeight) = height
+	// A recycled arena holds old bytes: the tower starts nil.
+	clear(a.data[uint64(nd)+offTower : uint64(nd)+offTower+uint64(height)*linkSize])
 	ko := uint64(nd) + offTower + uint64(height)*linkSize
 	copy(a.data[ko:], key)
 	copy(a.data[ko+uint64(len(key)):], value)

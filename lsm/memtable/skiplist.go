@@ -45,10 +45,13 @@ type skiplist struct {
 // reserves fixedOverhead).
 func (s *skiplist) init(a *arena) {
 	head, _ := a.alloc(headSize)
+	// A recycled arena holds old bytes: the head's links must start nil.
+	clear(a.data[head : uint64(head)+headSize])
 	*a.u32(head + offHeight) = maxHeight
 	s.a = a
 	s.head = head
 	s.height.Store(1)
+	s.count.Store(0)
 }
 
 // splice holds, for each level, the last node before an insertion point
