@@ -24,7 +24,9 @@ func TestCheckpointWhileWriting(t *testing.T) {
 			if fsName == "disk" {
 				fs, dir = vfs.Default, t.TempDir()+"/db"
 			}
-			opts := &Options{FS: fs, MemTableSize: 64 << 10, TargetFileSize: 16 << 10, LBaseMaxBytes: 64 << 10}
+			// Values of about 110 bytes: with a 64-byte threshold they live in
+			// value logs, which the checkpoint must carry.
+			opts := &Options{FS: fs, MemTableSize: 64 << 10, TargetFileSize: 16 << 10, LBaseMaxBytes: 64 << 10, ValueThreshold: 64}
 			db, err := Open(dir, opts)
 			require.NoError(t, err)
 
@@ -57,7 +59,7 @@ func TestCheckpointWhileWriting(t *testing.T) {
 				require.NoError(t, db.Checkpoint(cdir))
 				after := started.Load()
 
-				cdb, err := Open(cdir, &Options{FS: fs, ErrorIfNotExists: true})
+				cdb, err := Open(cdir, &Options{FS: fs, ErrorIfNotExists: true, ValueThreshold: 64})
 				require.NoError(t, err)
 				got, err := readAll(t, cdb)
 				require.NoError(t, err)

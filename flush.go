@@ -80,9 +80,7 @@ func (d *DB) flushAll() {
 			if meta != nil {
 				ve.NewFiles = []manifest.NewFile{{Level: 0, Meta: meta}}
 			}
-			if vm != nil {
-				ve.NewVlogs = []*manifest.VlogMetadata{vm}
-			}
+			ve.NewVlogs = vm
 			err = d.vs.LogAndApply(ve)
 		}
 		info := FlushInfo{Duration: time.Since(start), Err: err}
@@ -131,11 +129,11 @@ func (d *DB) flushAll() {
 }
 
 // writeL0 writes memtable m as an L0 table, moving the values the
-// separation policy picks into a new value log. It returns nil metadata when
-// m holds nothing that survives (no file is left behind then), and nil value
-// log metadata when no value was separated. The value log is synced before
-// the table, and both before the caller's manifest edit references them.
-func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, *manifest.VlogMetadata, error) {
+// separation policy picks into new value logs. It returns nil metadata when
+// m holds nothing that survives (no file is left behind then). The value
+// logs are synced before the table, and both before the caller's manifest
+// edit references them.
+func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, []*manifest.VlogMetadata, error) {
 	it := m.NewIter()
 	defer it.Close()
 	sep := &separator{d: d}
@@ -147,9 +145,8 @@ func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, 
 		Writer:    d.opts.writerOptions(),
 		Separate:  sep.separate,
 	})
-	var vm *manifest.VlogMetadata
 	if err == nil {
-		vm, err = sep.finish()
+		err = sep.finish()
 	}
 	if err == nil && len(outputs) > 0 {
 		err = syncDirErr(d)
@@ -164,24 +161,33 @@ func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, 
 	if len(outputs) == 0 {
 		return nil, nil, nil
 	}
-	return fileMetadata(outputs[0]), vm, nil
+	return fileMetadata(outputs[0]), sep.done, nil
 }
 
-// separator moves values out of a flush into one value log, created on the
-// first value the policy separates.
+// separator moves values out of a flush into value logs, starting one at
+// the first value the policy separates and another whenever the current
+// one passes ValueLogFileSize.
 type separator struct {
-	d   *DB
-	w   *vlog.Writer
-	num base.FileNum
-	buf []byte
+	d    *DB
+	w    *vlog.Writer
+	num  base.FileNum
+	buf  []byte
+	done []*manifest.VlogMetadata // finished value logs
+	nums []base.FileNum           // every value log started, for abort
 }
 
 func (s *separator) separate(key, value []byte) ([]byte, bool, error) {
 	if !s.d.opts.SeparationPolicy.Separate(key, len(value)) {
 		return nil, false, nil
 	}
+	if s.w != nil && int64(s.w.Size()) >= s.d.opts.ValueLogFileSize {
+		if err := s.finish(); err != nil {
+			return nil, false, err
+		}
+	}
 	if s.w == nil {
 		s.num = s.d.vs.NewFileNum()
+		s.nums = append(s.nums, s.num)
 		f, err := s.d.fs.Create(s.d.path(base.FileTypeVlog, s.num))
 		if err != nil {
 			return nil, false, fmt.Errorf("strata: create value log: %w", err)
@@ -196,30 +202,30 @@ func (s *separator) separate(key, value []byte) ([]byte, bool, error) {
 	return s.buf, true, nil
 }
 
-// finish completes and syncs the value log, if one was started.
-func (s *separator) finish() (*manifest.VlogMetadata, error) {
+// finish completes and syncs the current value log, if one was started.
+func (s *separator) finish() error {
 	if s.w == nil {
-		return nil, nil
+		return nil
 	}
 	w := s.w
-	if err := w.Finish(); err != nil {
-		return nil, fmt.Errorf("strata: finish value log: %w", err)
-	}
 	s.w = nil
+	if err := w.Finish(); err != nil {
+		return fmt.Errorf("strata: finish value log: %w", err)
+	}
 	// After Finish, Size counts the whole file, footer included.
-	return &manifest.VlogMetadata{FileNum: s.num, Size: w.Size(), Records: w.Count(), ValueBytes: w.ValueBytes()}, nil
+	s.done = append(s.done, &manifest.VlogMetadata{FileNum: s.num, Size: w.Size(), Records: w.Count(), ValueBytes: w.ValueBytes()})
+	return nil
 }
 
-// abort discards the value log after a failed flush.
+// abort discards the value logs after a failed flush.
 func (s *separator) abort() {
-	if s.num == 0 {
-		return
-	}
 	if s.w != nil {
 		s.w.Abort()
 		s.w = nil
 	}
-	s.d.removeFile(base.FileTypeVlog, s.num)
+	for _, num := range s.nums {
+		s.d.removeFile(base.FileTypeVlog, num)
+	}
 }
 
 func fileMetadata(o compaction.Output) *manifest.FileMetadata {

@@ -194,9 +194,7 @@ func (r *walReplay) flush() error {
 	if meta != nil {
 		r.ve.NewFiles = append(r.ve.NewFiles, manifest.NewFile{Level: 0, Meta: meta})
 	}
-	if vm != nil {
-		r.ve.NewVlogs = append(r.ve.NewVlogs, vm)
-	}
+	r.ve.NewVlogs = append(r.ve.NewVlogs, vm...)
 	r.flushedSeq = max(r.flushedSeq, base.SeqNum(r.mem.maxSeq.Load()))
 	r.mem = nil
 	return nil

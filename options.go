@@ -36,6 +36,9 @@ type Options struct {
 	// values leave the tree (see vlog.Policy; an adaptive policy that also
 	// implements vlog.Observer is told what the workload does).
 	SeparationPolicy vlog.Policy
+	// ValueLogFileSize is the size in bytes past which a flush starts a new
+	// value log. Default: 128 MiB.
+	ValueLogFileSize int64
 	// ValueLogReadAhead is the largest window in bytes a forward scan reads
 	// from a value log at once when successive values are adjacent.
 	// Default: 1 MiB.
@@ -142,6 +145,7 @@ const (
 	DefaultSlowdownWriteRate          = 32 << 20
 	DefaultMaxOpenFiles               = 1000
 	DefaultValueLogReadAhead          = 1 << 20
+	DefaultValueLogFileSize           = 128 << 20
 	DefaultCacheSize                  = 64 << 20
 	DefaultMaxManifestFileSize        = 64 << 20
 )
@@ -170,6 +174,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if c.ValueLogReadAhead == 0 {
 		c.ValueLogReadAhead = DefaultValueLogReadAhead
+	}
+	if c.ValueLogFileSize == 0 {
+		c.ValueLogFileSize = DefaultValueLogFileSize
 	}
 	if c.BlockSize == 0 {
 		c.BlockSize = DefaultBlockSize
@@ -277,6 +284,9 @@ func (o *Options) Validate() error {
 	}
 	if c.SlowdownWriteRate < 1<<20 {
 		bad("SlowdownWriteRate %d is below 1 MiB/s", c.SlowdownWriteRate)
+	}
+	if c.ValueLogFileSize < 64<<10 {
+		bad("ValueLogFileSize %d is smaller than 64 KiB", c.ValueLogFileSize)
 	}
 	if c.ValueLogReadAhead < 4<<10 {
 		bad("ValueLogReadAhead %d is smaller than 4 KiB", c.ValueLogReadAhead)
