@@ -89,48 +89,62 @@ func fillKeys(t *testing.T, db *DB, n int, rng *rand.Rand) model {
 	return m
 }
 
+// oneFileDB fills a database with n keys, flushes it into a single file of
+// type typ and closes it; it returns the keys and the file's base name.
+func oneFileDB(t *testing.T, opts *Options, n int, seed uint64, typ base.FileType) (model, string) {
+	t.Helper()
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	m := fillKeys(t, db, n, rand.New(rand.NewPCG(seed, seed)))
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Close())
+	files := filesOfType(t, opts.FS, typ)
+	require.Len(t, files, 1)
+	return m, files[0]
+}
+
+// getAll reads every key of m: each read must return the right value or
+// fail with ErrCorruption naming file. It returns how many failed.
+func getAll(t *testing.T, db *DB, m model, file, where string) (bad int) {
+	t.Helper()
+	for k, want := range m {
+		got, err := db.Get([]byte(k))
+		if err != nil {
+			requireCorruption(t, err, file, where)
+			bad++
+			continue
+		}
+		require.Equal(t, want, string(got), "%s: Get(%s) returned a wrong value", where, k)
+	}
+	return bad
+}
+
 // TestCorruptSSTable flips bytes of a table: every read either returns the
 // right value or fails with ErrCorruption naming the table, and the flip is
 // always noticed by reading everything.
 func TestCorruptSSTable(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := &Options{FS: fs, Compression: "none", CacheSize: -1}
-	db, err := Open("db", opts)
-	require.NoError(t, err)
-	m := fillKeys(t, db, 200, rand.New(rand.NewPCG(1, 1)))
-	require.NoError(t, db.Flush())
-	require.NoError(t, db.Close())
-	tables := filesOfType(t, fs, base.FileTypeTable)
-	require.Len(t, tables, 1)
-	name := "db/" + tables[0]
+	m, table := oneFileDB(t, opts, 200, 1, base.FileTypeTable)
+	name := "db/" + table
 	size := int64(len(readFile(t, fs, name)))
 	for off := int64(0); off < size; off += flipStep(size) {
 		where := fmt.Sprintf("flip at %d of %d", off, size)
-		c := flipByte(t, fs, name, off)
 		o := *opts
-		o.FS = c
+		o.FS = flipByte(t, fs, name, off)
 		db, err := Open("db", &o)
 		require.NoError(t, err, where) // tables open lazily
-		noticed := false
-		for k, want := range m {
-			got, err := db.Get([]byte(k))
-			if err != nil {
-				requireCorruption(t, err, tables[0], where)
-				noticed = true
-				continue
-			}
-			require.Equal(t, want, string(got), "%s: Get(%s) returned a wrong value", where, k)
-		}
+		noticed := getAll(t, db, m, table, where) > 0
 		it, err := db.NewIter(nil)
 		if err != nil {
-			requireCorruption(t, err, tables[0], where)
+			requireCorruption(t, err, table, where)
 			noticed = true
 		} else {
 			for ok := it.First(); ok; ok = it.Next() {
 				require.Equal(t, m[string(it.Key())], string(it.Value()), "%s: scan returned a wrong value", where)
 			}
 			if err := it.Error(); err != nil {
-				requireCorruption(t, err, tables[0], where)
+				requireCorruption(t, err, table, where)
 				noticed = true
 			}
 			it.Close()
@@ -231,14 +245,8 @@ func TestCorruptWAL(t *testing.T) {
 func TestCorruptValueLog(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := &Options{FS: fs, ValueThreshold: 64, CacheSize: -1}
-	db, err := Open("db", opts)
-	require.NoError(t, err)
-	m := fillKeys(t, db, 300, rand.New(rand.NewPCG(4, 4)))
-	require.NoError(t, db.Flush())
-	require.NoError(t, db.Close())
-	vlogs := filesOfType(t, fs, base.FileTypeVlog)
-	require.Len(t, vlogs, 1)
-	name := "db/" + vlogs[0]
+	m, vlogFile := oneFileDB(t, opts, 300, 4, base.FileTypeVlog)
+	name := "db/" + vlogFile
 	size := int64(len(readFile(t, fs, name)))
 	for off := int64(0); off < size; off += flipStep(size) {
 		where := fmt.Sprintf("flip at %d of %d", off, size)
@@ -246,16 +254,7 @@ func TestCorruptValueLog(t *testing.T) {
 		o.FS = flipByte(t, fs, name, off)
 		db, err := Open("db", &o)
 		require.NoError(t, err, where)
-		bad := 0
-		for k, want := range m {
-			got, err := db.Get([]byte(k))
-			if err != nil {
-				requireCorruption(t, err, vlogs[0], where)
-				bad++
-				continue
-			}
-			require.Equal(t, want, string(got), "%s: Get(%s) returned a wrong value", where, k)
-		}
+		bad := getAll(t, db, m, vlogFile, where)
 		// A damaged header makes the whole file unreadable (each read says
 		// so); a damaged footer costs nothing (records carry their own
 		// checksums); otherwise exactly one record holds the byte.

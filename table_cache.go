@@ -154,12 +154,9 @@ func (tc *tableCache) forget(num base.FileNum, h *tableHandle) {
 
 func (tc *tableCache) open(f *manifest.FileMetadata) (*sstable.Reader, error) {
 	name := base.MakeFilename(base.FileTypeTable, f.FileNum)
-	file, err := tc.fs.Open(tc.fs.PathJoin(tc.dirname, name))
+	file, err := openLiveFile(tc.fs, tc.dirname, name, "table")
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, base.CorruptionErrorf(name, -1, "table is in the manifest but missing from the directory")
-		}
-		return nil, fmt.Errorf("strata: open table %s: %w", name, err)
+		return nil, err
 	}
 	opts := sstable.ReaderOptions{CacheID: tc.cacheID, FileNum: f.FileNum, FileName: name}
 	if tc.cache != nil {
@@ -171,6 +168,19 @@ func (tc *tableCache) open(f *manifest.FileMetadata) (*sstable.Reader, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// openLiveFile opens a file the manifest names. Its absence is corruption
+// of the database (what names it says it exists), reported as such.
+func openLiveFile(fs vfs.FS, dirname, name, what string) (vfs.File, error) {
+	f, err := fs.Open(fs.PathJoin(dirname, name))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, base.CorruptionErrorf(name, -1, "%s is in the manifest but missing from the directory", what)
+		}
+		return nil, fmt.Errorf("strata: open %s %s: %w", what, name, err)
+	}
+	return f, nil
 }
 
 // evict forgets the table of a deleted file and drops its cached blocks.

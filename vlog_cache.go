@@ -1,9 +1,6 @@
 package strata
 
 import (
-	"errors"
-	"fmt"
-	"os"
 	"sync"
 
 	"github.com/strata-db/strata/cache"
@@ -71,12 +68,9 @@ func (vc *vlogCache) get(m *manifest.VlogMetadata) (*vlog.Reader, error) {
 
 func (vc *vlogCache) open(m *manifest.VlogMetadata) (*vlog.Reader, error) {
 	name := base.MakeFilename(base.FileTypeVlog, m.FileNum)
-	f, err := vc.fs.Open(vc.fs.PathJoin(vc.dirname, name))
+	f, err := openLiveFile(vc.fs, vc.dirname, name, "value log")
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, base.CorruptionErrorf(name, -1, "value log is in the manifest but missing from the directory")
-		}
-		return nil, fmt.Errorf("strata: open value log %s: %w", name, err)
+		return nil, err
 	}
 	r, err := vlog.NewReader(f, m.FileNum, int64(m.Size), vlog.ReaderOptions{Cache: vc.cache, CacheID: vc.cacheID, FileName: name})
 	if err != nil {

@@ -84,8 +84,9 @@ func (m *memFS) newFile() (base.FileNum, vfs.File, error) {
 }
 
 // readOutputs returns the entries and tombstones of every output, one
-// string per output file.
-func readOutputs(t *testing.T, fs *vfs.MemFS, outs []Output) []string {
+// string per output file. Keys starting with valuePrefix (when not empty)
+// are followed by "=value".
+func readOutputs(t *testing.T, fs *vfs.MemFS, outs []Output, valuePrefix ...string) []string {
 	var files []string
 	for _, o := range outs {
 		name := base.MakeFilename(base.FileTypeTable, o.FileNum)
@@ -97,7 +98,11 @@ func readOutputs(t *testing.T, fs *vfs.MemFS, outs []Output) []string {
 		it := r.NewIter()
 		for ok := it.First(); ok; ok = it.Next() {
 			k := it.Key()
-			parts = append(parts, fmt.Sprintf("%s#%d,%s", k.UserKey, k.SeqNum(), k.Kind()))
+			part := fmt.Sprintf("%s#%d,%s", k.UserKey, k.SeqNum(), k.Kind())
+			if len(valuePrefix) > 0 && strings.HasPrefix(string(k.UserKey), valuePrefix[0]) {
+				part += "=" + string(it.Value())
+			}
+			parts = append(parts, part)
 		}
 		require.NoError(t, it.Close())
 		for _, ts := range r.RangeTombstones() {
@@ -268,33 +273,7 @@ func TestRunFilter(t *testing.T) {
 				Filter:     prefixFilter{},
 			})
 			require.NoError(t, err)
-			require.Equal(t, []string{tc.want}, readOutputsWithValues(t, fs.fs, outs, "u"))
+			require.Equal(t, []string{tc.want}, readOutputs(t, fs.fs, outs, "u"))
 		})
 	}
-}
-
-// readOutputsWithValues is readOutputs, adding "=value" to keys with the
-// given prefix.
-func readOutputsWithValues(t *testing.T, fs *vfs.MemFS, outs []Output, prefix string) []string {
-	var files []string
-	for _, o := range outs {
-		f, err := fs.Open(base.MakeFilename(base.FileTypeTable, o.FileNum))
-		require.NoError(t, err)
-		r, err := sstable.NewReader(f, int64(o.Meta.Size), sstable.ReaderOptions{FileNum: o.FileNum})
-		require.NoError(t, err)
-		var parts []string
-		it := r.NewIter()
-		for ok := it.First(); ok; ok = it.Next() {
-			k := it.Key()
-			s := fmt.Sprintf("%s#%d,%s", k.UserKey, k.SeqNum(), k.Kind())
-			if strings.HasPrefix(string(k.UserKey), prefix) {
-				s += "=" + string(it.Value())
-			}
-			parts = append(parts, s)
-		}
-		require.NoError(t, it.Close())
-		require.NoError(t, r.Close())
-		files = append(files, strings.Join(parts, " "))
-	}
-	return files
 }
