@@ -124,11 +124,14 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		}
 		d.walFile.Store(wf)
 		d.walNums = append(d.walNums, newLog)
+		d.mem = d.memPool.get(int(o.MemTableSize), newLog)
 		if rp.mem != nil {
-			// The recovered writes stay in the memtable, and their WALs (with
-			// the new one, which the memtable's next writes go to) until it
-			// is flushed.
-			d.mem = rp.mem
+			// The recovered writes become a frozen memtable that the
+			// background flush writes out after Open returns, so Open does
+			// not wait for it; their WALs stay until it is flushed. (Keeping
+			// it as the mutable memtable would save that flush, but every
+			// read would then search a large memtable first.)
+			d.imm = append(d.imm, rp.mem)
 			ve.SetLogNum(rp.firstLog)
 			for _, num := range logs {
 				if num >= rp.firstLog {
@@ -138,7 +141,6 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 			slices.Sort(d.walNums)
 		} else {
 			ve.SetLogNum(newLog)
-			d.mem = d.memPool.get(int(o.MemTableSize), newLog)
 		}
 	} else {
 		// Nothing to replay without a WAL.
@@ -165,13 +167,15 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	d.mu.Lock()
 	d.maybeScheduleCompactionLocked()
 	d.mu.Unlock()
+	if len(d.imm) > 0 {
+		d.scheduleBackground()
+	}
 	return d, nil
 }
 
 // walReplay accumulates recovered writes in a memtable, writing it to L0
-// when it fills. What is left at the end becomes the DB's memtable, so a
-// reopen does not write a small L0 table (RocksDB's
-// avoid_flush_during_recovery).
+// when it fills. What is left at the end is flushed in the background once
+// the DB is open, so Open does not wait for it.
 type walReplay struct {
 	d          *DB
 	ve         *manifest.VersionEdit
