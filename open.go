@@ -166,8 +166,9 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	go d.walFlushLoop()
 	d.mu.Lock()
 	d.maybeScheduleCompactionLocked()
+	recovered := len(d.imm) > 0
 	d.mu.Unlock()
-	if len(d.imm) > 0 {
+	if recovered {
 		d.scheduleBackground()
 	}
 	return d, nil
