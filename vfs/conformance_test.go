@@ -24,8 +24,8 @@ var conformanceCases = []fsCase{
 	{"disk", func(t *testing.T) (FS, string) { return Default, t.TempDir() }},
 	{"mem", func(t *testing.T) (FS, string) {
 		fs := NewMem()
-		require.NoError(t, fs.MkdirAll("/tmp/test", 0o755))
-		return fs, "/tmp/test"
+		require.NoError(t, fs.MkdirAll("/data/test", 0o755))
+		return fs, "/data/test"
 	}},
 	{"mem-root", func(t *testing.T) (FS, string) { return NewMem(), "" }},
 	{"errorfs", func(t *testing.T) (FS, string) {
