@@ -59,8 +59,6 @@ type DB struct {
 	// walNums are the WAL files that may still hold unflushed writes,
 	// ascending. After a flush, those below the new log number go.
 	walNums []base.FileNum
-	// flushing is true while the flush goroutine works.
-	flushing bool
 	// flushedGen counts completed memtable flushes (for Flush to wait on).
 	flushedGen uint64
 	// bgErr is the first background error; once set, writes fail with it.

@@ -59,7 +59,6 @@ func (d *DB) flushAll() {
 		}
 		m := d.imm[0]
 		snaps := d.snapshots.seqsLocked()
-		d.flushing = true
 		d.mu.Unlock()
 
 		d.opts.EventListener.flushBegin(FlushInfo{})
@@ -93,7 +92,6 @@ func (d *DB) flushAll() {
 			// next Open removes the table if it did not.
 			err = fmt.Errorf("strata: flush: %w", err)
 			d.setBackgroundErrorLocked(err)
-			d.flushing = false
 			d.mu.Unlock()
 			d.opts.EventListener.flushEnd(info)
 			d.opts.EventListener.backgroundError(err)
@@ -111,7 +109,6 @@ func (d *DB) flushAll() {
 			d.walNums = d.walNums[1:]
 		}
 		d.flushedGen++
-		d.flushing = false
 		d.stats.levels[0].bytesWritten += info.Bytes
 		d.updateReadStateLocked()
 		d.updateL0CountLocked()

@@ -45,7 +45,7 @@ var errBadPointer = errors.New("vlog: bad value pointer")
 // else, the offset must be past the file header, and Length must leave
 // room for a record header around ValueLen bytes. Errors are plain (they
 // wrap no corruption marker): the caller knows which file held the bytes
-// and marks them with base.MarkCorruption.
+// and reports them with base.CorruptionErrorf.
 func DecodePointer(b []byte) (Pointer, error) {
 	var f [4]uint64
 	rest := b

@@ -71,7 +71,4 @@ func TestCorruptionError(t *testing.T) {
 	require.True(t, errors.Is(err, ErrCorruption))
 	require.Contains(t, err.Error(), "000007.sst")
 	require.Contains(t, err.Error(), "4096")
-	wrapped := MarkCorruption("f", -1, errors.New("bad"))
-	require.True(t, errors.Is(wrapped, ErrCorruption))
-	require.Nil(t, MarkCorruption("f", 0, nil))
 }

@@ -38,15 +38,3 @@ func (e *CorruptionError) Is(target error) bool { return target == ErrCorruption
 func CorruptionErrorf(file string, offset int64, format string, args ...any) error {
 	return &CorruptionError{File: file, Offset: offset, Detail: fmt.Sprintf(format, args...)}
 }
-
-// MarkCorruption wraps err (for example a decoding error with no file
-// context) so that it matches ErrCorruption and names file.
-func MarkCorruption(file string, offset int64, err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.Is(err, ErrCorruption) {
-		return err
-	}
-	return &CorruptionError{File: file, Offset: offset, Detail: err.Error()}
-}
