@@ -192,6 +192,7 @@ var crashCases = []crashCase{
 		setup: func(t *testing.T, fs *MemFS) {
 			require.NoError(t, fs.MkdirAll("db/x", 0o755))
 			require.NoError(t, fs.MkdirAll("db/y", 0o755))
+			syncDir(t, fs, "db")
 			f := create(t, fs, "db/x/a")
 			write(t, f, "abc")
 			require.NoError(t, f.Sync())
@@ -240,6 +241,7 @@ var crashCases = []crashCase{
 		name: "RemoveAll is not durable until the parent is synced",
 		setup: func(t *testing.T, fs *MemFS) {
 			require.NoError(t, fs.MkdirAll("db/sub", 0o755))
+			syncDir(t, fs, "db")
 			f := create(t, fs, "db/sub/f")
 			write(t, f, "abc")
 			require.NoError(t, f.Sync())
@@ -325,6 +327,7 @@ func TestMemCrashClone(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			fs := NewMem()
 			require.NoError(t, fs.MkdirAll("db", 0o755))
+			syncDir(t, fs, "")
 			c.setup(t, fs)
 			before := contents(t, fs)
 			crashed := fs.CrashClone(CrashOptions{})
@@ -353,6 +356,7 @@ func TestMemCrashCloneLinksStayShared(t *testing.T) {
 func TestMemCrashCloneIndependence(t *testing.T) {
 	fs := NewMem()
 	require.NoError(t, fs.MkdirAll("db", 0o755))
+	syncDir(t, fs, "")
 	f := create(t, fs, "db/f")
 	write(t, f, "one")
 	require.NoError(t, f.Sync())
@@ -458,6 +462,8 @@ func TestMemCrashCloneDurableCycle(t *testing.T) {
 	fs := NewMem()
 	require.NoError(t, fs.MkdirAll("p/A", 0o755))
 	require.NoError(t, fs.MkdirAll("q", 0o755))
+	syncDir(t, fs, "")
+	syncDir(t, fs, "p")
 	require.NoError(t, fs.Rename("p/A", "q/A"))
 	syncDir(t, fs, "q")
 	require.NoError(t, fs.Rename("p", "q/A/p"))
@@ -477,6 +483,7 @@ func TestMemString(t *testing.T) {
 	fs := NewMem()
 	require.Contains(t, fs.String(), "(empty)")
 	require.NoError(t, fs.MkdirAll("db", 0o755))
+	syncDir(t, fs, "")
 	f := create(t, fs, "db/a")
 	write(t, f, "abcd")
 	require.NoError(t, f.Sync())
