@@ -11,6 +11,10 @@ import (
 func ExampleMemFS_CrashClone() {
 	fs := vfs.NewMem()
 	_ = fs.MkdirAll("db", 0o755)
+	// A new directory's entry in its parent is durable once the parent is
+	// synced, like a new file's.
+	root, _ := fs.OpenDir("")
+	_ = root.Sync()
 
 	f, _ := fs.Create("db/log")
 	_, _ = f.Write([]byte("synced;"))

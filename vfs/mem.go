@@ -289,9 +289,11 @@ func (fs *MemFS) Link(oldname, newname string) error {
 	return nil
 }
 
-// MkdirAll creates dir and any missing parents. A directory it creates is
-// durable in its parent at once, without a sync of the parent (a
-// simplification: the engine syncs the directories it creates anyway).
+// MkdirAll creates dir and any missing parents. Like a file made by Create,
+// each directory it creates is in its parent's entries at once, but its
+// entry is not durable until the parent is synced: after a crash before
+// then, the directory is gone with everything below it, synced or not.
+// Directories that already exist are left as they are.
 func (fs *MemFS) MkdirAll(dir string, perm os.FileMode) error {
 	fs.lock()
 	defer fs.mu.Unlock()
@@ -304,7 +306,6 @@ func (fs *MemFS) MkdirAll(dir string, perm os.FileMode) error {
 		if !ok {
 			c = newDirNode(perm)
 			n.entries[p] = c
-			n.durableEntries[p] = c
 		}
 		n = c
 	}

@@ -23,10 +23,13 @@ type CrashOptions struct {
 // CrashClone returns a new MemFS holding what a machine would find after
 // power loss at this instant, and leaves fs untouched and usable.
 //
-// The clone holds only durable directory entries, each naming its file with
-// the file's durable (synced) contents. Hard links that are both durable
-// stay one shared file. Everything in the clone is durable. The clone shares
-// no mutable state with fs.
+// The clone holds only durable directory entries reachable from the root
+// through durable entries, each naming its file with the file's durable
+// (synced) contents. A directory whose entry in its parent is not durable
+// (one made by MkdirAll before the parent was synced) is missing with all
+// below it. Hard links that are both durable stay one shared file.
+// Everything in the clone is durable. The clone shares no mutable state with
+// fs.
 //
 // With TornWrites, a file that only grew since its last sync keeps its
 // synced contents plus a random prefix of the appended tail: with

@@ -313,13 +313,161 @@ var crashCases = []crashCase{
 		want: map[string]string{"db": dirMarker, "db/f": "synced"},
 	},
 	{
-		name: "MkdirAll is durable at once",
+		name: "a directory made by MkdirAll is not durable until its parent is synced",
 		setup: func(t *testing.T, fs *MemFS) {
 			require.NoError(t, fs.MkdirAll("db/a/b", 0o755))
 			writeFile(t, fs, "db/a/f", "x")
 		},
-		want: map[string]string{"db": dirMarker, "db/a": dirMarker, "db/a/b": dirMarker},
+		want: map[string]string{"db": dirMarker},
 	},
+	{
+		name: "a directory removed and made again by MkdirAll comes back as it was",
+		setup: func(t *testing.T, fs *MemFS) {
+			require.NoError(t, fs.MkdirAll("db/sub", 0o755))
+			syncDir(t, fs, "db")
+			f := create(t, fs, "db/sub/f")
+			write(t, f, "abc")
+			require.NoError(t, f.Sync())
+			syncDir(t, fs, "db/sub")
+			require.NoError(t, fs.RemoveAll("db/sub"))
+			require.NoError(t, fs.MkdirAll("db/sub", 0o755))
+			require.Empty(t, listSorted(t, fs, "db/sub"))
+		},
+		want: map[string]string{"db": dirMarker, "db/sub": dirMarker, "db/sub/f": "abc"},
+	},
+	{
+		name: "rename of a directory is not durable until the parent is synced",
+		setup: func(t *testing.T, fs *MemFS) {
+			require.NoError(t, fs.MkdirAll("db/x", 0o755))
+			syncDir(t, fs, "db")
+			require.NoError(t, fs.Rename("db/x", "db/y"))
+		},
+		want: map[string]string{"db": dirMarker, "db/x": dirMarker},
+	},
+	{
+		name: "rename of a directory is durable after the parent is synced",
+		setup: func(t *testing.T, fs *MemFS) {
+			require.NoError(t, fs.MkdirAll("db/x", 0o755))
+			syncDir(t, fs, "db")
+			require.NoError(t, fs.Rename("db/x", "db/y"))
+			syncDir(t, fs, "db")
+		},
+		want: map[string]string{"db": dirMarker, "db/y": dirMarker},
+	},
+}
+
+// TestMemMkdirAllDurability checks that a directory made by MkdirAll is
+// treated like a file made by Create: its entry is in its parent's current
+// entries at once but survives a crash only once the parent is synced, and
+// everything below a directory whose entry is lost is lost with it.
+func TestMemMkdirAllDurability(t *testing.T) {
+	// mkFile makes a/b, creates a/b/f with synced data and syncs a/b, so
+	// that only the entries of a and a/b in their parents are in question.
+	mkFile := func(t *testing.T, fs *MemFS) {
+		require.NoError(t, fs.MkdirAll("a/b", 0o755))
+		// Both levels are visible at once.
+		require.Equal(t, []string{"a"}, listSorted(t, fs, ""))
+		require.Equal(t, []string{"b"}, listSorted(t, fs, "a"))
+		f := create(t, fs, "a/b/f")
+		write(t, f, "data")
+		require.NoError(t, f.Sync())
+		require.NoError(t, f.Close())
+		syncDir(t, fs, "a/b")
+	}
+	for _, c := range []struct {
+		name  string
+		setup func(t *testing.T, fs *MemFS)
+		want  map[string]string
+	}{
+		{
+			name:  "no parent synced",
+			setup: mkFile,
+			want:  map[string]string{},
+		},
+		{
+			name: "root synced",
+			setup: func(t *testing.T, fs *MemFS) {
+				mkFile(t, fs)
+				syncDir(t, fs, "")
+			},
+			want: map[string]string{"a": dirMarker},
+		},
+		{
+			name: "only a synced",
+			setup: func(t *testing.T, fs *MemFS) {
+				mkFile(t, fs)
+				syncDir(t, fs, "a")
+			},
+			want: map[string]string{},
+		},
+		{
+			name: "every level synced",
+			setup: func(t *testing.T, fs *MemFS) {
+				mkFile(t, fs)
+				syncDir(t, fs, "a")
+				syncDir(t, fs, "")
+			},
+			want: map[string]string{"a": dirMarker, "a/b": dirMarker, "a/b/f": "data"},
+		},
+		{
+			name: "every level synced, parents first",
+			setup: func(t *testing.T, fs *MemFS) {
+				require.NoError(t, fs.MkdirAll("a/b", 0o755))
+				syncDir(t, fs, "")
+				syncDir(t, fs, "a")
+				f := create(t, fs, "a/b/f")
+				write(t, f, "data")
+				require.NoError(t, f.Sync())
+				syncDir(t, fs, "a/b")
+			},
+			want: map[string]string{"a": dirMarker, "a/b": dirMarker, "a/b/f": "data"},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			fs := NewMem()
+			c.setup(t, fs)
+			before := contents(t, fs)
+			crashed := fs.CrashClone(CrashOptions{})
+			require.Equal(t, c.want, contents(t, crashed), "before the crash:\n%s", fs)
+			require.Equal(t, before, contents(t, fs), "cloning changes nothing in the original")
+			require.Equal(t, c.want, contents(t, crashed.CrashClone(CrashOptions{})))
+			// The root always exists.
+			fi, err := crashed.Stat("")
+			require.NoError(t, err)
+			require.True(t, fi.IsDir())
+		})
+	}
+}
+
+// TestMemMkdirAllExistingChangesNothingDurable checks that MkdirAll of a
+// directory that already exists, or of a path below one, makes no existing
+// entry durable.
+func TestMemMkdirAllExistingChangesNothingDurable(t *testing.T) {
+	fs := NewMem()
+	require.NoError(t, fs.MkdirAll("a", 0o755))
+	syncDir(t, fs, "")
+	require.NoError(t, fs.MkdirAll("a/b", 0o755))
+	want := map[string]string{"a": dirMarker}
+	require.Equal(t, want, contents(t, fs.CrashClone(CrashOptions{})))
+
+	// Again on the whole path, on a prefix of it, and below it: a/b's
+	// entry stays not durable, and a/b/c's is not durable either.
+	require.NoError(t, fs.MkdirAll("a/b", 0o755))
+	require.NoError(t, fs.MkdirAll("a", 0o755))
+	require.NoError(t, fs.MkdirAll("", 0o755))
+	require.Equal(t, want, contents(t, fs.CrashClone(CrashOptions{})))
+	require.NoError(t, fs.MkdirAll("a/b/c", 0o755))
+	syncDir(t, fs, "a/b")
+	require.Equal(t, want, contents(t, fs.CrashClone(CrashOptions{})))
+	require.Contains(t, fs.String(), "a/b/ [entry not durable]")
+
+	// Once durable, MkdirAll of the same path keeps it as it is.
+	syncDir(t, fs, "a")
+	want = map[string]string{"a": dirMarker, "a/b": dirMarker, "a/b/c": dirMarker}
+	require.Equal(t, want, contents(t, fs.CrashClone(CrashOptions{})))
+	require.NoError(t, fs.MkdirAll("a/b/c", 0o755))
+	require.Equal(t, want, contents(t, fs.CrashClone(CrashOptions{})))
+	require.NotContains(t, fs.String(), "not durable")
 }
 
 func TestMemCrashClone(t *testing.T) {

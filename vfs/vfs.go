@@ -11,19 +11,23 @@
 //
 // Every file has current contents and durable contents; File.Sync makes
 // the current contents durable. Every directory has current entries and
-// durable entries; Create (of a new file), Rename, Remove, RemoveAll and
-// Link change only current entries, and Sync on a directory opened with
-// OpenDir (or Open) makes its current entries durable. Directories made by
-// MkdirAll are durable in their parent at once (a simplification).
+// durable entries; Create (of a new file), MkdirAll (for each directory it
+// creates), Rename, Remove, RemoveAll and Link change only current entries,
+// and Sync on a directory opened with OpenDir (or Open) makes its current
+// entries durable. The root directory always exists.
 //
 // CrashClone returns a new, independent MemFS with what a machine would find
-// after power loss: only durable entries, each naming its file with the
-// file's durable contents. So a file created but whose directory was never
-// synced disappears; a rename or removal not followed by a sync of the
-// directory is undone; unsynced data is lost. Truncating an existing file
-// with Create is not durable until the file is synced. With
-// CrashOptions.TornWrites, each file also keeps a random prefix of the data
-// written since its last sync (see CrashClone for the exact rule).
+// after power loss: starting from the root, only durable entries, each
+// naming its file with the file's durable contents or its directory with the
+// directory's durable entries. So a file created but whose directory was
+// never synced disappears; a directory made by MkdirAll whose parent was
+// never synced disappears with everything below it, even files and entries
+// synced there (making a/b durable takes syncing both a and the root); a
+// rename or removal not followed by a sync of the directory is undone;
+// unsynced data is lost. Truncating an existing file with Create is not
+// durable until the file is synced. With CrashOptions.TornWrites, each file
+// also keeps a random prefix of the data written since its last sync (see
+// CrashClone for the exact rule).
 //
 // Otherwise MemFS behaves like a POSIX filesystem: hard links share one
 // file, handles see writes made through other handles, a removed file stays
