@@ -99,6 +99,9 @@ func TestConformanceMissing(t *testing.T) {
 		requirePathError(t, err, os.ErrNotExist)
 		_, err = fs.Create(fs.PathJoin(missing, "f"))
 		requirePathError(t, err, os.ErrNotExist)
+		_, err = fs.CreateExclusive(fs.PathJoin(missing, "f"))
+		requirePathError(t, err, os.ErrNotExist)
+		requirePathError(t, fs.Mkdir(fs.PathJoin(missing, "d"), 0o755), os.ErrNotExist)
 		requireLinkError(t, fs.Rename(missing, fs.PathJoin(dir, "x")), os.ErrNotExist)
 		requireLinkError(t, fs.Link(missing, fs.PathJoin(dir, "x")), os.ErrNotExist)
 		require.NoError(t, fs.RemoveAll(missing))
@@ -195,6 +198,64 @@ func TestConformanceCreateTruncates(t *testing.T) {
 		require.Equal(t, "ab\x00\x00\x00\x00\x00\x00\x00\x00X", readFile(t, fs, name))
 		require.NoError(t, old.Close())
 		require.NoError(t, w.Close())
+	})
+}
+
+func TestConformanceCreateExclusive(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs FS, dir string) {
+		name := fs.PathJoin(dir, "f")
+		w, err := fs.CreateExclusive(name)
+		require.NoError(t, err)
+		_, err = w.Write([]byte("first"))
+		require.NoError(t, err)
+		// The handle reads too, like Create's.
+		buf := make([]byte, 5)
+		_, err = w.ReadAt(buf, 0)
+		require.NoError(t, err)
+		require.Equal(t, "first", string(buf))
+		require.NoError(t, w.Close())
+
+		// An existing file is neither truncated nor opened.
+		_, err = fs.CreateExclusive(name)
+		requirePathError(t, err, os.ErrExist)
+		require.Equal(t, "first", readFile(t, fs, name))
+		// Nor is a second name of a file.
+		link := fs.PathJoin(dir, "link")
+		require.NoError(t, fs.Link(name, link))
+		_, err = fs.CreateExclusive(link)
+		requirePathError(t, err, os.ErrExist)
+		require.Equal(t, "first", readFile(t, fs, name))
+		// Nor a directory.
+		sub := fs.PathJoin(dir, "sub")
+		require.NoError(t, fs.Mkdir(sub, 0o755))
+		_, err = fs.CreateExclusive(sub)
+		requirePathError(t, err, os.ErrExist)
+		_, err = fs.CreateExclusive(fs.PathJoin(dir, "f", "x"))
+		requirePathError(t, err, syscall.ENOTDIR)
+	})
+}
+
+func TestConformanceMkdir(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs FS, dir string) {
+		sub := fs.PathJoin(dir, "sub")
+		require.NoError(t, fs.Mkdir(sub, 0o755))
+		fi, err := fs.Stat(sub)
+		require.NoError(t, err)
+		require.True(t, fi.IsDir())
+		require.Empty(t, listSorted(t, fs, sub))
+		writeFile(t, fs, fs.PathJoin(sub, "f"), "x")
+
+		// An existing name, directory or file, is left as it is.
+		requirePathError(t, fs.Mkdir(sub, 0o755), os.ErrExist)
+		require.Equal(t, []string{"f"}, listSorted(t, fs, sub))
+		requirePathError(t, fs.Mkdir(fs.PathJoin(sub, "f"), 0o755), os.ErrExist)
+		require.Equal(t, "x", readFile(t, fs, fs.PathJoin(sub, "f")))
+		requirePathError(t, fs.Mkdir(dir, 0o755), os.ErrExist)
+
+		// Only one level is made.
+		requirePathError(t, fs.Mkdir(fs.PathJoin(dir, "a", "b"), 0o755), os.ErrNotExist)
+		requirePathError(t, fs.Mkdir(fs.PathJoin(sub, "f", "x"), 0o755), syscall.ENOTDIR)
+		require.Equal(t, []string{"sub"}, listSorted(t, fs, dir))
 	})
 }
 

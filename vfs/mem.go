@@ -103,9 +103,23 @@ func (fs *MemFS) parentLocked(parts []string) (*memNode, error) {
 // durable until the directory is synced; a truncation is not durable until
 // the file is synced.
 func (fs *MemFS) Create(name string) (File, error) {
+	return fs.create(name, false)
+}
+
+// CreateExclusive creates the named file like Create, but fails with
+// EEXIST if the name exists.
+func (fs *MemFS) CreateExclusive(name string) (File, error) {
+	return fs.create(name, true)
+}
+
+func (fs *MemFS) create(name string, excl bool) (File, error) {
 	parts := splitPath(name)
 	if len(parts) == 0 {
-		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EISDIR}
+		err := syscall.EISDIR
+		if excl {
+			err = syscall.EEXIST
+		}
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	fs.lock()
 	defer fs.mu.Unlock()
@@ -116,6 +130,8 @@ func (fs *MemFS) Create(name string) (File, error) {
 	base := parts[len(parts)-1]
 	n, ok := dir.entries[base]
 	switch {
+	case ok && excl:
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EEXIST}
 	case ok && n.isDir:
 		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EISDIR}
 	case ok:
@@ -286,6 +302,28 @@ func (fs *MemFS) Link(oldname, newname string) error {
 		return linkErr(syscall.EEXIST)
 	}
 	ndir.entries[nbase] = n
+	return nil
+}
+
+// Mkdir creates the directory dir, whose parent must exist; it fails with
+// EEXIST if dir exists. Unlike one made by MkdirAll, the new directory's
+// entry is not durable until its parent is synced.
+func (fs *MemFS) Mkdir(dir string, perm os.FileMode) error {
+	parts := splitPath(dir)
+	if len(parts) == 0 {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: syscall.EEXIST}
+	}
+	fs.lock()
+	defer fs.mu.Unlock()
+	parent, err := fs.parentLocked(parts)
+	if err != nil {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: err}
+	}
+	base := parts[len(parts)-1]
+	if _, ok := parent.entries[base]; ok {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: syscall.EEXIST}
+	}
+	parent.entries[base] = newDirNode(perm)
 	return nil
 }
 

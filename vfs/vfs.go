@@ -11,10 +11,11 @@
 //
 // Every file has current contents and durable contents; File.Sync makes
 // the current contents durable. Every directory has current entries and
-// durable entries; Create (of a new file), Rename, Remove, RemoveAll and
-// Link change only current entries, and Sync on a directory opened with
-// OpenDir (or Open) makes its current entries durable. Directories made by
-// MkdirAll are durable in their parent at once (a simplification).
+// durable entries; Create (of a new file), CreateExclusive, Mkdir, Rename,
+// Remove, RemoveAll and Link change only current entries, and Sync on a
+// directory opened with OpenDir (or Open) makes its current entries
+// durable. Directories made by MkdirAll are durable in their parent at once
+// (a simplification); those made by Mkdir are not.
 //
 // CrashClone returns a new, independent MemFS with what a machine would find
 // after power loss: only durable entries, each naming its file with the
@@ -59,6 +60,11 @@ type File interface {
 type FS interface {
 	// Create creates or truncates the named file for writing (and reading).
 	Create(name string) (File, error)
+	// CreateExclusive creates the named file for writing (and reading) like
+	// Create, but fails with an error matching os.ErrExist if the name
+	// exists (O_CREATE|O_EXCL): it never truncates or shares an existing
+	// file, including one another process has just made.
+	CreateExclusive(name string) (File, error)
 	// Open opens the named file for reading.
 	Open(name string) (File, error)
 	// OpenDir opens a directory so that it can be synced: Sync on the
@@ -72,6 +78,10 @@ type FS interface {
 	Rename(oldname, newname string) error
 	// Link creates newname as a hard link to oldname.
 	Link(oldname, newname string) error
+	// Mkdir creates one directory, whose parent must exist. It fails with an
+	// error matching os.ErrExist if the name exists, so of several callers
+	// making one name exactly one succeeds.
+	Mkdir(dir string, perm os.FileMode) error
 	// MkdirAll creates a directory and its parents.
 	MkdirAll(dir string, perm os.FileMode) error
 	// List returns the names (base names) of the entries of dir.
