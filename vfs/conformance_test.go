@@ -314,16 +314,54 @@ func TestConformanceRename(t *testing.T) {
 		require.ErrorIs(t, err, os.ErrNotExist)
 		require.Equal(t, []string{"b"}, listSorted(t, fs, dir))
 
-		// Renaming onto a directory fails.
+		// Renaming a file onto a directory fails.
 		sub := fs.PathJoin(dir, "sub")
 		require.NoError(t, fs.MkdirAll(sub, 0o755))
-		requireLinkError(t, fs.Rename(b, sub), os.ErrExist)
+		requireLinkError(t, fs.Rename(b, sub), syscall.EISDIR)
 
 		// Renaming into another directory.
 		moved := fs.PathJoin(sub, "c")
 		require.NoError(t, fs.Rename(b, moved))
 		require.Equal(t, "new", readFile(t, fs, moved))
 		require.Equal(t, []string{"sub"}, listSorted(t, fs, dir))
+	})
+}
+
+func TestConformanceRenameDirectory(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs FS, dir string) {
+		src := fs.PathJoin(dir, "src")
+		require.NoError(t, fs.Mkdir(src, 0o755))
+		writeFile(t, fs, fs.PathJoin(src, "f"), "data")
+
+		// A directory replaces an empty directory.
+		empty := fs.PathJoin(dir, "empty")
+		require.NoError(t, fs.Mkdir(empty, 0o755))
+		require.NoError(t, fs.Rename(src, empty))
+		require.Equal(t, "data", readFile(t, fs, fs.PathJoin(empty, "f")))
+		require.Equal(t, []string{"empty"}, listSorted(t, fs, dir))
+
+		// It does not replace a non-empty directory, whose contents stay.
+		other := fs.PathJoin(dir, "other")
+		require.NoError(t, fs.Mkdir(other, 0o755))
+		writeFile(t, fs, fs.PathJoin(other, "g"), "mine")
+		err := fs.Rename(empty, other)
+		var le *os.LinkError
+		require.ErrorAs(t, err, &le)
+		require.True(t, errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST), "%v", err)
+		require.Equal(t, []string{"g"}, listSorted(t, fs, other))
+		require.Equal(t, "mine", readFile(t, fs, fs.PathJoin(other, "g")))
+		require.Equal(t, "data", readFile(t, fs, fs.PathJoin(empty, "f")))
+
+		// Nor a file.
+		requireLinkError(t, fs.Rename(empty, fs.PathJoin(other, "g")), syscall.ENOTDIR)
+		// Nor can it move below itself, even onto an empty directory.
+		below := fs.PathJoin(empty, "below")
+		require.NoError(t, fs.Mkdir(below, 0o755))
+		requireLinkError(t, fs.Rename(empty, below), syscall.EINVAL)
+		requireLinkError(t, fs.Rename(empty, fs.PathJoin(below, "x")), syscall.EINVAL)
+		// Onto its own parent, which holds it, it finds a non-empty directory.
+		requireLinkError(t, fs.Rename(below, empty), syscall.ENOTEMPTY)
+		require.Equal(t, []string{"below", "f"}, listSorted(t, fs, empty))
 	})
 }
 

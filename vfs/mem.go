@@ -227,10 +227,12 @@ func (fs *MemFS) RemoveAll(name string) error {
 	return nil
 }
 
-// Rename renames oldname to newname, replacing a file at newname. Like
-// os.Rename it fails with EEXIST when newname is a directory, and renaming
-// a name onto another name of the same file does nothing. The change is not
-// durable until both parents are synced.
+// Rename renames oldname to newname, replacing a file at newname, or an
+// empty directory when oldname is a directory, as rename(2) does. Renaming
+// a directory onto a non-empty directory fails with ENOTEMPTY, a file onto
+// a directory with EISDIR, and a directory onto a file with ENOTDIR;
+// renaming a name onto another name of the same file does nothing. The
+// change is not durable until both parents are synced.
 func (fs *MemFS) Rename(oldname, newname string) error {
 	linkErr := func(err error) error {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
@@ -254,20 +256,22 @@ func (fs *MemFS) Rename(oldname, newname string) error {
 	if err != nil {
 		return linkErr(err)
 	}
+	if n.isDir && len(np) > len(op) && slices.Equal(np[:len(op)], op) {
+		// A directory cannot move below itself.
+		return linkErr(syscall.EINVAL)
+	}
 	nbase := np[len(np)-1]
 	if existing, ok := ndir.entries[nbase]; ok {
 		switch {
 		case existing == n:
 			return nil
-		case existing.isDir:
-			return linkErr(syscall.EEXIST)
-		case n.isDir:
+		case existing.isDir && !n.isDir:
+			return linkErr(syscall.EISDIR)
+		case existing.isDir && len(existing.entries) > 0:
+			return linkErr(syscall.ENOTEMPTY)
+		case n.isDir && !existing.isDir:
 			return linkErr(syscall.ENOTDIR)
 		}
-	}
-	if n.isDir && len(np) > len(op) && slices.Equal(np[:len(op)], op) {
-		// A directory cannot move below itself.
-		return linkErr(syscall.EINVAL)
 	}
 	delete(odir.entries, obase)
 	ndir.entries[nbase] = n

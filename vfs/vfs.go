@@ -74,7 +74,11 @@ type FS interface {
 	Remove(name string) error
 	// RemoveAll removes a directory tree (for tests and tooling).
 	RemoveAll(name string) error
-	// Rename renames oldname to newname, replacing newname if it exists.
+	// Rename renames oldname to newname atomically, replacing newname if it
+	// exists, as rename(2) does: a file replaces a file, and a directory
+	// replaces an empty directory. A directory onto a non-empty directory
+	// fails with ENOTEMPTY (or EEXIST), a file onto a directory with EISDIR
+	// and a directory onto a file with ENOTDIR.
 	Rename(oldname, newname string) error
 	// Link creates newname as a hard link to oldname.
 	Link(oldname, newname string) error
