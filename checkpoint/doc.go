@@ -6,7 +6,8 @@
 // separated) and a fresh manifest that describes exactly those files:
 //
 //	checkpoint-dir/
-//	  000012.sst  -> hard link to db/000012.sst (copied when linking fails)
+//	  000012.sst  -> hard link to db/000012.sst (copied when linking is
+//	                 impossible)
 //	  000015.sst  -> ...
 //	  000013.vlog -> hard link to db/000013.vlog (every value log the
 //	                 pinned version holds, so every pointer resolves)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -87,18 +88,44 @@ func prepareDir(fs vfs.FS, dst string) error {
 	return nil
 }
 
-// linkOrCopy hard-links src to dst, or copies it (synced) when the
-// filesystem cannot link, e.g. across devices.
+// linkOrCopy hard-links src to dst or, when the filesystem cannot link
+// there (see cannotLink), copies it into a new file (synced). It never
+// replaces or truncates an existing dst, which might be a link to a live
+// file: if dst exists it fails with an error matching os.ErrExist.
 func linkOrCopy(fs vfs.FS, src, dst string) error {
-	if err := fs.Link(src, dst); err == nil {
+	err := fs.Link(src, dst)
+	if err == nil {
 		return nil
 	}
+	if !cannotLink(err) {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return copyFile(fs, src, dst)
+}
+
+// cannotLink reports whether a Link error means that the filesystem cannot
+// make this link at all, so a copy is the way: across devices (EXDEV),
+// where hard links are not permitted or not supported (EPERM, ENOTSUP,
+// EOPNOTSUPP), or when the file has as many links as allowed (EMLINK).
+// Any other error, above all EEXIST, is a failure.
+func cannotLink(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.EXDEV, syscall.EPERM, syscall.ENOTSUP, syscall.EOPNOTSUPP, syscall.EMLINK} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
+// copyFile copies src into dst, which it creates exclusively, and syncs
+// it. If the copy fails, it removes dst, which is its own.
+func copyFile(fs vfs.FS, src, dst string) error {
 	in, err := fs.Open(src)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	defer in.Close()
-	out, err := fs.Create(dst)
+	out, err := fs.CreateExclusive(dst)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -110,6 +137,7 @@ func linkOrCopy(fs vfs.FS, src, dst string) error {
 		err = cerr
 	}
 	if err != nil {
+		_ = fs.Remove(dst)
 		return fmt.Errorf("checkpoint: copy %s: %w", src, err)
 	}
 	return nil
