@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
+	"syscall"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -23,32 +25,140 @@ type Source struct {
 }
 
 // WriteLocal writes a checkpoint of src into dst, which must not exist or
-// be an empty directory. Every file is durable when it returns (files
-// synced, then the directory). On error the partial checkpoint is removed.
+// be an empty directory. It builds the checkpoint in a temporary directory
+// of its own next to dst and renames that onto dst, so that it never writes
+// into a directory another caller uses: of concurrent checkpoints into one
+// dst, exactly one succeeds. Every file is durable when it returns (files
+// synced, then the directories). On error it removes what it created, and
+// nothing else; dst is left as it was, except after a failure to sync dst's
+// parent, when dst holds the complete checkpoint whose durability is not
+// known.
 func WriteLocal(src Source, dst string) (err error) {
 	fs := src.FS
-	if err := prepareDir(fs, dst); err != nil {
+	dst = fs.PathJoin(dst) // cleaned: "ckpt/" is "ckpt"
+	if err := checkDest(fs, dst); err != nil {
+		return err
+	}
+	parent := fs.PathDir(dst)
+	if err := mkdirAllDurable(fs, parent); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	tmp, err := makeTempDir(fs, dst)
+	if err != nil {
 		return err
 	}
 	defer func() {
-		if err != nil {
-			_ = fs.RemoveAll(dst)
+		if tmp != "" {
+			_ = fs.RemoveAll(tmp)
 		}
 	}()
+	if err := fill(src, tmp); err != nil {
+		return err
+	}
+	// As rename(2), Rename replaces dst only if it is missing or an empty
+	// directory, atomically; if another checkpoint (or anything else) got
+	// there first, it fails and dst keeps what it holds.
+	if err := fs.Rename(tmp, dst); err != nil {
+		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
+			return fmt.Errorf("checkpoint: %s already exists and is not empty: %w", dst, err)
+		}
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	tmp = "" // it is dst now, which is never removed
+	if err := manifest.SyncDir(fs, parent); err != nil {
+		return fmt.Errorf("checkpoint: sync parent directory: %w", err)
+	}
+	return nil
+}
+
+// checkDest fails early when dst cannot take a checkpoint. It is only a
+// courtesy that saves linking files in vain: dst can change after it, and
+// the rename into place is what decides.
+func checkDest(fs vfs.FS, dst string) error {
+	fi, err := fs.Stat(dst)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("checkpoint: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("checkpoint: %s already exists and is not a directory", dst)
+	}
+	names, err := fs.List(dst)
+	if errors.Is(err, os.ErrNotExist) {
+		// Replaced or removed since the Stat (listing a directory that
+		// another checkpoint's rename has just replaced gives ENOENT).
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if len(names) > 0 {
+		return fmt.Errorf("checkpoint: %s already exists and is not empty", dst)
+	}
+	return nil
+}
+
+// mkdirAllDurable creates dir and its missing parents, and makes the entry
+// of each directory it creates durable in its parent.
+func mkdirAllDurable(fs vfs.FS, dir string) error {
+	var missing []string
+	for d := dir; ; d = fs.PathDir(d) {
+		if _, err := fs.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		missing = append(missing, d)
+		if fs.PathDir(d) == d {
+			break
+		}
+	}
+	if err := fs.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range missing {
+		if err := manifest.SyncDir(fs, fs.PathDir(d)); err != nil {
+			return fmt.Errorf("sync directory: %w", err)
+		}
+	}
+	return nil
+}
+
+// makeTempDir creates a new directory named dst + ".tmp-" + a random
+// suffix, next to dst, for building the checkpoint in. Mkdir fails if the
+// name exists, so the directory belongs to this call alone.
+func makeTempDir(fs vfs.FS, dst string) (string, error) {
+	var err error
+	for range 10 {
+		name := fmt.Sprintf("%s.tmp-%016x", dst, rand.Uint64())
+		if err = fs.Mkdir(name, 0o755); err == nil {
+			return name, nil
+		}
+		if !errors.Is(err, os.ErrExist) {
+			break
+		}
+	}
+	return "", fmt.Errorf("checkpoint: create temporary directory: %w", err)
+}
+
+// fill writes the checkpoint's files into dir, which this call created:
+// links to (or copies of) the version's tables and value logs, a manifest
+// and CURRENT; then it syncs dir.
+func fill(src Source, dir string) error {
+	fs := src.FS
 	var linkErr error
 	src.Version.Files(func(_ int, f *manifest.FileMetadata) {
 		if linkErr != nil {
 			return
 		}
 		name := base.MakeFilename(base.FileTypeTable, f.FileNum)
-		linkErr = linkOrCopy(fs, fs.PathJoin(src.Dir, name), fs.PathJoin(dst, name))
+		linkErr = linkOrCopy(fs, fs.PathJoin(src.Dir, name), fs.PathJoin(dir, name))
 	})
 	for _, vl := range src.Version.SortedVlogs() {
 		if linkErr != nil {
 			break
 		}
 		name := base.MakeFilename(base.FileTypeVlog, vl.FileNum)
-		linkErr = linkOrCopy(fs, fs.PathJoin(src.Dir, name), fs.PathJoin(dst, name))
+		linkErr = linkOrCopy(fs, fs.PathJoin(src.Dir, name), fs.PathJoin(dir, name))
 	}
 	if linkErr != nil {
 		return linkErr
@@ -59,46 +169,55 @@ func WriteLocal(src Source, dst string) (err error) {
 	manifestNum := src.NextFileNum
 	tempNum := manifestNum + 1
 	next := manifestNum + 2
-	w, err := manifest.WriteSnapshot(fs, dst, manifestNum, src.Version, next, src.LastSeq, next+1)
+	w, err := manifest.WriteSnapshot(fs, dir, manifestNum, src.Version, next, src.LastSeq, next+1)
 	if err != nil {
 		return err
 	}
 	if err := w.Close(); err != nil {
 		return fmt.Errorf("checkpoint: close manifest: %w", err)
 	}
-	return manifest.SetCurrent(fs, dst, manifestNum, tempNum)
+	// SetCurrent syncs dir.
+	return manifest.SetCurrent(fs, dir, manifestNum, tempNum)
 }
 
-func prepareDir(fs vfs.FS, dst string) error {
-	names, err := fs.List(dst)
-	switch {
-	case err == nil && len(names) > 0:
-		return fmt.Errorf("checkpoint: %s already exists and is not empty", dst)
-	case err != nil && !errors.Is(err, os.ErrNotExist):
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if err := fs.MkdirAll(dst, 0o755); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	// Make the new directory's entry in its parent durable.
-	if err := manifest.SyncDir(fs, fs.PathDir(dst)); err != nil {
-		return fmt.Errorf("checkpoint: sync parent directory: %w", err)
-	}
-	return nil
-}
-
-// linkOrCopy hard-links src to dst, or copies it (synced) when the
-// filesystem cannot link, e.g. across devices.
+// linkOrCopy hard-links src to dst or, when the filesystem cannot link
+// there (see cannotLink), copies it into a new file (synced). It never
+// replaces or truncates an existing dst, which might be a link to a live
+// file: if dst exists it fails with an error matching os.ErrExist.
 func linkOrCopy(fs vfs.FS, src, dst string) error {
-	if err := fs.Link(src, dst); err == nil {
+	err := fs.Link(src, dst)
+	if err == nil {
 		return nil
 	}
+	if !cannotLink(err) {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	return copyFile(fs, src, dst)
+}
+
+// cannotLink reports whether a Link error means that the filesystem cannot
+// make this link at all, so a copy is the way: across devices (EXDEV),
+// where hard links are not permitted or not supported (EPERM, ENOTSUP,
+// EOPNOTSUPP), or when the file has as many links as allowed (EMLINK).
+// Any other error, above all EEXIST, is a failure.
+func cannotLink(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.EXDEV, syscall.EPERM, syscall.ENOTSUP, syscall.EOPNOTSUPP, syscall.EMLINK} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
+
+// copyFile copies src into dst, which it creates exclusively, and syncs
+// it. If the copy fails, it removes dst, which is its own.
+func copyFile(fs vfs.FS, src, dst string) error {
 	in, err := fs.Open(src)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
 	defer in.Close()
-	out, err := fs.Create(dst)
+	out, err := fs.CreateExclusive(dst)
 	if err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
 	}
@@ -110,6 +229,7 @@ func linkOrCopy(fs vfs.FS, src, dst string) error {
 		err = cerr
 	}
 	if err != nil {
+		_ = fs.Remove(dst)
 		return fmt.Errorf("checkpoint: copy %s: %w", src, err)
 	}
 	return nil

@@ -99,6 +99,9 @@ func TestConformanceMissing(t *testing.T) {
 		requirePathError(t, err, os.ErrNotExist)
 		_, err = fs.Create(fs.PathJoin(missing, "f"))
 		requirePathError(t, err, os.ErrNotExist)
+		_, err = fs.CreateExclusive(fs.PathJoin(missing, "f"))
+		requirePathError(t, err, os.ErrNotExist)
+		requirePathError(t, fs.Mkdir(fs.PathJoin(missing, "d"), 0o755), os.ErrNotExist)
 		requireLinkError(t, fs.Rename(missing, fs.PathJoin(dir, "x")), os.ErrNotExist)
 		requireLinkError(t, fs.Link(missing, fs.PathJoin(dir, "x")), os.ErrNotExist)
 		require.NoError(t, fs.RemoveAll(missing))
@@ -198,6 +201,64 @@ func TestConformanceCreateTruncates(t *testing.T) {
 	})
 }
 
+func TestConformanceCreateExclusive(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs FS, dir string) {
+		name := fs.PathJoin(dir, "f")
+		w, err := fs.CreateExclusive(name)
+		require.NoError(t, err)
+		_, err = w.Write([]byte("first"))
+		require.NoError(t, err)
+		// The handle reads too, like Create's.
+		buf := make([]byte, 5)
+		_, err = w.ReadAt(buf, 0)
+		require.NoError(t, err)
+		require.Equal(t, "first", string(buf))
+		require.NoError(t, w.Close())
+
+		// An existing file is neither truncated nor opened.
+		_, err = fs.CreateExclusive(name)
+		requirePathError(t, err, os.ErrExist)
+		require.Equal(t, "first", readFile(t, fs, name))
+		// Nor is a second name of a file.
+		link := fs.PathJoin(dir, "link")
+		require.NoError(t, fs.Link(name, link))
+		_, err = fs.CreateExclusive(link)
+		requirePathError(t, err, os.ErrExist)
+		require.Equal(t, "first", readFile(t, fs, name))
+		// Nor a directory.
+		sub := fs.PathJoin(dir, "sub")
+		require.NoError(t, fs.Mkdir(sub, 0o755))
+		_, err = fs.CreateExclusive(sub)
+		requirePathError(t, err, os.ErrExist)
+		_, err = fs.CreateExclusive(fs.PathJoin(dir, "f", "x"))
+		requirePathError(t, err, syscall.ENOTDIR)
+	})
+}
+
+func TestConformanceMkdir(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs FS, dir string) {
+		sub := fs.PathJoin(dir, "sub")
+		require.NoError(t, fs.Mkdir(sub, 0o755))
+		fi, err := fs.Stat(sub)
+		require.NoError(t, err)
+		require.True(t, fi.IsDir())
+		require.Empty(t, listSorted(t, fs, sub))
+		writeFile(t, fs, fs.PathJoin(sub, "f"), "x")
+
+		// An existing name, directory or file, is left as it is.
+		requirePathError(t, fs.Mkdir(sub, 0o755), os.ErrExist)
+		require.Equal(t, []string{"f"}, listSorted(t, fs, sub))
+		requirePathError(t, fs.Mkdir(fs.PathJoin(sub, "f"), 0o755), os.ErrExist)
+		require.Equal(t, "x", readFile(t, fs, fs.PathJoin(sub, "f")))
+		requirePathError(t, fs.Mkdir(dir, 0o755), os.ErrExist)
+
+		// Only one level is made.
+		requirePathError(t, fs.Mkdir(fs.PathJoin(dir, "a", "b"), 0o755), os.ErrNotExist)
+		requirePathError(t, fs.Mkdir(fs.PathJoin(sub, "f", "x"), 0o755), syscall.ENOTDIR)
+		require.Equal(t, []string{"sub"}, listSorted(t, fs, dir))
+	})
+}
+
 func TestConformanceListStat(t *testing.T) {
 	forEachFS(t, func(t *testing.T, fs FS, dir string) {
 		require.Empty(t, listSorted(t, fs, dir))
@@ -253,16 +314,54 @@ func TestConformanceRename(t *testing.T) {
 		require.ErrorIs(t, err, os.ErrNotExist)
 		require.Equal(t, []string{"b"}, listSorted(t, fs, dir))
 
-		// Renaming onto a directory fails.
+		// Renaming a file onto a directory fails.
 		sub := fs.PathJoin(dir, "sub")
 		require.NoError(t, fs.MkdirAll(sub, 0o755))
-		requireLinkError(t, fs.Rename(b, sub), os.ErrExist)
+		requireLinkError(t, fs.Rename(b, sub), syscall.EISDIR)
 
 		// Renaming into another directory.
 		moved := fs.PathJoin(sub, "c")
 		require.NoError(t, fs.Rename(b, moved))
 		require.Equal(t, "new", readFile(t, fs, moved))
 		require.Equal(t, []string{"sub"}, listSorted(t, fs, dir))
+	})
+}
+
+func TestConformanceRenameDirectory(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs FS, dir string) {
+		src := fs.PathJoin(dir, "src")
+		require.NoError(t, fs.Mkdir(src, 0o755))
+		writeFile(t, fs, fs.PathJoin(src, "f"), "data")
+
+		// A directory replaces an empty directory.
+		empty := fs.PathJoin(dir, "empty")
+		require.NoError(t, fs.Mkdir(empty, 0o755))
+		require.NoError(t, fs.Rename(src, empty))
+		require.Equal(t, "data", readFile(t, fs, fs.PathJoin(empty, "f")))
+		require.Equal(t, []string{"empty"}, listSorted(t, fs, dir))
+
+		// It does not replace a non-empty directory, whose contents stay.
+		other := fs.PathJoin(dir, "other")
+		require.NoError(t, fs.Mkdir(other, 0o755))
+		writeFile(t, fs, fs.PathJoin(other, "g"), "mine")
+		err := fs.Rename(empty, other)
+		var le *os.LinkError
+		require.ErrorAs(t, err, &le)
+		require.True(t, errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST), "%v", err)
+		require.Equal(t, []string{"g"}, listSorted(t, fs, other))
+		require.Equal(t, "mine", readFile(t, fs, fs.PathJoin(other, "g")))
+		require.Equal(t, "data", readFile(t, fs, fs.PathJoin(empty, "f")))
+
+		// Nor a file.
+		requireLinkError(t, fs.Rename(empty, fs.PathJoin(other, "g")), syscall.ENOTDIR)
+		// Nor can it move below itself, even onto an empty directory.
+		below := fs.PathJoin(empty, "below")
+		require.NoError(t, fs.Mkdir(below, 0o755))
+		requireLinkError(t, fs.Rename(empty, below), syscall.EINVAL)
+		requireLinkError(t, fs.Rename(empty, fs.PathJoin(below, "x")), syscall.EINVAL)
+		// Onto its own parent, which holds it, it finds a non-empty directory.
+		requireLinkError(t, fs.Rename(below, empty), syscall.ENOTEMPTY)
+		require.Equal(t, []string{"below", "f"}, listSorted(t, fs, empty))
 	})
 }
 

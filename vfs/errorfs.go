@@ -75,6 +75,18 @@ func (fs *ErrorFS) Create(name string) (File, error) {
 	return fs.wrap(f, name, false), nil
 }
 
+// CreateExclusive creates name, failing if it exists (OpCreateExclusive).
+func (fs *ErrorFS) CreateExclusive(name string) (File, error) {
+	if err := fs.maybeError(OpCreateExclusive, name, ""); err != nil {
+		return nil, err
+	}
+	f, err := fs.inner.CreateExclusive(name)
+	if err != nil {
+		return nil, err
+	}
+	return fs.wrap(f, name, false), nil
+}
+
 // Open opens name for reading (OpOpen).
 func (fs *ErrorFS) Open(name string) (File, error) {
 	if err := fs.maybeError(OpOpen, name, ""); err != nil {
@@ -130,6 +142,14 @@ func (fs *ErrorFS) Link(oldname, newname string) error {
 		return err
 	}
 	return fs.inner.Link(oldname, newname)
+}
+
+// Mkdir creates one directory (OpMkdir).
+func (fs *ErrorFS) Mkdir(dir string, perm os.FileMode) error {
+	if err := fs.maybeError(OpMkdir, dir, ""); err != nil {
+		return err
+	}
+	return fs.inner.Mkdir(dir, perm)
 }
 
 // MkdirAll creates dir and its parents (OpMkdirAll).

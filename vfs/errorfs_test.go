@@ -15,6 +15,16 @@ func workload(fs FS) error {
 	if err := fs.MkdirAll("db", 0o755); err != nil {
 		return err
 	}
+	if err := fs.Mkdir("db/d", 0o755); err != nil {
+		return err
+	}
+	x, err := fs.CreateExclusive("db/d/x")
+	if err != nil {
+		return err
+	}
+	if err := x.Close(); err != nil {
+		return err
+	}
 	f, err := fs.Create("db/a")
 	if err != nil {
 		return err
@@ -72,6 +82,8 @@ func workload(fs FS) error {
 
 var workloadOps = []Op{
 	{Kind: OpMkdirAll, Path: "db"},
+	{Kind: OpMkdir, Path: "db/d"},
+	{Kind: OpCreateExclusive, Path: "db/d/x"},
 	{Kind: OpCreate, Path: "db/a"},
 	{Kind: OpWrite, Path: "db/a"},
 	{Kind: OpSync, Path: "db/a"},
@@ -132,7 +144,7 @@ func TestIndexInjectorWritesOnly(t *testing.T) {
 			writes = append(writes, op)
 		}
 	}
-	require.Len(t, writes, 9)
+	require.Len(t, writes, 11)
 
 	counter := OnIndex(-1, WritesOnly())
 	require.NoError(t, workload(NewErrorFS(NewMem(), counter)))
@@ -208,6 +220,9 @@ func TestErrorFSFailedOperationsDoNothing(t *testing.T) {
 	require.Zero(t, n)
 	_, err = fs.Create("g")
 	require.ErrorIs(t, err, ErrInjected)
+	_, err = fs.CreateExclusive("g")
+	require.ErrorIs(t, err, ErrInjected)
+	require.ErrorIs(t, fs.Mkdir("d", 0o755), ErrInjected)
 	require.ErrorIs(t, fs.Rename("f", "h"), ErrInjected)
 	require.ErrorIs(t, fs.Remove("f"), ErrInjected)
 	n, err = f.ReadAt(make([]byte, 3), 0)
@@ -273,7 +288,11 @@ func TestOpStrings(t *testing.T) {
 	for k := range numOpKinds {
 		require.NotEmpty(t, opKindNames[k], "kind %d has a name", k)
 	}
+	require.Equal(t, "mkdir(a)", Op{Kind: OpMkdir, Path: "a"}.String())
+	require.Equal(t, "create-exclusive(a)", Op{Kind: OpCreateExclusive, Path: "a"}.String())
 	require.True(t, OpSyncDir.IsWrite())
+	require.True(t, OpMkdir.IsWrite())
+	require.True(t, OpCreateExclusive.IsWrite())
 	require.False(t, OpOpenDir.IsWrite())
 	require.False(t, OpReadAt.IsWrite())
 }
@@ -288,6 +307,9 @@ func TestZeroValues(t *testing.T) {
 	_, err := efs.Create("f")
 	require.Error(t, err)
 	require.Error(t, efs.MkdirAll("d", 0o755))
+	require.Error(t, efs.Mkdir("d", 0o755))
+	_, err = efs.CreateExclusive("f")
+	require.Error(t, err)
 	require.Equal(t, "a/b", efs.PathJoin("a", "b"))
 	require.Equal(t, "b", efs.PathBase("a/b"))
 	require.Equal(t, "a", efs.PathDir("a/b"))

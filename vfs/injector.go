@@ -33,6 +33,9 @@ const (
 	OpSync                    // File.Sync of a file (or of a directory opened with Open)
 	OpSyncDir                 // File.Sync of a directory opened with OpenDir
 	OpFileStat                // File.Stat
+
+	OpCreateExclusive // FS.CreateExclusive
+	OpMkdir           // FS.Mkdir
 	numOpKinds
 )
 
@@ -53,6 +56,9 @@ var opKindNames = [numOpKinds]string{
 	OpSync:      "sync",
 	OpSyncDir:   "sync-dir",
 	OpFileStat:  "file-stat",
+
+	OpCreateExclusive: "create-exclusive",
+	OpMkdir:           "mkdir",
 }
 
 // String returns the operation's name, such as "create" or "sync-dir".
@@ -64,13 +70,14 @@ func (k OpKind) String() string {
 }
 
 // IsWrite reports whether the operation changes the filesystem: Create,
-// Remove, RemoveAll, Rename, Link, MkdirAll, Write, Sync and SyncDir.
+// CreateExclusive, Remove, RemoveAll, Rename, Link, Mkdir, MkdirAll, Write,
+// Sync and SyncDir.
 // Opening, listing, reading and stat-ing are not writes; nor is OpenDir,
 // whose Sync is the write.
 func (k OpKind) IsWrite() bool {
 	switch k {
-	case OpCreate, OpRemove, OpRemoveAll, OpRename, OpLink, OpMkdirAll,
-		OpWrite, OpSync, OpSyncDir:
+	case OpCreate, OpCreateExclusive, OpRemove, OpRemoveAll, OpRename,
+		OpLink, OpMkdir, OpMkdirAll, OpWrite, OpSync, OpSyncDir:
 		return true
 	}
 	return false

@@ -103,9 +103,23 @@ func (fs *MemFS) parentLocked(parts []string) (*memNode, error) {
 // durable until the directory is synced; a truncation is not durable until
 // the file is synced.
 func (fs *MemFS) Create(name string) (File, error) {
+	return fs.create(name, false)
+}
+
+// CreateExclusive creates the named file like Create, but fails with
+// EEXIST if the name exists.
+func (fs *MemFS) CreateExclusive(name string) (File, error) {
+	return fs.create(name, true)
+}
+
+func (fs *MemFS) create(name string, excl bool) (File, error) {
 	parts := splitPath(name)
 	if len(parts) == 0 {
-		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EISDIR}
+		err := syscall.EISDIR
+		if excl {
+			err = syscall.EEXIST
+		}
+		return nil, &os.PathError{Op: "open", Path: name, Err: err}
 	}
 	fs.lock()
 	defer fs.mu.Unlock()
@@ -116,6 +130,8 @@ func (fs *MemFS) Create(name string) (File, error) {
 	base := parts[len(parts)-1]
 	n, ok := dir.entries[base]
 	switch {
+	case ok && excl:
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EEXIST}
 	case ok && n.isDir:
 		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EISDIR}
 	case ok:
@@ -211,10 +227,12 @@ func (fs *MemFS) RemoveAll(name string) error {
 	return nil
 }
 
-// Rename renames oldname to newname, replacing a file at newname. Like
-// os.Rename it fails with EEXIST when newname is a directory, and renaming
-// a name onto another name of the same file does nothing. The change is not
-// durable until both parents are synced.
+// Rename renames oldname to newname, replacing a file at newname, or an
+// empty directory when oldname is a directory, as rename(2) does. Renaming
+// a directory onto a non-empty directory fails with ENOTEMPTY, a file onto
+// a directory with EISDIR, and a directory onto a file with ENOTDIR;
+// renaming a name onto another name of the same file does nothing. The
+// change is not durable until both parents are synced.
 func (fs *MemFS) Rename(oldname, newname string) error {
 	linkErr := func(err error) error {
 		return &os.LinkError{Op: "rename", Old: oldname, New: newname, Err: err}
@@ -238,20 +256,22 @@ func (fs *MemFS) Rename(oldname, newname string) error {
 	if err != nil {
 		return linkErr(err)
 	}
+	if n.isDir && len(np) > len(op) && slices.Equal(np[:len(op)], op) {
+		// A directory cannot move below itself.
+		return linkErr(syscall.EINVAL)
+	}
 	nbase := np[len(np)-1]
 	if existing, ok := ndir.entries[nbase]; ok {
 		switch {
 		case existing == n:
 			return nil
-		case existing.isDir:
-			return linkErr(syscall.EEXIST)
-		case n.isDir:
+		case existing.isDir && !n.isDir:
+			return linkErr(syscall.EISDIR)
+		case existing.isDir && len(existing.entries) > 0:
+			return linkErr(syscall.ENOTEMPTY)
+		case n.isDir && !existing.isDir:
 			return linkErr(syscall.ENOTDIR)
 		}
-	}
-	if n.isDir && len(np) > len(op) && slices.Equal(np[:len(op)], op) {
-		// A directory cannot move below itself.
-		return linkErr(syscall.EINVAL)
 	}
 	delete(odir.entries, obase)
 	ndir.entries[nbase] = n
@@ -286,6 +306,28 @@ func (fs *MemFS) Link(oldname, newname string) error {
 		return linkErr(syscall.EEXIST)
 	}
 	ndir.entries[nbase] = n
+	return nil
+}
+
+// Mkdir creates the directory dir, whose parent must exist; it fails with
+// EEXIST if dir exists. Like a file made by Create, the new directory's
+// entry is not durable until its parent is synced.
+func (fs *MemFS) Mkdir(dir string, perm os.FileMode) error {
+	parts := splitPath(dir)
+	if len(parts) == 0 {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: syscall.EEXIST}
+	}
+	fs.lock()
+	defer fs.mu.Unlock()
+	parent, err := fs.parentLocked(parts)
+	if err != nil {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: err}
+	}
+	base := parts[len(parts)-1]
+	if _, ok := parent.entries[base]; ok {
+		return &os.PathError{Op: "mkdir", Path: dir, Err: syscall.EEXIST}
+	}
+	parent.entries[base] = newDirNode(perm)
 	return nil
 }
 

@@ -251,6 +251,46 @@ var crashCases = []crashCase{
 		want: map[string]string{"db": dirMarker, "db/sub": dirMarker, "db/sub/f": "abc"},
 	},
 	{
+		name: "mkdir is not durable until the parent is synced",
+		setup: func(t *testing.T, fs *MemFS) {
+			require.NoError(t, fs.MkdirAll("db", 0o755))
+			require.NoError(t, fs.Mkdir("db/a", 0o755))
+			require.NoError(t, fs.Mkdir("db/b", 0o755))
+			f := create(t, fs, "db/b/f")
+			write(t, f, "abc")
+			require.NoError(t, f.Sync())
+			syncDir(t, fs, "db/b")
+			syncDir(t, fs, "db")
+			require.NoError(t, fs.Mkdir("db/c", 0o755))
+		},
+		want: map[string]string{"db": dirMarker, "db/a": dirMarker, "db/b": dirMarker, "db/b/f": "abc"},
+	},
+	{
+		name: "renaming a directory over an empty one is not durable until the parent is synced",
+		setup: func(t *testing.T, fs *MemFS) {
+			require.NoError(t, fs.MkdirAll("db/empty", 0o755))
+			require.NoError(t, fs.Mkdir("db/tmp", 0o755))
+			writeFile(t, fs, "db/tmp/f", "abc")
+			syncDir(t, fs, "db/tmp")
+			require.NoError(t, fs.Rename("db/tmp", "db/empty"))
+		},
+		want: map[string]string{"db": dirMarker, "db/empty": dirMarker},
+	},
+	{
+		name: "renaming a directory over an empty one is durable after the parent is synced",
+		setup: func(t *testing.T, fs *MemFS) {
+			require.NoError(t, fs.MkdirAll("db/empty", 0o755))
+			require.NoError(t, fs.Mkdir("db/tmp", 0o755))
+			f := create(t, fs, "db/tmp/f")
+			write(t, f, "abc")
+			require.NoError(t, f.Sync())
+			syncDir(t, fs, "db/tmp")
+			require.NoError(t, fs.Rename("db/tmp", "db/empty"))
+			syncDir(t, fs, "db")
+		},
+		want: map[string]string{"db": dirMarker, "db/empty": dirMarker, "db/empty/f": "abc"},
+	},
+	{
 		name: "link is not durable until the directory is synced",
 		setup: func(t *testing.T, fs *MemFS) {
 			f := create(t, fs, "db/a")

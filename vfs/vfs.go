@@ -11,10 +11,11 @@
 //
 // Every file has current contents and durable contents; File.Sync makes
 // the current contents durable. Every directory has current entries and
-// durable entries; Create (of a new file), MkdirAll (for each directory it
-// creates), Rename, Remove, RemoveAll and Link change only current entries,
-// and Sync on a directory opened with OpenDir (or Open) makes its current
-// entries durable. The root directory always exists.
+// durable entries; Create (of a new file), CreateExclusive, Mkdir, MkdirAll
+// (for each directory it creates), Rename, Remove, RemoveAll and Link change
+// only current entries, and Sync on a directory opened with OpenDir (or
+// Open) makes its current entries durable. The root directory always
+// exists.
 //
 // CrashClone returns a new, independent MemFS with what a machine would find
 // after power loss: starting from the root, only durable entries, each
@@ -63,6 +64,11 @@ type File interface {
 type FS interface {
 	// Create creates or truncates the named file for writing (and reading).
 	Create(name string) (File, error)
+	// CreateExclusive creates the named file for writing (and reading) like
+	// Create, but fails with an error matching os.ErrExist if the name
+	// exists (O_CREATE|O_EXCL): it never truncates or shares an existing
+	// file, including one another process has just made.
+	CreateExclusive(name string) (File, error)
 	// Open opens the named file for reading.
 	Open(name string) (File, error)
 	// OpenDir opens a directory so that it can be synced: Sync on the
@@ -72,10 +78,18 @@ type FS interface {
 	Remove(name string) error
 	// RemoveAll removes a directory tree (for tests and tooling).
 	RemoveAll(name string) error
-	// Rename renames oldname to newname, replacing newname if it exists.
+	// Rename renames oldname to newname atomically, replacing newname if it
+	// exists, as rename(2) does: a file replaces a file, and a directory
+	// replaces an empty directory. A directory onto a non-empty directory
+	// fails with ENOTEMPTY (or EEXIST), a file onto a directory with EISDIR
+	// and a directory onto a file with ENOTDIR.
 	Rename(oldname, newname string) error
 	// Link creates newname as a hard link to oldname.
 	Link(oldname, newname string) error
+	// Mkdir creates one directory, whose parent must exist. It fails with an
+	// error matching os.ErrExist if the name exists, so of several callers
+	// making one name exactly one succeeds.
+	Mkdir(dir string, perm os.FileMode) error
 	// MkdirAll creates a directory and its parents.
 	MkdirAll(dir string, perm os.FileMode) error
 	// List returns the names (base names) of the entries of dir.
