@@ -3,7 +3,6 @@ package strata
 import (
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sync"
 
@@ -11,10 +10,12 @@ import (
 	"github.com/strata-db/strata/vfs"
 )
 
-// A database directory is opened by one DB at a time. Within the process a
-// registry of open directories enforces it for every filesystem; on the
-// operating system's filesystem an advisory lock on the LOCK file also keeps
-// other processes out.
+// A database directory is opened by one DB at a time. The LOCK file is
+// locked through the filesystem (vfs.Lock: the operating system's flock,
+// MemFS's own locks), looking through wrappers such as vfs.ErrorFS that
+// implement vfs.Unwrapper, so that a wrapped filesystem is locked like the
+// one it wraps. A filesystem that cannot lock falls back to a registry of
+// the directories open in this process.
 var openDirs struct {
 	sync.Mutex
 	m map[dirKey]bool
@@ -27,7 +28,7 @@ type dirKey struct {
 
 type dirLock struct {
 	key  dirKey
-	file *os.File
+	file io.Closer // the lock on LOCK, or nil with the registry
 	once sync.Once
 }
 
@@ -35,7 +36,8 @@ func (l *dirLock) Close() error {
 	var err error
 	l.once.Do(func() {
 		if l.file != nil {
-			err = unlockFile(l.file)
+			err = l.file.Close()
+			return
 		}
 		openDirs.Lock()
 		delete(openDirs.m, l.key)
@@ -45,11 +47,17 @@ func (l *dirLock) Close() error {
 }
 
 func lockDir(fs vfs.FS, dirname string) (io.Closer, error) {
+	name := fs.PathJoin(dirname, base.MakeFilename(base.FileTypeLock, 0))
+	lock, ok, err := vfs.Lock(fs, name)
+	if err != nil {
+		return nil, fmt.Errorf("strata: lock %q (is the database open elsewhere?): %w", dirname, err)
+	}
+	if ok {
+		return &dirLock{file: lock}, nil
+	}
 	dir := dirname
-	if fs == vfs.Default {
-		if abs, err := filepath.Abs(dirname); err == nil {
-			dir = abs
-		}
+	if abs, err := filepath.Abs(dirname); err == nil {
+		dir = abs
 	}
 	key := dirKey{fs: fs, dir: dir}
 	openDirs.Lock()
@@ -60,14 +68,6 @@ func lockDir(fs vfs.FS, dirname string) (io.Closer, error) {
 	if openDirs.m[key] {
 		return nil, fmt.Errorf("strata: database %q is already open in this process", dirname)
 	}
-	l := &dirLock{key: key}
-	if fs == vfs.Default {
-		f, err := lockFile(filepath.Join(dir, base.MakeFilename(base.FileTypeLock, 0)))
-		if err != nil {
-			return nil, fmt.Errorf("strata: lock %q: %w", dirname, err)
-		}
-		l.file = f
-	}
 	openDirs.m[key] = true
-	return l, nil
+	return &dirLock{key: key}, nil
 }
