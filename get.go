@@ -103,11 +103,12 @@ func (d *DB) readSeparated(v *manifest.Version, key, ptr []byte, source string) 
 	if err != nil {
 		return nil, err
 	}
-	r, err := d.vlogs.get(m)
+	h, err := d.vlogs.get(m)
 	if err != nil {
 		return nil, err
 	}
-	value, err := r.Get(p, key)
+	defer d.vlogs.release(h)
+	value, err := h.reader.Get(p, key)
 	if err != nil {
 		return nil, err
 	}

@@ -3,12 +3,12 @@ package strata
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"sync"
-	"sync/atomic"
 
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/filecache"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/rangedel"
 	"github.com/strata-db/strata/lsm/sstable"
@@ -17,37 +17,32 @@ import (
 
 // tableCache keeps open the readers of recently used SSTables: their index,
 // filter and range tombstones stay in memory, so a read costs at most one
-// block fetch per table. It holds at most maxOpen readers; past that the
-// least recently used ones that no read is using are closed (a CLOCK
-// approximation of LRU: a hit only sets a bit, so hits share a read lock).
+// block fetch per table. The readers live in the DB's file cache, whose
+// MaxOpenFiles bound they share with the value logs' readers.
 type tableCache struct {
 	fs      vfs.FS
 	dirname string
 	cache   *cache.Cache // may be nil
 	cacheID uint64
-	maxOpen int
-
-	mu     sync.RWMutex
-	tables map[base.FileNum]*tableHandle
-	hand   []base.FileNum // clock order of the cached tables
-	handAt int
+	files   *filecache.Cache
 }
 
-// tableHandle is an open table. refs counts the cache's own reference
-// (while the table is cached) and one per user; the reader is closed when it
-// drops to zero.
-type tableHandle struct {
-	num       base.FileNum
-	ready     chan struct{}
+// openTable is a table's reader and what is derived from it once.
+type openTable struct {
 	reader    *sstable.Reader
 	rangeDels *rangedel.Set
-	err       error
-	refs      atomic.Int32
-	used      atomic.Bool
 }
 
-func newTableCache(fs vfs.FS, dirname string, c *cache.Cache, maxOpen int) *tableCache {
-	tc := &tableCache{fs: fs, dirname: dirname, cache: c, maxOpen: maxOpen, tables: make(map[base.FileNum]*tableHandle)}
+func (t *openTable) Close() error { return t.reader.Close() }
+
+// tableHandle is an open table with a reference to it; release it.
+type tableHandle struct {
+	fh *filecache.Handle
+	*openTable
+}
+
+func newTableCache(fs vfs.FS, dirname string, c *cache.Cache, files *filecache.Cache) *tableCache {
+	tc := &tableCache{fs: fs, dirname: dirname, cache: c, files: files}
 	if c != nil {
 		tc.cacheID = c.NewID()
 	}
@@ -55,104 +50,25 @@ func newTableCache(fs vfs.FS, dirname string, c *cache.Cache, maxOpen int) *tabl
 }
 
 // get returns the open table of f with a reference the caller must release.
-func (tc *tableCache) get(f *manifest.FileMetadata) (*tableHandle, error) {
-	tc.mu.RLock()
-	h := tc.tables[f.FileNum]
-	if h != nil {
-		h.refs.Add(1)
-		h.used.Store(true)
-	}
-	tc.mu.RUnlock()
-	if h == nil {
-		tc.mu.Lock()
-		if h = tc.tables[f.FileNum]; h == nil {
-			h = &tableHandle{num: f.FileNum, ready: make(chan struct{})}
-			h.refs.Store(2) // the cache's and the caller's
-			tc.tables[f.FileNum] = h
-			tc.hand = append(tc.hand, f.FileNum)
-			victims := tc.evictLocked()
-			tc.mu.Unlock()
-			tc.release(victims...)
-			h.reader, h.err = tc.open(f)
-			if h.err == nil {
-				h.rangeDels = rangedel.Build(h.reader.RangeTombstones())
-			}
-			close(h.ready)
-			if h.err != nil {
-				// Do not remember failures: the next read tries again.
-				tc.forget(f.FileNum, h)
-				err := h.err
-				tc.release(h)
-				return nil, err
-			}
-			return h, nil
+func (tc *tableCache) get(f *manifest.FileMetadata) (tableHandle, error) {
+	key := filecache.Key{Type: base.FileTypeTable, Num: f.FileNum}
+	fh, err := tc.files.Get(key, func() (io.Closer, error) {
+		t, err := tc.open(f)
+		if err != nil {
+			return nil, err
 		}
-		h.refs.Add(1)
-		h.used.Store(true)
-		tc.mu.Unlock()
+		return t, nil
+	})
+	if err != nil {
+		return tableHandle{}, err
 	}
-	<-h.ready
-	if h.err != nil {
-		err := h.err
-		tc.release(h)
-		return nil, err
-	}
-	return h, nil
+	return tableHandle{fh: fh, openTable: fh.Reader().(*openTable)}, nil
 }
 
-// release drops references; the last one closes the reader.
-func (tc *tableCache) release(hs ...*tableHandle) {
-	for _, h := range hs {
-		if h.refs.Add(-1) == 0 {
-			<-h.ready
-			if h.reader != nil {
-				h.reader.Close()
-			}
-		}
-	}
-}
+// release drops the reference of h.
+func (tc *tableCache) release(h tableHandle) { tc.files.Release(h.fh) }
 
-// evictLocked takes tables out of the cache until it holds at most maxOpen,
-// skipping recently used ones once (CLOCK). It returns them for release
-// outside the lock. tc.mu held for writing.
-func (tc *tableCache) evictLocked() []*tableHandle {
-	var victims []*tableHandle
-	for scans := 0; len(tc.tables) > tc.maxOpen && scans < 2*len(tc.hand)+1; scans++ {
-		if tc.handAt >= len(tc.hand) {
-			tc.handAt = 0
-		}
-		num := tc.hand[tc.handAt]
-		h := tc.tables[num]
-		if h == nil {
-			tc.hand = append(tc.hand[:tc.handAt], tc.hand[tc.handAt+1:]...)
-			continue
-		}
-		if h.used.Swap(false) {
-			tc.handAt++
-			continue
-		}
-		delete(tc.tables, num)
-		tc.hand = append(tc.hand[:tc.handAt], tc.hand[tc.handAt+1:]...)
-		victims = append(victims, h)
-	}
-	return victims
-}
-
-// forget removes h from the cache if it is still there, dropping the
-// cache's reference.
-func (tc *tableCache) forget(num base.FileNum, h *tableHandle) {
-	tc.mu.Lock()
-	cached := tc.tables[num] == h
-	if cached {
-		delete(tc.tables, num)
-	}
-	tc.mu.Unlock()
-	if cached {
-		tc.release(h)
-	}
-}
-
-func (tc *tableCache) open(f *manifest.FileMetadata) (*sstable.Reader, error) {
+func (tc *tableCache) open(f *manifest.FileMetadata) (*openTable, error) {
 	name := base.MakeFilename(base.FileTypeTable, f.FileNum)
 	file, err := openLiveFile(tc.fs, tc.dirname, name, "table")
 	if err != nil {
@@ -167,7 +83,7 @@ func (tc *tableCache) open(f *manifest.FileMetadata) (*sstable.Reader, error) {
 		file.Close()
 		return nil, err
 	}
-	return r, nil
+	return &openTable{reader: r, rangeDels: rangedel.Build(r.RangeTombstones())}, nil
 }
 
 // openLiveFile opens a file the manifest names. Its absence is corruption
@@ -186,46 +102,30 @@ func openLiveFile(fs vfs.FS, dirname, name, what string) (vfs.File, error) {
 // evict forgets the table of a deleted file and drops its cached blocks.
 // Reads still using it finish first.
 func (tc *tableCache) evict(num base.FileNum) {
-	tc.mu.RLock()
-	h := tc.tables[num]
-	tc.mu.RUnlock()
-	if h != nil {
-		tc.forget(num, h)
-	}
+	tc.files.Evict(filecache.Key{Type: base.FileTypeTable, Num: num})
 	if tc.cache != nil {
 		tc.cache.EvictFile(tc.cacheID, num)
 	}
 }
 
+// size returns the number of tables open.
 func (tc *tableCache) size() int {
-	tc.mu.RLock()
-	defer tc.mu.RUnlock()
-	return len(tc.tables)
-}
-
-func (tc *tableCache) close() {
-	tc.mu.Lock()
-	tables := tc.tables
-	tc.tables = make(map[base.FileNum]*tableHandle)
-	tc.hand = nil
-	tc.mu.Unlock()
-	for _, h := range tables {
-		tc.release(h)
-	}
+	_, n := tc.files.Len(base.FileTypeTable)
+	return n
 }
 
 // tableIter is a table's iterator holding a reference to the table.
 type tableIter struct {
 	base.InternalIterator
 	tc *tableCache
-	h  *tableHandle
+	h  tableHandle
 }
 
 func (i *tableIter) Close() error {
 	err := i.InternalIterator.Close()
-	if i.h != nil {
+	if i.h.fh != nil {
 		i.tc.release(i.h)
-		i.h = nil
+		i.h = tableHandle{}
 	}
 	return err
 }

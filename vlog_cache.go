@@ -1,70 +1,60 @@
 package strata
 
 import (
-	"sync"
+	"io"
 
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/filecache"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/vfs"
 	"github.com/strata-db/strata/vlog"
 )
 
-// vlogCache keeps the readers of value logs open. Value logs are few (one
-// per flush that separated values, until garbage collection merges them),
-// so every live one stays open; a reader is closed when its file is
-// deleted, which happens only once no version (so no read) can reach it.
+// vlogCache keeps the readers of value logs open in the DB's file cache,
+// under the MaxOpenFiles bound they share with tables. A reader is closed
+// when the cache evicts it and nobody uses it, or once its file is deleted,
+// which happens only once no version (so no read) can reach it.
 type vlogCache struct {
 	fs      vfs.FS
 	dirname string
 	cache   *cache.Cache
 	cacheID uint64
-
-	mu      sync.RWMutex
-	readers map[base.FileNum]*vlogHandle
+	files   *filecache.Cache
 }
 
+// vlogHandle is an open value log with a reference to it; release it.
 type vlogHandle struct {
-	ready  chan struct{}
+	fh     *filecache.Handle
 	reader *vlog.Reader
-	err    error
 }
 
-func newVlogCache(fs vfs.FS, dirname string, c *cache.Cache) *vlogCache {
-	vc := &vlogCache{fs: fs, dirname: dirname, cache: c, readers: make(map[base.FileNum]*vlogHandle)}
+func newVlogCache(fs vfs.FS, dirname string, c *cache.Cache, files *filecache.Cache) *vlogCache {
+	vc := &vlogCache{fs: fs, dirname: dirname, cache: c, files: files}
 	if c != nil {
 		vc.cacheID = c.NewID()
 	}
 	return vc
 }
 
-// get returns the reader of the value log m.
-func (vc *vlogCache) get(m *manifest.VlogMetadata) (*vlog.Reader, error) {
-	vc.mu.RLock()
-	h := vc.readers[m.FileNum]
-	vc.mu.RUnlock()
-	if h == nil {
-		vc.mu.Lock()
-		if h = vc.readers[m.FileNum]; h == nil {
-			h = &vlogHandle{ready: make(chan struct{})}
-			vc.readers[m.FileNum] = h
-			vc.mu.Unlock()
-			h.reader, h.err = vc.open(m)
-			close(h.ready)
-			if h.err != nil {
-				vc.mu.Lock()
-				if vc.readers[m.FileNum] == h {
-					delete(vc.readers, m.FileNum)
-				}
-				vc.mu.Unlock()
-			}
-			return h.reader, h.err
+// get returns the reader of the value log m with a reference the caller
+// must release.
+func (vc *vlogCache) get(m *manifest.VlogMetadata) (vlogHandle, error) {
+	key := filecache.Key{Type: base.FileTypeVlog, Num: m.FileNum}
+	fh, err := vc.files.Get(key, func() (io.Closer, error) {
+		r, err := vc.open(m)
+		if err != nil {
+			return nil, err
 		}
-		vc.mu.Unlock()
+		return r, nil
+	})
+	if err != nil {
+		return vlogHandle{}, err
 	}
-	<-h.ready
-	return h.reader, h.err
+	return vlogHandle{fh: fh, reader: fh.Reader().(*vlog.Reader)}, nil
 }
+
+func (vc *vlogCache) release(h vlogHandle) { vc.files.Release(h.fh) }
 
 func (vc *vlogCache) open(m *manifest.VlogMetadata) (*vlog.Reader, error) {
 	name := base.MakeFilename(base.FileTypeVlog, m.FileNum)
@@ -80,31 +70,19 @@ func (vc *vlogCache) open(m *manifest.VlogMetadata) (*vlog.Reader, error) {
 	return r, nil
 }
 
-// evict closes the reader of a deleted value log.
+// evict forgets the reader of a deleted value log and drops its cached
+// records.
 func (vc *vlogCache) evict(num base.FileNum) {
-	vc.mu.Lock()
-	h := vc.readers[num]
-	delete(vc.readers, num)
-	vc.mu.Unlock()
-	if h != nil {
-		<-h.ready
-		if h.reader != nil {
-			h.reader.Close()
-		}
+	vc.files.Evict(filecache.Key{Type: base.FileTypeVlog, Num: num})
+	if vc.cache != nil {
+		vc.cache.EvictFile(vc.cacheID, num)
 	}
 }
 
-func (vc *vlogCache) close() {
-	vc.mu.Lock()
-	readers := vc.readers
-	vc.readers = make(map[base.FileNum]*vlogHandle)
-	vc.mu.Unlock()
-	for _, h := range readers {
-		<-h.ready
-		if h.reader != nil {
-			h.reader.Close()
-		}
-	}
+// size returns the number of value logs open.
+func (vc *vlogCache) size() int {
+	_, n := vc.files.Len(base.FileTypeVlog)
+	return n
 }
 
 // resolvePointer decodes a value pointer stored in source (a table, for
