@@ -15,8 +15,24 @@ import (
 // memtable (in order with concurrent writes), waits for its flush, and pins
 // the version. Writers are held only while the memtable is swapped.
 func (d *DB) Checkpoint(dir string) error {
-	if err := d.checkOpen(); err != nil {
-		return err
+	// Close waits for checkpoints in progress, so the directory and its
+	// files stay while this one links them; one that starts after Close
+	// began is refused.
+	d.mu.Lock()
+	if d.closed.Load() {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	d.checkpoints++
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.checkpoints--
+		d.cond.Broadcast()
+		d.mu.Unlock()
+	}()
+	if testHookEntry != nil {
+		testHookEntry("checkpoint")
 	}
 	if err := d.flush(); err != nil {
 		return err

@@ -29,6 +29,10 @@ type commitPipeline struct {
 	wal     *record.Writer // nil with the WAL disabled
 	lastSeq base.SeqNum
 	group   []*commitWriter
+	// closed is set by Close's opClose: every operation queued after it
+	// fails with ErrClosed, so nothing touches the WAL or the memtables
+	// once Close goes on to stop the background work.
+	closed bool
 }
 
 const maxGroupBytes = 1 << 20
@@ -39,6 +43,7 @@ const (
 	opWrite   commitOp = iota // commit the batch
 	opRotate                  // freeze the memtable (Flush)
 	opBarrier                 // nothing: returns once earlier writes are done
+	opClose                   // like opBarrier, then refuse every later operation
 )
 
 type commitWriter struct {
@@ -111,8 +116,15 @@ func (d *DB) writeOp(b *Batch, sync bool, op commitOp) error {
 
 // commitGroup runs on the leader.
 func (d *DB) commitGroup(group []*commitWriter) error {
+	c := &d.commit
+	if c.closed {
+		return ErrClosed
+	}
 	switch group[0].op {
 	case opBarrier:
+		return nil
+	case opClose:
+		c.closed = true
 		return nil
 	case opRotate:
 		if d.mem.Empty() {
@@ -123,7 +135,15 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	if d.closed.Load() {
 		return ErrClosed
 	}
-	c := &d.commit
+	// After a background error nothing more is acknowledged: with the WAL
+	// off the write could never become durable, and with it on the WAL may
+	// end in a partial record.
+	if d.hasBgErr.Load() {
+		d.mu.Lock()
+		err := d.backgroundErrorLocked()
+		d.mu.Unlock()
+		return err
+	}
 	need, syncWAL := 0, false
 	for _, w := range group {
 		need += w.batch.memSize
@@ -161,9 +181,7 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 			// The WAL may now end in a partial record; nothing more can be
 			// appended to it safely.
 			err = fmt.Errorf("strata: write WAL: %w", err)
-			d.mu.Lock()
-			d.setBackgroundErrorLocked(err)
-			d.mu.Unlock()
+			d.reportBackgroundError(err)
 			return err
 		}
 	}
@@ -172,9 +190,7 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	for _, w := range group {
 		if err := applyBatch(mem, w.batch, d.observer); err != nil {
 			err = fmt.Errorf("strata: apply batch to memtable: %w", err)
-			d.mu.Lock()
-			d.setBackgroundErrorLocked(err)
-			d.mu.Unlock()
+			d.reportBackgroundError(err)
 			return err
 		}
 		d.stats.userBytes.Add(w.batch.userBytes)
@@ -267,9 +283,7 @@ func (d *DB) rotateMemTable(need int) error {
 				err = fmt.Errorf("strata: close WAL: %w", err)
 				wal.Close()
 				d.removeFile(base.FileTypeLog, logNum)
-				d.mu.Lock()
-				d.setBackgroundErrorLocked(err)
-				d.mu.Unlock()
+				d.reportBackgroundError(err)
 				return err
 			}
 		}

@@ -24,8 +24,15 @@ func (d *DB) Compact(start, end []byte) error {
 	if start != nil && end != nil && base.Compare(start, end) > 0 {
 		return fmt.Errorf("strata: Compact: start %q is after end %q", start, end)
 	}
+	if testHookEntry != nil {
+		testHookEntry("compact")
+	}
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
+	// Close may have run while this call waited for compactMu.
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
 	if err := d.flush(); err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/filecache"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/record"
 	"github.com/strata-db/strata/vfs"
@@ -34,8 +35,11 @@ type DB struct {
 	fs      vfs.FS
 	lock    io.Closer
 
-	cache      *cache.Cache
-	cacheID    uint64
+	cache   *cache.Cache
+	cacheID uint64
+	// files holds the open readers of tables and value logs, at most
+	// MaxOpenFiles of them besides those in use.
+	files      *filecache.Cache
 	tableCache *tableCache
 	vlogs      *vlogCache
 	// observer is the separation policy when it wants to see the workload.
@@ -62,8 +66,20 @@ type DB struct {
 	// flushedGen counts completed memtable flushes (for Flush to wait on).
 	flushedGen uint64
 	// bgErr is the first background error; once set, writes fail with it.
-	bgErr  error
+	// hasBgErr mirrors bgErr != nil for the commit path, which checks it
+	// without d.mu.
+	bgErr    error
+	hasBgErr atomic.Bool
+	// closed is set when Close begins: entry points refuse new work. After
+	// Close has stopped the background goroutines, bgDone is set (under
+	// d.mu, with cond broadcast) so that anything still waiting on
+	// background work gives up with ErrClosed.
 	closed atomic.Bool
+	bgDone bool
+	// checkpoints counts Checkpoint calls in progress; Close waits for them.
+	checkpoints int
+	// iters counts open iterators, which Close reports as leaked.
+	iters atomic.Int64
 	// compactMu serialises manual compactions.
 	compactMu   sync.Mutex
 	compactions compactionState
@@ -203,11 +219,27 @@ func (d *DB) backgroundErrorLocked() error {
 	return nil
 }
 
-func (d *DB) setBackgroundErrorLocked(err error) {
-	if d.bgErr == nil {
+// setBackgroundErrorLocked records err as the background error unless one
+// is already set, and reports whether it did. d.mu held.
+func (d *DB) setBackgroundErrorLocked(err error) bool {
+	first := d.bgErr == nil
+	if first {
 		d.bgErr = err
+		d.hasBgErr.Store(true)
 	}
 	d.cond.Broadcast()
+	return first
+}
+
+// reportBackgroundError records err as the background error and, if it is
+// the first, tells the EventListener. d.mu must not be held.
+func (d *DB) reportBackgroundError(err error) {
+	d.mu.Lock()
+	first := d.setBackgroundErrorLocked(err)
+	d.mu.Unlock()
+	if first {
+		d.opts.EventListener.backgroundError(err)
+	}
 }
 
 // createWAL creates a new WAL file and returns its record writer and the
@@ -225,6 +257,11 @@ func (d *DB) createWAL(num base.FileNum) (*record.Writer, *walFile, error) {
 	wf := newWALFile(f)
 	return record.NewWriter(wf), wf, nil
 }
+
+// testHookEntry, when set by a test, runs in Flush, Compact and
+// Checkpoint right after their entry check, so that a test can run Close
+// in the window that follows.
+var testHookEntry func(op string)
 
 func (d *DB) checkOpen() error {
 	if d.closed.Load() {

@@ -276,6 +276,9 @@ func (d *DB) Flush() error {
 	if err := d.checkOpen(); err != nil {
 		return err
 	}
+	if testHookEntry != nil {
+		testHookEntry("flush")
+	}
 	return d.flush()
 }
 
@@ -287,10 +290,17 @@ func (d *DB) flush() error {
 	defer d.mu.Unlock()
 	target := d.flushedGen + uint64(len(d.imm))
 	d.scheduleBackground()
-	for d.flushedGen < target && d.bgErr == nil {
+	for d.flushedGen < target && d.bgErr == nil && !d.bgDone {
 		d.cond.Wait()
 	}
-	return d.backgroundErrorLocked()
+	if err := d.backgroundErrorLocked(); err != nil {
+		return err
+	}
+	if d.flushedGen < target {
+		// Close stopped the background work before the flush ran.
+		return ErrClosed
+	}
+	return nil
 }
 
 // obsoleteFiles collects tables and value logs no version holds; the

@@ -33,7 +33,7 @@ type Iterator struct {
 	// isPtr: value holds a value pointer not yet resolved (Value fetches
 	// it). readAhead serves forward scans per value log.
 	isPtr     bool
-	readAhead map[base.FileNum]*vlog.ReadAhead
+	readAhead map[base.FileNum]iterVlog
 	rows      int // rows returned, and of them separated, for the policy
 	sepRows   int
 }
@@ -116,6 +116,7 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum) (*Iterator, error) {
 	it.rs = rs
 	it.iter = merging.New(iters...)
 	it.dels = rangedel.Build(tombs)
+	d.iters.Add(1)
 	return it, nil
 }
 
@@ -234,9 +235,14 @@ func (i *Iterator) findPrev() bool {
 	return found
 }
 
+// usable reports whether the iterator may move; an iterator closed, or of
+// a DB closed, becomes invalid with an error matching ErrClosed.
 func (i *Iterator) usable() bool {
-	if i.closed {
+	if i.closed || i.db.closed.Load() {
 		i.err = ErrClosed
+		if !i.closed {
+			i.err = fmt.Errorf("strata: iterator used after DB.Close: %w", ErrClosed)
+		}
 		i.valid = false
 		return false
 	}
@@ -332,13 +338,21 @@ func (i *Iterator) Valid() bool { return i.valid }
 func (i *Iterator) Key() []byte { return i.key }
 
 // Value returns the current value, valid until the next positioning call.
+// The slice may share memory with the block or value cache: treat it as
+// read-only, and copy it to keep it.
+//
 // A separated value is read from its value log on the first call (forward
 // scans read ahead, so adjacent values come from one read); if that read
 // fails, Value returns nil, the iterator becomes invalid and Error says
-// why.
+// why. After DB.Close, Value of a separated value not yet read fails with
+// ErrClosed the same way.
 func (i *Iterator) Value() []byte {
 	if !i.isPtr || !i.valid {
 		return i.value
+	}
+	if i.db.closed.Load() {
+		i.err, i.valid, i.value = fmt.Errorf("strata: iterator used after DB.Close: %w", ErrClosed), false, nil
+		return nil
 	}
 	v, err := i.fetch(i.value)
 	if err != nil {
@@ -355,19 +369,25 @@ func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	ra := i.readAhead[p.FileNum]
-	if ra == nil {
-		r, err := i.db.vlogs.get(m)
+	rv, ok := i.readAhead[p.FileNum]
+	if !ok {
+		h, err := i.db.vlogs.get(m)
 		if err != nil {
 			return nil, err
 		}
 		if i.readAhead == nil {
-			i.readAhead = make(map[base.FileNum]*vlog.ReadAhead)
+			i.readAhead = make(map[base.FileNum]iterVlog)
 		}
-		ra = r.NewReadAhead(i.db.opts.ValueLogReadAhead)
-		i.readAhead[p.FileNum] = ra
+		rv = iterVlog{h: h, ra: h.reader.NewReadAhead(i.db.opts.ValueLogReadAhead)}
+		i.readAhead[p.FileNum] = rv
 	}
-	return ra.Get(p, i.key)
+	return rv.ra.Get(p, i.key)
+}
+
+// iterVlog is a value log an iterator reads, held open until it closes.
+type iterVlog struct {
+	h  vlogHandle
+	ra *vlog.ReadAhead
 }
 
 // Error returns the error that made the last positioning call fail, if any.
@@ -380,10 +400,15 @@ func (i *Iterator) Close() error {
 	}
 	i.closed = true
 	i.valid = false
+	i.db.iters.Add(-1)
 	if o := i.db.observer; o != nil && i.rows > 0 {
 		o.ObserveScan(i.rows, i.sepRows)
 	}
 	err := i.iter.Close()
+	for _, rv := range i.readAhead {
+		i.db.vlogs.release(rv.h)
+	}
+	i.readAhead = nil
 	i.rs.unref()
 	i.rs = nil
 	return err

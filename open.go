@@ -6,12 +6,16 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/filecache"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/memtable"
 	"github.com/strata-db/strata/lsm/record"
+	"github.com/strata-db/strata/lsm/sstable"
+	"github.com/strata-db/strata/vfs"
 	"github.com/strata-db/strata/vlog"
 )
 
@@ -21,15 +25,16 @@ import (
 // Recovery replays the WALs that hold writes not yet in SSTables, stopping
 // cleanly at a torn tail (a write that was not synced when the machine
 // stopped), and fails with an error matching ErrCorruption when a WAL or the
-// manifest is damaged in the middle.
+// manifest is damaged in the middle. A directory that holds a database's
+// files but no CURRENT is refused, not re-created.
 func Open(dirname string, opts *Options) (db *DB, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
 	o := opts.EnsureDefaults()
 	fs := o.FS
-	if err := fs.MkdirAll(dirname, 0o755); err != nil {
-		return nil, fmt.Errorf("strata: create directory: %w", err)
+	if err := createDir(fs, dirname); err != nil {
+		return nil, err
 	}
 	lock, err := lockDir(fs, dirname)
 	if err != nil {
@@ -39,11 +44,8 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	d.cond.L = &d.mu
 	defer func() {
 		if err != nil {
-			if d.tableCache != nil {
-				d.tableCache.close()
-			}
-			if d.vlogs != nil {
-				d.vlogs.close()
+			if d.files != nil {
+				d.files.Close()
 			}
 			if d.vs != nil {
 				d.vs.Close()
@@ -59,39 +61,175 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	if d.cache == nil && o.CacheSize > 0 {
 		d.cache = cache.New(o.CacheSize)
 	}
-	d.tableCache = newTableCache(fs, dirname, d.cache, o.MaxOpenFiles)
-	d.vlogs = newVlogCache(fs, dirname, d.cache)
+	d.files = filecache.New(o.MaxOpenFiles)
+	d.tableCache = newTableCache(fs, dirname, d.cache, d.files)
+	d.vlogs = newVlogCache(fs, dirname, d.cache, d.files)
 	d.memPool.size = int(o.MemTableSize)
 	d.observer, _ = o.SeparationPolicy.(vlog.Observer)
-
-	vsOpts := manifest.Options{FS: fs, Dirname: dirname, Mu: &d.mu, Obsolete: d.onObsolete, MaxManifestSize: o.MaxManifestFileSize}
-	_, statErr := fs.Stat(fs.PathJoin(dirname, base.MakeFilename(base.FileTypeCurrent, 0)))
-	exists := statErr == nil
-	if statErr != nil && !errors.Is(statErr, os.ErrNotExist) {
-		return nil, fmt.Errorf("strata: stat CURRENT: %w", statErr)
-	}
-	switch {
-	case exists && o.ErrorIfExists:
-		return nil, fmt.Errorf("strata: database %q already exists", dirname)
-	case !exists && o.ErrorIfNotExists:
-		return nil, fmt.Errorf("strata: database %q does not exist", dirname)
-	case exists:
-		d.vs, err = manifest.Load(vsOpts)
-	default:
-		d.vs, err = manifest.Create(vsOpts)
-	}
-	if err != nil {
-		return nil, err
-	}
-
-	d.mu.Lock()
-	logNum, lastSeq := d.vs.LogNum(), d.vs.LastSeq()
-	d.mu.Unlock()
 
 	names, err := fs.List(dirname)
 	if err != nil {
 		return nil, fmt.Errorf("strata: list directory: %w", err)
 	}
+	if err := d.loadManifest(names); err != nil {
+		return nil, err
+	}
+	if err := d.checkTables(); err != nil {
+		return nil, err
+	}
+	rp, err := d.replayWALs(names)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.installRecovered(rp); err != nil {
+		return nil, err
+	}
+	d.start(names)
+	return d, nil
+}
+
+// createDir creates the database directory if needed, and makes the entry
+// of every directory it creates durable in its parent: without that, a
+// power loss after the first synced write could take the whole directory.
+func createDir(fs vfs.FS, dirname string) error {
+	// Find the directories that do not exist yet, deepest first.
+	var missing []string
+	for dir := dirname; ; {
+		if _, err := fs.Stat(dir); err == nil {
+			break
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("strata: stat %q: %w", dir, err)
+		}
+		missing = append(missing, dir)
+		parent := fs.PathDir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if err := fs.MkdirAll(dirname, 0o755); err != nil {
+		return fmt.Errorf("strata: create directory: %w", err)
+	}
+	for i := len(missing) - 1; i >= 0; i-- {
+		if err := manifest.SyncDir(fs, fs.PathDir(missing[i])); err != nil {
+			return fmt.Errorf("strata: sync the parent of %q: %w", missing[i], err)
+		}
+	}
+	return nil
+}
+
+// loadManifest loads the version set named by CURRENT, or creates a new
+// database when the directory holds none. names is the directory listing.
+func (d *DB) loadManifest(names []string) error {
+	o, fs, dirname := d.opts, d.fs, d.dirname
+	vsOpts := manifest.Options{FS: fs, Dirname: dirname, Mu: &d.mu, Obsolete: d.onObsolete, MaxManifestSize: o.MaxManifestFileSize}
+	_, statErr := fs.Stat(fs.PathJoin(dirname, base.MakeFilename(base.FileTypeCurrent, 0)))
+	exists := statErr == nil
+	if statErr != nil && !errors.Is(statErr, os.ErrNotExist) {
+		return fmt.Errorf("strata: stat CURRENT: %w", statErr)
+	}
+	var err error
+	switch {
+	case exists && o.ErrorIfExists:
+		return fmt.Errorf("strata: database %q already exists", dirname)
+	case exists:
+		d.vs, err = manifest.Load(vsOpts)
+		return err
+	}
+	if err := d.checkNoOrphanedData(names); err != nil {
+		return err
+	}
+	if o.ErrorIfNotExists {
+		return fmt.Errorf("strata: database %q does not exist", dirname)
+	}
+	// Number the new manifest past every file already there (the remains
+	// of an interrupted creation), so none is overwritten.
+	for _, name := range names {
+		if _, num, ok := base.ParseFilename(name); ok && num >= vsOpts.MinFileNum {
+			vsOpts.MinFileNum = num + 1
+		}
+	}
+	d.vs, err = manifest.Create(vsOpts)
+	return err
+}
+
+// ErrNoCurrent is returned (wrapped) by Open for a directory that holds a
+// database's files but no CURRENT file naming its manifest: a copy or
+// restore that left CURRENT out, or a damaged disk. Open refuses it rather
+// than create a new, empty database over the files. Restore CURRENT (one
+// line: the name of the newest MANIFEST-NNNNNN, then a newline) to open it.
+var ErrNoCurrent = errors.New("strata: the directory holds database files but no CURRENT")
+
+// checkNoOrphanedData refuses a directory without CURRENT that holds
+// tables, value logs, WALs, or a manifest that describes files. What
+// remains of a creation that stopped before writing CURRENT (a manifest of
+// an empty tree, or one too short to read) holds no data and is allowed.
+func (d *DB) checkNoOrphanedData(names []string) error {
+	var found []string
+	for _, name := range names {
+		t, _, ok := base.ParseFilename(name)
+		if !ok {
+			continue
+		}
+		switch t {
+		case base.FileTypeTable, base.FileTypeVlog, base.FileTypeLog:
+			found = append(found, name)
+		case base.FileTypeManifest:
+			v, err := manifest.ReadVersion(d.fs, d.dirname, name)
+			if err == nil && (len(v.Vlogs) > 0 || func() bool {
+				n := 0
+				v.Files(func(int, *manifest.FileMetadata) { n++ })
+				return n > 0
+			}()) {
+				found = append(found, name)
+			}
+		}
+	}
+	if len(found) == 0 {
+		return nil
+	}
+	slices.Sort(found)
+	if len(found) > 5 {
+		found = append(found[:5], fmt.Sprintf("and %d more", len(found)-5))
+	}
+	return fmt.Errorf("%w: %q holds %s; nothing was changed", ErrNoCurrent, d.dirname, strings.Join(found, ", "))
+}
+
+// checkTables reads the footer of every table of the current version, so
+// that a table this build cannot read (a newer format, a missing or
+// truncated file) fails Open instead of a background compaction later. It
+// costs one small read per table.
+func (d *DB) checkTables() error {
+	d.mu.Lock()
+	v := d.vs.Current()
+	v.Ref()
+	d.mu.Unlock()
+	defer v.Unref()
+	var err error
+	v.Files(func(_ int, f *manifest.FileMetadata) {
+		if err != nil {
+			return
+		}
+		name := base.MakeFilename(base.FileTypeTable, f.FileNum)
+		var file vfs.File
+		if file, err = openLiveFile(d.fs, d.dirname, name, "table"); err != nil {
+			return
+		}
+		err = sstable.CheckFooter(file, int64(f.Size), name)
+		file.Close()
+	})
+	return err
+}
+
+// replayWALs replays the WALs recovery needs into memtables, writing full
+// ones to L0 as it goes. names is the directory listing.
+func (d *DB) replayWALs(names []string) (*walReplay, error) {
+	d.mu.Lock()
+	logNum, lastSeq := d.vs.LogNum(), d.vs.LastSeq()
+	d.mu.Unlock()
 	var logs []base.FileNum
 	for _, name := range names {
 		if t, num, ok := base.ParseFilename(name); ok {
@@ -102,26 +240,38 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		}
 	}
 	slices.Sort(logs)
-
-	// Replay the WALs into memtables, writing full ones to L0 as we go.
-	ve := &manifest.VersionEdit{}
-	rp := &walReplay{d: d, ve: ve, flushedSeq: lastSeq, maxSeq: lastSeq}
+	rp := &walReplay{d: d, ve: &manifest.VersionEdit{}, flushedSeq: lastSeq, maxSeq: lastSeq, logs: logs}
 	for _, num := range logs {
 		if err := rp.replay(num); err != nil {
 			return nil, err
 		}
 	}
-	maxSeq := rp.maxSeq
+	return rp, nil
+}
+
+// installRecovered creates the WAL and memtable new writes go to, and
+// records in the manifest what recovery wrote and which WALs are still
+// needed.
+func (d *DB) installRecovered(rp *walReplay) error {
+	o, ve := d.opts, rp.ve
+	if o.DisableWAL {
+		// Writes replayed from the WALs of an earlier run with the WAL on
+		// must reach a table before the log number moves past those WALs
+		// (and they are deleted): no new WAL will protect them.
+		if err := rp.flush(); err != nil {
+			return err
+		}
+	}
 	// The manifest's last sequence number says what is in tables; writes
 	// kept in the recovered memtable are replayed again after a crash.
 	ve.SetLastSeq(rp.flushedSeq)
-
 	if !o.DisableWAL {
 		newLog := d.vs.NewFileNum()
-		var wf *walFile
-		if d.commit.wal, wf, err = d.createWAL(newLog); err != nil {
-			return nil, err
+		wal, wf, err := d.createWAL(newLog)
+		if err != nil {
+			return err
 		}
+		d.commit.wal = wal
 		d.walFile.Store(wf)
 		d.walNums = append(d.walNums, newLog)
 		d.mem = d.memPool.get(int(o.MemTableSize), newLog)
@@ -133,7 +283,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 			// read would then search a large memtable first.)
 			d.imm = append(d.imm, rp.mem)
 			ve.SetLogNum(rp.firstLog)
-			for _, num := range logs {
+			for _, num := range rp.logs {
 				if num >= rp.firstLog {
 					d.walNums = append(d.walNums, num)
 				}
@@ -143,23 +293,27 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 			ve.SetLogNum(newLog)
 		}
 	} else {
-		// Nothing to replay without a WAL.
+		// Every replayed write is in a table now.
 		ve.SetLogNum(d.vs.NewFileNum())
 		d.mem = d.memPool.get(int(o.MemTableSize), 0)
 	}
 	d.mu.Lock()
-	err = d.vs.LogAndApply(ve)
+	err := d.vs.LogAndApply(ve)
 	if err == nil {
 		d.updateReadStateLocked()
 		d.updateL0CountLocked()
 	}
 	d.mu.Unlock()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	d.commit.lastSeq = maxSeq
-	d.visibleSeq.Store(uint64(maxSeq))
+	d.commit.lastSeq = rp.maxSeq
+	d.visibleSeq.Store(uint64(rp.maxSeq))
+	return nil
+}
 
+// start deletes what recovery left behind and starts the background work.
+func (d *DB) start(names []string) {
 	d.deleteUnreferencedFiles(names)
 	d.bgWG.Add(2)
 	go d.backgroundLoop()
@@ -171,7 +325,6 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	if recovered {
 		d.scheduleBackground()
 	}
-	return d, nil
 }
 
 // walReplay accumulates recovered writes in a memtable, writing it to L0
@@ -186,6 +339,8 @@ type walReplay struct {
 	// firstLog is the oldest WAL with writes in mem: it and every later WAL
 	// must stay until mem is flushed.
 	firstLog base.FileNum
+	// logs are the WALs replayed, ascending.
+	logs []base.FileNum
 }
 
 func (r *walReplay) flush() error {
@@ -308,10 +463,16 @@ func (d *DB) deleteUnreferencedFiles(names []string) {
 	}
 }
 
-// Close flushes nothing to the WAL that is not already there, waits for
-// background work, and releases the directory. With the WAL disabled it
-// first flushes the memtable, so a clean Close loses nothing. Iterators and
-// snapshots must be closed first; using them afterwards returns errors.
+// Close waits for background work, flushes nothing to the WAL that is not
+// already there, and releases the directory. With the WAL disabled it first
+// flushes the memtable, so a clean Close loses nothing.
+//
+// Iterators and snapshots should be closed first. Any still open are
+// reported in Close's error (the DB is closed all the same): from then on
+// their methods fail with an error matching ErrClosed (Iterator.Error says
+// so), and closing them releases nothing more than memory. Calls that race
+// with Close either finish before it releases the directory or fail with
+// ErrClosed.
 func (d *DB) Close() error {
 	if !d.closed.CompareAndSwap(false, true) {
 		return ErrClosed
@@ -327,17 +488,24 @@ func (d *DB) Close() error {
 	if d.opts.DisableWAL {
 		err = d.flush()
 	}
-	// Wait for in-flight writes: a barrier queues behind them.
-	_ = d.writeOp(nil, false, opBarrier)
-	// Running compactions finish (no new ones start once closed is set).
+	// Wait for in-flight writes (opClose queues behind them) and refuse
+	// every operation queued after it.
+	_ = d.writeOp(nil, false, opClose)
+	// Running compactions and checkpoints finish (no new ones start once
+	// closed is set).
 	d.mu.Lock()
-	for d.compactions.running > 0 {
+	for d.compactions.running > 0 || d.checkpoints > 0 {
 		d.cond.Wait()
 	}
 	d.mu.Unlock()
 	d.stopBackground()
 	close(d.walFlushCh)
 	d.bgWG.Wait()
+	d.mu.Lock()
+	d.bgDone = true
+	d.cond.Broadcast()
+	snapshots := d.snapshots.l.Len()
+	d.mu.Unlock()
 
 	d.commit.mu.Lock()
 	if d.commit.wal != nil {
@@ -355,8 +523,7 @@ func (d *DB) Close() error {
 	d.mu.Unlock()
 	d.swapReadState(nil)
 	d.deleteObsoleteFiles()
-	d.tableCache.close()
-	d.vlogs.close()
+	d.files.Close()
 	if cerr := d.lock.Close(); err == nil {
 		err = cerr
 	}
@@ -364,6 +531,10 @@ func (d *DB) Close() error {
 		d.mu.Lock()
 		err = d.bgErr
 		d.mu.Unlock()
+	}
+	if n := d.iters.Load(); n > 0 || snapshots > 0 {
+		leak := fmt.Errorf("strata: Close with %d iterators and %d snapshots still open (closed anyway; they now fail with ErrClosed)", n, snapshots)
+		err = errors.Join(err, leak)
 	}
 	return err
 }

@@ -32,11 +32,16 @@ func (s *snapshotList) seqsLocked() []base.SeqNum {
 	return out
 }
 
-// NewSnapshot returns a snapshot of the current state.
+// NewSnapshot returns a snapshot of the current state. A snapshot taken
+// after Close is already closed: its methods return ErrClosed.
 func (d *DB) NewSnapshot() *Snapshot {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	s := &Snapshot{db: d, seq: base.SeqNum(d.visibleSeq.Load())}
+	if d.closed.Load() {
+		s.closed.Store(true)
+		return s
+	}
 	s.elem = d.snapshots.l.PushBack(s)
 	return s
 }

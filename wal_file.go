@@ -120,9 +120,8 @@ func (d *DB) walFlushLoop() {
 	for range d.walFlushCh {
 		if f := d.walFile.Load(); f != nil {
 			if err := f.flushPending(); err != nil {
-				d.mu.Lock()
-				d.setBackgroundErrorLocked(err)
-				d.mu.Unlock()
+				// The WAL may end in a partial record: no write may follow.
+				d.reportBackgroundError(err)
 			}
 		}
 	}

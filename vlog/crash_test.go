@@ -25,6 +25,7 @@ func TestCrash(t *testing.T) {
 	for seed := range seeds {
 		fs := vfs.NewMem()
 		require.NoError(t, fs.MkdirAll("db", 0o755))
+		syncRoot(t, fs) // the directory itself must survive the crash
 		name := fs.PathJoin("db", testFileName)
 		f, err := fs.Create(name)
 		require.NoError(t, err)
@@ -78,4 +79,13 @@ func TestCrash(t *testing.T) {
 		}
 		require.NoError(t, r.Close())
 	}
+}
+
+// syncRoot makes the entry of a directory made in the root durable.
+func syncRoot(t *testing.T, fs vfs.FS) {
+	t.Helper()
+	d, err := fs.OpenDir("")
+	require.NoError(t, err)
+	require.NoError(t, d.Sync())
+	require.NoError(t, d.Close())
 }

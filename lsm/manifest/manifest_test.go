@@ -129,6 +129,7 @@ func TestVersionRefsReportObsoleteFiles(t *testing.T) {
 func TestVersionSetPersists(t *testing.T) {
 	fs := vfs.NewMem()
 	require.NoError(t, fs.MkdirAll("db", 0o755))
+	syncRoot(t, fs) // the directory itself must survive the crash
 	var mu sync.Mutex
 	opts := Options{FS: fs, Dirname: "db", Mu: &mu, MaxManifestSize: 4096}
 	vs, err := Create(opts)
@@ -204,4 +205,13 @@ func TestVersionVlogs(t *testing.T) {
 	snap, err := Apply(nil, v2.SnapshotEdit())
 	require.NoError(t, err)
 	require.Equal(t, v2.String(), snap.String())
+}
+
+// syncRoot makes the entry of a directory made in the root durable.
+func syncRoot(t *testing.T, fs vfs.FS) {
+	t.Helper()
+	d, err := fs.OpenDir("")
+	require.NoError(t, err)
+	require.NoError(t, d.Sync())
+	require.NoError(t, d.Close())
 }

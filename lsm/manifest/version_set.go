@@ -36,6 +36,10 @@ type Options struct {
 	Obsolete func(Obsolete)
 	// MaxManifestSize in bytes; 0 means DefaultMaxManifestSize.
 	MaxManifestSize int64
+	// MinFileNum: Create hands out no file number below it (the numbers of
+	// files already in the directory, which a new manifest must not
+	// overwrite). 0 or 1: numbering starts at 1.
+	MinFileNum base.FileNum
 }
 
 // VersionSet is the current version of the tree plus the manifest that
@@ -74,7 +78,7 @@ func newVersionSet(opts Options) *VersionSet {
 // Create makes the manifest of a new, empty database.
 func Create(opts Options) (*VersionSet, error) {
 	vs := newVersionSet(opts)
-	vs.nextFileNum.Store(1)
+	vs.nextFileNum.Store(uint64(max(1, opts.MinFileNum)))
 	v, _ := Apply(nil)
 	v.onZero = vs.opts.Obsolete
 	if err := vs.rotate(v); err != nil {
@@ -100,12 +104,56 @@ func Load(opts Options) (*VersionSet, error) {
 	if !ok || typ != base.FileTypeManifest {
 		return nil, base.CorruptionErrorf("CURRENT", 0, "names %q, which is not a manifest", manifestName)
 	}
-	f, err := fs.Open(fs.PathJoin(opts.Dirname, manifestName))
+	st, err := readManifest(fs, opts.Dirname, manifestName)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, base.CorruptionErrorf("CURRENT", 0, "names %s, which does not exist", manifestName)
 		}
-		return nil, fmt.Errorf("strata: open manifest: %w", err)
+		return nil, err
+	}
+	v, nextFileNum := st.version, st.nextFileNum
+	if num >= nextFileNum {
+		nextFileNum = num + 1
+	}
+	v.onZero = opts.Obsolete
+	v.Ref()
+	vs.current = v
+	vs.logNum = st.logNum
+	vs.lastSeq = st.lastSeq
+	vs.manifestNum = num
+	vs.nextFileNum.Store(uint64(nextFileNum))
+	vs.needRotation = true
+	return vs, nil
+}
+
+// ReadVersion reads the manifest name in dir and returns the tree it
+// describes, without installing it anywhere (for inspection: an Open that
+// finds no CURRENT looks at what a stray manifest describes). An error
+// matching os.ErrNotExist means the file does not exist.
+func ReadVersion(fs vfs.FS, dir, name string) (*Version, error) {
+	st, err := readManifest(fs, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	return st.version, nil
+}
+
+// manifestState is what a manifest's edits add up to.
+type manifestState struct {
+	version     *Version
+	logNum      base.FileNum
+	lastSeq     base.SeqNum
+	nextFileNum base.FileNum // past every file the version holds
+}
+
+// readManifest replays the edits of manifest name in dir.
+func readManifest(fs vfs.FS, dir, manifestName string) (manifestState, error) {
+	f, err := fs.Open(fs.PathJoin(dir, manifestName))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return manifestState{}, err
+		}
+		return manifestState{}, fmt.Errorf("strata: open manifest: %w", err)
 	}
 	defer f.Close()
 
@@ -127,18 +175,18 @@ func Load(opts Options) (*VersionSet, error) {
 		}
 		if err != nil {
 			if errors.Is(err, base.ErrCorruption) {
-				return nil, err
+				return manifestState{}, err
 			}
-			return nil, fmt.Errorf("strata: read manifest %s at offset %d: %w", manifestName, offset, err)
+			return manifestState{}, fmt.Errorf("strata: read manifest %s at offset %d: %w", manifestName, offset, err)
 		}
 		ve := &VersionEdit{}
 		if err := ve.Decode(rec); err != nil {
-			return nil, base.CorruptionErrorf(manifestName, offset, "%v", err)
+			return manifestState{}, base.CorruptionErrorf(manifestName, offset, "%v", err)
 		}
 		recordsParsed++
 		if ve.ComparerName != "" {
 			if ve.ComparerName != ComparerName {
-				return nil, fmt.Errorf("strata: database uses comparer %q, this build knows only %q", ve.ComparerName, ComparerName)
+				return manifestState{}, fmt.Errorf("strata: database uses comparer %q, this build knows only %q", ve.ComparerName, ComparerName)
 			}
 			sawComparer = true
 		}
@@ -154,34 +202,25 @@ func Load(opts Options) (*VersionSet, error) {
 		edits = append(edits, ve)
 	}
 	if recordsParsed == 0 || !sawComparer || !haveNext {
-		return nil, base.CorruptionErrorf(manifestName, -1, "manifest is missing its snapshot record (records=%d, comparer=%t, next-file=%t)",
+		return manifestState{}, base.CorruptionErrorf(manifestName, -1, "manifest is missing its snapshot record (records=%d, comparer=%t, next-file=%t)",
 			recordsParsed, sawComparer, haveNext)
 	}
 	v, err := Apply(nil, edits...)
 	if err != nil {
-		return nil, base.CorruptionErrorf(manifestName, -1, "%v", err)
+		return manifestState{}, base.CorruptionErrorf(manifestName, -1, "%v", err)
 	}
-	maxNum := num
-	v.Files(func(_ int, f *FileMetadata) {
-		if f.FileNum > maxNum {
-			maxNum = f.FileNum
-		}
-	})
+	var maxNum base.FileNum
+	v.Files(func(_ int, f *FileMetadata) { maxNum = max(maxNum, f.FileNum) })
+	for num := range v.Vlogs {
+		maxNum = max(maxNum, num)
+	}
 	if maxNum >= nextFileNum {
 		nextFileNum = maxNum + 1
 	}
 	if logNum >= nextFileNum {
 		nextFileNum = logNum + 1
 	}
-	v.onZero = opts.Obsolete
-	v.Ref()
-	vs.current = v
-	vs.logNum = logNum
-	vs.lastSeq = lastSeq
-	vs.manifestNum = num
-	vs.nextFileNum.Store(uint64(nextFileNum))
-	vs.needRotation = true
-	return vs, nil
+	return manifestState{version: v, logNum: logNum, lastSeq: lastSeq, nextFileNum: nextFileNum}, nil
 }
 
 func readCurrent(fs vfs.FS, name string) (string, error) {

@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"encoding/binary"
+	"fmt"
 
 	"github.com/cespare/xxhash/v2"
 )
@@ -94,7 +95,7 @@ func decodeFooter(buf []byte) (f footer, problem string) {
 	}
 	f.version = binary.LittleEndian.Uint32(buf[2*maxHandleLen:])
 	if f.version != formatVersion {
-		return f, "unsupported format version"
+		return f, fmt.Sprintf("unsupported format version %d (this build reads version %d)", f.version, formatVersion)
 	}
 	for i, h := range []*blockHandle{&f.metaIndex, &f.index} {
 		field := buf[i*maxHandleLen : (i+1)*maxHandleLen]

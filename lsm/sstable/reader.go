@@ -138,6 +138,30 @@ func (x *indexArray) seek(ukey []byte, trailer uint64) int {
 	return lo
 }
 
+// CheckFooter reads only the footer of the table in f, of size bytes, and
+// reports whether this build can read the table: a file too short, a
+// footer that does not verify or a format version this build does not know
+// is an error matching base.ErrCorruption that names fileName. It costs one
+// small read, so a DB can check every table at Open.
+func CheckFooter(f vfs.File, size int64, fileName string) error {
+	if size < footerLen {
+		return base.CorruptionErrorf(fileName, 0, "file of %d bytes is shorter than a footer (%d)", size, footerLen)
+	}
+	var buf [footerLen]byte
+	off := size - footerLen
+	n, err := f.ReadAt(buf[:], off)
+	if n < footerLen {
+		if err == nil || errors.Is(err, io.EOF) {
+			return base.CorruptionErrorf(fileName, off, "file ends before its footer (size given: %d)", size)
+		}
+		return fmt.Errorf("sstable: reading the footer of %s: %w", fileName, err)
+	}
+	if _, problem := decodeFooter(buf[:]); problem != "" {
+		return base.CorruptionErrorf(fileName, off, "footer: %s", problem)
+	}
+	return nil
+}
+
 // NewReader opens a table: it reads and verifies the footer, meta-index,
 // index, filter, properties and range-del blocks, which stay in memory while
 // the Reader lives. size is the file size. On error f is not closed.
