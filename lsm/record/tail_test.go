@@ -81,6 +81,42 @@ func damage(data []byte, off int64, f func(header, payload []byte)) []byte {
 	return d
 }
 
+// TestDamageBeforeValidChunkInBlock damages an early record of a log that
+// lies wholly in one block. The valid chunks after it show that the damage
+// is not a torn append, so the reader must report corruption at the damaged
+// chunk rather than drop the records after it as a torn tail.
+func TestDamageBeforeValidChunkInBlock(t *testing.T) {
+	l := oneBlockLog(t)
+	const victim = 1
+	off := l.starts[victim]
+	for _, tc := range []struct {
+		name string
+		f    func(header, payload []byte)
+	}{
+		{"payload byte", func(_, p []byte) { p[len(p)/2] ^= 0x10 }},
+		{"first payload byte", func(_, p []byte) { p[0] ^= 0x01 }},
+		{"last payload byte", func(_, p []byte) { p[len(p)-1] ^= 0x80 }},
+		{"checksum", func(h, _ []byte) { h[2] ^= 0x04 }},
+		{"length grown", func(h, _ []byte) { h[4]++ }},
+		{"length shrunk", func(h, _ []byte) { h[4]-- }},
+		{"length overruns the block", func(h, _ []byte) { h[4], h[5] = 0xff, 0xff }},
+		{"length overruns the file", func(h, _ []byte) { h[5] = byte(BlockSize/2>>8) + h[5] }},
+		{"type 0", func(h, _ []byte) { h[6] = invalidChunk }},
+		{"type 5", func(h, _ []byte) { h[6] = lastChunk + 1 }},
+		{"type 0xff", func(h, _ []byte) { h[6] = 0xff }},
+		{"type FIRST", func(h, _ []byte) { h[6] = firstChunk }},
+		{"header zeroed", func(h, _ []byte) { clear(h) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := damage(l.data, off, tc.f)
+			checkReadPrefix(t, l, data, victim, off, l.starts[victim+1])
+			if got := checkAgainstModel(t, data); got.corrupt != off {
+				t.Fatalf("model: corrupt at %d, want %d", got.corrupt, off)
+			}
+		})
+	}
+}
+
 // TestDamagedLastChunkIsTornTail damages the log's last chunk. Nothing valid
 // follows it, so this is indistinguishable from a torn append: the reader
 // returns the records before it and io.EOF.
