@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -201,9 +202,30 @@ func TestCorruptManifest(t *testing.T) {
 	t.Logf("%d of %d flips were refused at open; %d opened intact", size-int64(accepted), size, accepted)
 }
 
-// TestCorruptWAL flips bytes of a WAL: a flip before the last block makes
-// Open fail with ErrCorruption naming the WAL; a flip in the last block is a
-// torn tail and recovery keeps a prefix of the writes, never a wrong value.
+// walChunks returns the [start, end) offsets of the chunks of a WAL, parsed
+// by the record log format (lsm/record): 32 KiB blocks of chunks with a
+// 7-byte header whose bytes 4 and 5 hold the payload length; a block tail
+// shorter than a header is padding.
+func walChunks(data []byte) [][2]int64 {
+	const blockSize, headerSize = 32 << 10, 7
+	var chunks [][2]int64
+	for pos := 0; pos+headerSize <= len(data); {
+		if left := blockSize - pos%blockSize; left < headerSize {
+			pos += left
+			continue
+		}
+		end := pos + headerSize + (int(data[pos+4]) | int(data[pos+5])<<8)
+		chunks = append(chunks, [2]int64{int64(pos), int64(end)})
+		pos = end
+	}
+	return chunks
+}
+
+// TestCorruptWAL flips bytes of a WAL: a flip in any chunk but the last
+// makes Open fail with ErrCorruption naming the WAL, since valid chunks
+// after the damaged one show it is not a torn append (even within the last
+// block); a flip in the last chunk is a torn tail and recovery keeps a prefix
+// of the writes, never a wrong value.
 func TestCorruptWAL(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := &Options{FS: fs}
@@ -221,16 +243,36 @@ func TestCorruptWAL(t *testing.T) {
 	logs := filesOfType(t, fs, base.FileTypeLog)
 	require.Len(t, logs, 1)
 	name := "db/" + logs[0]
-	size := int64(len(readFile(t, fs, name)))
+	data := readFile(t, fs, name)
+	size := int64(len(data))
 	require.Greater(t, size, int64(3*32<<10), "the WAL must span several blocks")
-	lastBlock := (size - 1) / (32 << 10) * (32 << 10)
+	chunks := walChunks(data)
+	require.Equal(t, size, chunks[len(chunks)-1][1], "the WAL must end with a whole chunk")
+	lastChunk := chunks[len(chunks)-1][0]
+	require.Greater(t, lastChunk%(32<<10), int64(1000), "the last block must hold several chunks")
+	var offs []int64
 	for off := int64(0); off < size; off += flipStep(size) {
+		offs = append(offs, off)
+	}
+	// Always flip the last chunk's header and payload.
+	for _, off := range []int64{lastChunk, lastChunk + 4, lastChunk + 6, lastChunk + 9, size - 1} {
+		offs = append(offs, off)
+	}
+	slices.Sort(offs)
+	offs = slices.Compact(offs)
+	c := 0
+	for _, off := range offs {
+		for chunks[c][1] <= off {
+			c++
+		}
+		// A flip in block padding changes nothing.
+		inChunk := chunks[c][0] <= off
 		where := fmt.Sprintf("flip at %d of %d", off, size)
-		c := flipByte(t, fs, name, off)
+		flipped := flipByte(t, fs, name, off)
 		o := *opts
-		o.FS = c
+		o.FS = flipped
 		db, err := Open("db", &o)
-		if off < lastBlock {
+		if inChunk && off < lastChunk {
 			requireCorruption(t, err, logs[0], where)
 			continue
 		}

@@ -45,14 +45,24 @@
 // A crash can leave the end of the log incomplete: a short last block, a
 // chunk that fails its checksum, a record whose LAST chunk never arrived, or
 // zeros from preallocation. The Reader reports all of these as io.EOF,
-// provided nothing valid follows them. To decide that, it checks the first
-// chunk of every later block (a block always begins with a chunk header); if
-// any of them verifies, the bad chunk was not the end of the log and Next
-// returns an error matching base.ErrCorruption that names the file and the
-// offset of the bad chunk. A valid chunk out of sequence (a FULL or FIRST
-// inside a record, a MIDDLE or LAST outside one) is corruption as well.
+// provided nothing valid follows them. To decide that, it looks for a valid
+// chunk at every byte offset after the bad chunk, later in the same block
+// as well as in later blocks (checksumming only candidates with a valid type
+// and a length that fits their block); if one verifies, the bad chunk was
+// not the end of the log and Next returns an error matching
+// base.ErrCorruption that names the file, the offset of the bad chunk and
+// the offset of the valid chunk after it. A valid chunk out of sequence (a
+// FULL or FIRST inside a record, a MIDDLE or LAST outside one) is corruption
+// as well.
 //
 // The rule assumes that the log is written front to back into a file that
-// starts empty: a recycled file holding stale valid chunks past the live end
-// would make a torn tail look like corruption.
+// starts empty and that a sync makes everything written before it durable:
+// a crash then leaves a prefix of what was written (perhaps followed by
+// zeros), and a torn chunk is the last thing in the file. A recycled file
+// holding stale valid chunks past the live end would make a torn tail look
+// like corruption, and so would a crash that persisted later unsynced pages
+// without earlier ones, or a torn final chunk whose payload holds a
+// well-formed chunk. Those are reported as corruption rather than dropping
+// the records after the damage silently: a damaged chunk followed by valid
+// ones may be losing writes that were acknowledged as synced.
 package record

@@ -208,8 +208,10 @@ func modelRead(data []byte) modelResult {
 			continue
 		}
 		if !valid(pos, blockEnd) {
-			for b := blockEnd; b < len(data); b += BlockSize {
-				if valid(b, min(b+BlockSize, len(data))) {
+			// Corruption if a valid chunk starts at any later offset,
+			// within its own block; a torn tail if none does.
+			for b := pos + 1; b < len(data); b++ {
+				if valid(b, min((b/BlockSize+1)*BlockSize, len(data))) {
 					res.corrupt = int64(pos)
 					return res
 				}

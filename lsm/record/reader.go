@@ -44,11 +44,11 @@ func NewReader(r io.Reader, fileName string) *Reader {
 // NewStrictReader is NewReader for logs whose every record was synced
 // before anything depended on it (the manifest). It accepts only a
 // truncation as a torn tail: the file ending inside the last chunk, or an
-// all-zero header. A chunk that is complete but fails its checksum, has an
-// invalid type, claims a length past its block's end, or seems cut short
-// while a valid chunk follows it in the block is corruption wherever it is,
-// because a torn write leaves a prefix of what was written, not different
-// bytes.
+// all-zero header, and either only when no valid chunk follows it (as for
+// Next). A chunk that is complete but fails its checksum, has an invalid
+// type, claims a length past its block's end, or seems cut short while a
+// valid chunk follows it in the block is corruption wherever it is, because
+// a torn write leaves a prefix of what was written, not different bytes.
 func NewStrictReader(r io.Reader, fileName string) *Reader {
 	rd := NewReader(r, fileName)
 	rd.strict = true
@@ -69,11 +69,12 @@ func (r *Reader) Offset() int64 { return r.offset }
 //
 // At the clean end of the log, or at a torn tail (an incomplete or
 // checksum-failing chunk or record that no valid chunk follows anywhere in
-// the file), Next returns io.EOF. A bad chunk that a valid chunk follows, or
-// a valid chunk out of sequence, is corruption: the error matches
-// base.ErrCorruption and names the offset of the bad chunk. Errors from the
-// underlying reader are returned wrapped. Once Next returns an error it
-// returns the same error on every later call.
+// the file), Next returns io.EOF. A bad chunk that a valid chunk follows,
+// later in the same block or in a later one, or a valid chunk out of
+// sequence, is corruption: the error matches base.ErrCorruption and names
+// the offset of the bad chunk (and, for a bad chunk, where the valid chunk
+// after it starts). Errors from the underlying reader are returned wrapped.
+// Once Next returns an error it returns the same error on every later call.
 func (r *Reader) Next() ([]byte, error) {
 	if r.err != nil {
 		return nil, r.err
@@ -101,7 +102,10 @@ func (r *Reader) Next() ([]byte, error) {
 			}
 			return nil, r.fail(r.badChunk(chunkOff, badType, int64(typ), 0))
 		case end > r.n:
-			if r.strict && (!r.eof || end > BlockSize || r.validChunkAfter(r.pos+1)) {
+			// A strict reader accepts a chunk that seems cut short only
+			// at the end of the file; badChunk then rules out a valid
+			// chunk after it.
+			if r.strict && (!r.eof || end > BlockSize) {
 				return nil, r.fail(r.corrupt(chunkOff, badLength, int64(length), int64(r.n-r.pos-headerSize)))
 			}
 			return nil, r.fail(r.badChunk(chunkOff, badLength, int64(length), int64(r.n-r.pos-headerSize)))
@@ -186,23 +190,43 @@ const (
 	badChecksum
 )
 
-// badChunk decides what a bad chunk at off means. It scans the rest of the
-// file for a valid chunk, checking the first chunk of each later block. If
-// it finds one, the bad chunk is corruption; if not, the log ends in a torn
-// tail and badChunk returns io.EOF.
+// badChunk decides what the bad chunk at off (the one at r.pos) means: a
+// chunk that fails its checksum, has an invalid type, or claims a length
+// past the end of its block (or of the file). If a valid chunk follows it
+// anywhere later in the file, later in the same block included, the bad
+// chunk is corruption; if nothing valid follows, the log ends in a torn
+// tail and badChunk returns io.EOF. Errors from the underlying reader are
+// passed on.
+//
+// The rule relies on how logs are written: a file starts empty and is only
+// appended to (WAL files are never recycled), and every Sync syncs the
+// whole file. A crash during an append then leaves a prefix of what was
+// written, perhaps followed by zeros, so a torn chunk is the last thing in
+// the file. A valid chunk after a bad one means that bytes written after
+// the bad chunk survived while the bad chunk did not: that is damage, not a
+// torn append, and the records after it may have been acknowledged as
+// synced. The cost of this choice: if a crash persisted some later unsynced
+// pages without earlier ones, or a torn final chunk's payload happens to
+// hold a well-formed chunk, the log is reported as corrupt instead of
+// losing its unsynced tail quietly. Data safety comes first: a false alarm
+// needs an operator, a silent loss of synced writes is never noticed.
+//
+// The scan looks at every byte offset after off, in the current block and
+// in each later one, but checksums only candidates with a valid type and a
+// length that fits their block. It runs only on this error path; a torn
+// tail is normally the end of the file, so there is little to scan.
 func (r *Reader) badChunk(off int64, kind int, a, b int64) error {
+	from := r.pos + 1
 	for {
+		if i := r.validChunkFrom(from); i >= 0 {
+			return base.CorruptionErrorf(r.fileName, off, "%s; a valid chunk follows at offset %d",
+				badChunkDetail(kind, a, b), r.blockStart+int64(i))
+		}
 		if err := r.readBlock(); err != nil {
-			if err == io.EOF {
-				return io.EOF
-			}
-			return err
+			return err // io.EOF: nothing valid follows
 		}
-		if validChunkAt(r.buf[:r.n]) {
-			break
-		}
+		from = 0
 	}
-	return base.CorruptionErrorf(r.fileName, off, "%s; a valid chunk follows at offset %d", badChunkDetail(kind, a, b), r.blockStart)
 }
 
 // corrupt reports a bad chunk as corruption without looking further.
@@ -240,22 +264,22 @@ func (r *Reader) outOfSequence(off int64, typ byte, recStart int64) error {
 	return base.CorruptionErrorf(r.fileName, off, "%s chunk outside a record", typeName(typ))
 }
 
-// validChunkAfter reports whether a valid chunk starts anywhere in the
-// current block at or after pos. A torn write leaves only a prefix of the
-// chunk being written, so a valid chunk after a chunk that seems cut short
-// means the short chunk's length was damaged. The search runs only on that
-// error path, and only chunks with a plausible type are checksummed.
-func (r *Reader) validChunkAfter(pos int) bool {
+// validChunkFrom returns the offset in the current block of the first valid
+// chunk that starts at or after from, or -1 if there is none. Only
+// candidates with a valid type are checksummed (validChunkAt also skips
+// those whose length does not fit the block), which keeps the scan cheap
+// over zeros and garbage.
+func (r *Reader) validChunkFrom(from int) int {
 	b := r.buf[:r.n]
-	for i := pos; i+headerSize <= len(b); i++ {
+	for i := from; i+headerSize <= len(b); i++ {
 		if typ := b[i+6]; typ == invalidChunk || typ > lastChunk {
 			continue
 		}
 		if validChunkAt(b[i:]) {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 // validChunkAt reports whether b begins with a chunk that is well formed and

@@ -98,18 +98,26 @@ func chunkMap(l writtenLog) []chunkSpan {
 
 // TestByteFlip changes every byte of a log in turn. A change inside a chunk
 // must give the records before that chunk's record and then corruption
-// naming the chunk, or io.EOF if the chunk is in the last block; a change in
-// block padding changes nothing.
+// naming the chunk, or io.EOF if it is the log's last chunk (nothing valid
+// follows it, so it is a torn tail); a change in block padding changes
+// nothing. The log ends with small records so that its last block holds
+// many chunks.
 func TestByteFlip(t *testing.T) {
-	l := smallLog(t, 4)
+	rng := rand.New(rand.NewPCG(1, 2))
+	recs := smallLog(t, 4).recs
+	for range 20 {
+		recs = append(recs, randBytes(rng, rng.IntN(300)))
+	}
+	l := writeLog(t, recs)
 	spans := chunkMap(l)
-	lastBlock := int64(len(l.data)-1) / BlockSize
+	if last := spans[len(spans)-1].start / BlockSize; spans[len(spans)-10].start/BlockSize != last {
+		t.Fatal("the last block holds fewer than 10 chunks")
+	}
 	step := 1
 	if testing.Short() || raceEnabled {
 		step = 13
 	}
 	data := bytes.Clone(l.data)
-	rng := rand.New(rand.NewPCG(1, 2))
 	s := 0
 	pr := newPrefixReader(l.recs)
 	for pos := int64(0); pos < int64(len(data)); pos += int64(step) {
@@ -124,7 +132,7 @@ func TestByteFlip(t *testing.T) {
 		wantRecs, wantErrOff := len(l.recs), int64(-1)
 		if s < len(spans) && spans[s].start <= pos {
 			wantRecs = spans[s].rec
-			if spans[s].start/BlockSize < lastBlock {
+			if s < len(spans)-1 {
 				wantErrOff = spans[s].start
 			}
 		}
@@ -197,7 +205,13 @@ func TestChunkSequences(t *testing.T) {
 		{"LAST outside record", cat(a, last("b")), []string{"a"}, int64(len(a))},
 		{"bad checksum at end", cat(a, rawChunk(fullChunk, "b", true)), []string{"a"}, -1},
 		{"bad checksum, later block", laterBlock(cat(a, rawChunk(fullChunk, "b", true))), []string{"a"}, int64(len(a))},
-		{"bad checksum, valid chunk later in the same block", cat(a, rawChunk(fullChunk, "b", true), a), []string{"a"}, -1},
+		{"bad checksum, valid chunk later in the same block", cat(a, rawChunk(fullChunk, "b", true), a), []string{"a"}, int64(len(a))},
+		{"bad checksum, zeros, valid chunk in the same block", cat(a, rawChunk(fullChunk, "b", true), make([]byte, 100), a), []string{"a"}, int64(len(a))},
+		{"type 0, valid chunk later in the same block", cat(a, make([]byte, 20), a), []string{"a"}, int64(len(a))},
+		{"type 5, valid chunk later in the same block", cat(a, rawChunk(5, "b", false), a), []string{"a"}, int64(len(a))},
+		{"length overruns file, valid chunk before the end", cat(a, rawChunk(fullChunk, strings.Repeat("b", 100), false)[:headerSize], a), []string{"a"}, int64(len(a))},
+		{"bad checksum, valid chunk mid later block", cat(laterBlock(cat(a, rawChunk(fullChunk, "b", true)))[:BlockSize], make([]byte, 50), a), []string{"a"}, int64(len(a))},
+		{"bad checksum, garbage after", cat(a, rawChunk(fullChunk, "b", true), []byte("\x01\x02\x03\x04\x05\x00\x01garbage")), []string{"a"}, -1},
 		{"type 0, later block", laterBlock(cat(a, make([]byte, 20))), []string{"a"}, int64(len(a))},
 		{"type 5, later block", laterBlock(cat(a, rawChunk(5, "b", false))), []string{"a"}, int64(len(a))},
 		{"length overruns file", cat(a, rawChunk(fullChunk, "bcd", false)[:headerSize+2]), []string{"a"}, -1},

@@ -108,3 +108,37 @@ func TestStrictReaderFlips(t *testing.T) {
 		}
 	}
 }
+
+// TestStrictReaderTails: the strict reader accepts a truncated last chunk
+// and an all-zero tail as a torn tail, but only when nothing valid follows;
+// a complete bad chunk is corruption even at the end.
+func TestStrictReaderTails(t *testing.T) {
+	a := rawChunk(fullChunk, "a", false)
+	long := rawChunk(fullChunk, string(bytes.Repeat([]byte("b"), 100)), false)
+	for _, tc := range []struct {
+		name    string
+		data    []byte
+		corrupt bool
+	}{
+		{"truncated last chunk", cat(a, long[:50]), false},
+		{"zeros after the last chunk", cat(a, make([]byte, 3*BlockSize)), false},
+		{"zeros, then a valid chunk in the same block", cat(a, make([]byte, 40), a), true},
+		{"zeros, then a valid chunk in a later block", laterBlock(cat(a, make([]byte, 40))), true},
+		{"header cut short, then a valid chunk", cat(a, long[:headerSize], a), true},
+		{"bad checksum at the end", cat(a, rawChunk(fullChunk, "b", true)), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := readAllStrict(tc.data)
+			if len(got) != 1 || !bytes.Equal(got[0], []byte("a")) {
+				t.Fatalf("records %q, want [a]", got)
+			}
+			var ce *base.CorruptionError
+			switch {
+			case !tc.corrupt && err != io.EOF:
+				t.Fatalf("err = %v, want io.EOF", err)
+			case tc.corrupt && (!errors.As(err, &ce) || ce.Offset != int64(len(a))):
+				t.Fatalf("err = %v, want corruption at %d", err, len(a))
+			}
+		})
+	}
+}
