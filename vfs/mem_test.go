@@ -269,6 +269,8 @@ var crashCases = []crashCase{
 		name: "renaming a directory over an empty one is not durable until the parent is synced",
 		setup: func(t *testing.T, fs *MemFS) {
 			require.NoError(t, fs.MkdirAll("db/empty", 0o755))
+			syncDir(t, fs, "")
+			syncDir(t, fs, "db")
 			require.NoError(t, fs.Mkdir("db/tmp", 0o755))
 			writeFile(t, fs, "db/tmp/f", "abc")
 			syncDir(t, fs, "db/tmp")
@@ -280,6 +282,8 @@ var crashCases = []crashCase{
 		name: "renaming a directory over an empty one is durable after the parent is synced",
 		setup: func(t *testing.T, fs *MemFS) {
 			require.NoError(t, fs.MkdirAll("db/empty", 0o755))
+			syncDir(t, fs, "")
+			syncDir(t, fs, "db")
 			require.NoError(t, fs.Mkdir("db/tmp", 0o755))
 			f := create(t, fs, "db/tmp/f")
 			write(t, f, "abc")
