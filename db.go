@@ -41,7 +41,7 @@ type DB struct {
 	// MaxOpenFiles of them besides those in use.
 	files      *filecache.Cache
 	tableCache *tableCache
-	vlogs      *vlogCache
+	vlogs      *vlog.ReaderCache
 	// observer is the separation policy when it wants to see the workload.
 	observer vlog.Observer
 

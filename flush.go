@@ -133,23 +133,24 @@ func (d *DB) flushAll() {
 func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, []*manifest.VlogMetadata, error) {
 	it := m.NewIter()
 	defer it.Close()
-	sep := &separator{d: d}
+	sep := d.newSeparator(d.opts.SeparationPolicy)
 	outputs, _, err := compaction.Run(compaction.Config{
 		Input:     it,
 		RangeDels: m.rangeDels(),
 		Snapshots: snaps,
 		NewFile:   d.newTableFile,
 		Writer:    d.opts.writerOptions(),
-		Separate:  sep.separate,
+		Separate:  sep.Separate,
 	})
+	var vlogs []*manifest.VlogMetadata
 	if err == nil {
-		err = sep.finish()
+		vlogs, err = sep.Finish()
 	}
 	if err == nil && len(outputs) > 0 {
 		err = syncDirErr(d)
 	}
 	if err != nil {
-		sep.abort()
+		sep.Abort()
 		for _, o := range outputs {
 			d.removeFile(base.FileTypeTable, o.FileNum)
 		}
@@ -158,83 +159,33 @@ func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, 
 	if len(outputs) == 0 {
 		return nil, nil, nil
 	}
-	return fileMetadata(outputs[0]), sep.done, nil
+	return fileMetadata(outputs[0]), vlogs, nil
 }
 
-// separator moves values out of a flush into value logs, starting one at
-// the first value the policy separates and another whenever the current
-// one passes ValueLogFileSize.
-type separator struct {
-	d    *DB
-	w    *vlog.Writer
-	num  base.FileNum
-	buf  []byte
-	done []*manifest.VlogMetadata // finished value logs
-	nums []base.FileNum           // every value log started, for abort
-}
-
-func (s *separator) separate(key, value []byte) ([]byte, bool, error) {
-	if !s.d.opts.SeparationPolicy.Separate(key, len(value)) {
-		return nil, false, nil
-	}
-	if s.w != nil && int64(s.w.Size()) >= s.d.opts.ValueLogFileSize {
-		if err := s.finish(); err != nil {
-			return nil, false, err
-		}
-	}
-	if s.w == nil {
-		s.num = s.d.vs.NewFileNum()
-		s.nums = append(s.nums, s.num)
-		f, err := s.d.fs.Create(s.d.path(base.FileTypeVlog, s.num))
-		if err != nil {
-			return nil, false, fmt.Errorf("strata: create value log: %w", err)
-		}
-		s.w = vlog.NewWriter(f, s.num)
-	}
-	p, err := s.w.Add(key, value)
-	if err != nil {
-		return nil, false, err
-	}
-	s.buf = p.Encode(s.buf[:0])
-	return s.buf, true, nil
-}
-
-// finish completes and syncs the current value log, if one was started.
-func (s *separator) finish() error {
-	if s.w == nil {
-		return nil
-	}
-	w := s.w
-	s.w = nil
-	if err := w.Finish(); err != nil {
-		return fmt.Errorf("strata: finish value log: %w", err)
-	}
-	// After Finish, Size counts the whole file, footer included.
-	s.done = append(s.done, &manifest.VlogMetadata{FileNum: s.num, Size: w.Size(), Records: w.Count(), ValueBytes: w.ValueBytes()})
-	return nil
-}
-
-// abort discards the value logs after a failed flush.
-func (s *separator) abort() {
-	if s.w != nil {
-		s.w.Abort()
-		s.w = nil
-	}
-	for _, num := range s.nums {
-		s.d.removeFile(base.FileTypeVlog, num)
-	}
+// newSeparator returns a Separator writing new value logs of this DB,
+// separating the values policy picks.
+func (d *DB) newSeparator(policy vlog.Policy) *vlog.Separator {
+	return vlog.NewSeparator(vlog.SeparatorOptions{
+		FS:         d.fs,
+		Dir:        d.dirname,
+		NewFileNum: d.vs.NewFileNum,
+		Policy:     policy,
+		FileSize:   d.opts.ValueLogFileSize,
+	})
 }
 
 func fileMetadata(o compaction.Output) *manifest.FileMetadata {
 	m := o.Meta
 	return &manifest.FileMetadata{
-		FileNum:      o.FileNum,
-		Size:         m.Size,
-		Smallest:     m.Smallest(),
-		Largest:      m.Largest(),
-		SmallestSeq:  m.SmallestSeq,
-		LargestSeq:   m.LargestSeq,
-		HasRangeDels: m.HasRangeDels,
+		FileNum:       o.FileNum,
+		Size:          m.Size,
+		Smallest:      m.Smallest(),
+		Largest:       m.Largest(),
+		SmallestSeq:   m.SmallestSeq,
+		LargestSeq:    m.LargestSeq,
+		HasRangeDels:  m.HasRangeDels,
+		VlogRefs:      o.VlogRefs,
+		VlogRefsKnown: true,
 	}
 }
 
@@ -259,7 +210,7 @@ func (d *DB) removeFile(t base.FileType, num base.FileNum) {
 	case base.FileTypeTable:
 		d.tableCache.evict(num)
 	case base.FileTypeVlog:
-		d.vlogs.evict(num)
+		d.vlogs.Evict(num)
 	}
 	err := d.fs.Remove(d.path(t, num))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

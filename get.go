@@ -5,6 +5,7 @@ import (
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/vlog"
 )
 
 // Get returns the value of key, or an error matching ErrNotFound. The
@@ -99,23 +100,18 @@ func (d *DB) observeInline(value []byte, err error) ([]byte, error) {
 // readSeparated fetches the value a pointer (stored in table source) points
 // to, as a slice the caller owns.
 func (d *DB) readSeparated(v *manifest.Version, key, ptr []byte, source string) ([]byte, error) {
-	p, m, err := resolvePointer(v, ptr, source)
+	p, m, err := vlog.Resolve(v.Vlogs, ptr, source)
 	if err != nil {
 		return nil, err
 	}
-	h, err := d.vlogs.get(m)
-	if err != nil {
-		return nil, err
-	}
-	defer d.vlogs.release(h)
-	value, err := h.reader.Get(p, key)
+	value, err := d.vlogs.Value(m, p, key, make([]byte, 0, p.ValueLen))
 	if err != nil {
 		return nil, err
 	}
 	if d.observer != nil {
 		d.observer.ObserveRead(len(value), true)
 	}
-	return append([]byte(nil), value...), nil
+	return value, nil
 }
 
 // resolve turns the newest visible entry of key into Get's result.

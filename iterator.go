@@ -365,20 +365,20 @@ func (i *Iterator) Value() []byte {
 
 // fetch reads the value a pointer points to.
 func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
-	p, m, err := resolvePointer(i.rs.version, ptr, "an SSTable")
+	p, m, err := vlog.Resolve(i.rs.version.Vlogs, ptr, "an SSTable")
 	if err != nil {
 		return nil, err
 	}
 	rv, ok := i.readAhead[p.FileNum]
 	if !ok {
-		h, err := i.db.vlogs.get(m)
+		h, err := i.db.vlogs.Acquire(m)
 		if err != nil {
 			return nil, err
 		}
 		if i.readAhead == nil {
 			i.readAhead = make(map[base.FileNum]iterVlog)
 		}
-		rv = iterVlog{h: h, ra: h.reader.NewReadAhead(i.db.opts.ValueLogReadAhead)}
+		rv = iterVlog{h: h, ra: h.Reader.NewReadAhead(i.db.opts.ValueLogReadAhead)}
 		i.readAhead[p.FileNum] = rv
 	}
 	return rv.ra.Get(p, i.key)
@@ -386,7 +386,7 @@ func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 
 // iterVlog is a value log an iterator reads, held open until it closes.
 type iterVlog struct {
-	h  vlogHandle
+	h  vlog.Handle
 	ra *vlog.ReadAhead
 }
 
@@ -406,7 +406,7 @@ func (i *Iterator) Close() error {
 	}
 	err := i.iter.Close()
 	for _, rv := range i.readAhead {
-		i.db.vlogs.release(rv.h)
+		i.db.vlogs.Release(rv.h)
 	}
 	i.readAhead = nil
 	i.rs.unref()

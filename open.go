@@ -63,7 +63,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	}
 	d.files = filecache.New(o.MaxOpenFiles)
 	d.tableCache = newTableCache(fs, dirname, d.cache, d.files)
-	d.vlogs = newVlogCache(fs, dirname, d.cache, d.files)
+	d.vlogs = vlog.NewReaderCache(fs, dirname, d.cache, d.files)
 	d.memPool.size = int(o.MemTableSize)
 	d.observer, _ = o.SeparationPolicy.(vlog.Observer)
 
@@ -75,6 +75,9 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		return nil, err
 	}
 	if err := d.checkTables(); err != nil {
+		return nil, err
+	}
+	if err := d.readMissingVlogRefs(); err != nil {
 		return nil, err
 	}
 	rp, err := d.replayWALs(names)
@@ -215,13 +218,60 @@ func (d *DB) checkTables() error {
 		}
 		name := base.MakeFilename(base.FileTypeTable, f.FileNum)
 		var file vfs.File
-		if file, err = openLiveFile(d.fs, d.dirname, name, "table"); err != nil {
+		if file, err = filecache.OpenLive(d.fs, d.dirname, name, "table"); err != nil {
 			return
 		}
 		err = sstable.CheckFooter(file, int64(f.Size), name)
 		file.Close()
 	})
 	return err
+}
+
+// readMissingVlogRefs reads the value-log references of tables that a
+// manifest written before they were recorded there lists without them, so
+// that the garbage ledger is exact from the start.
+func (d *DB) readMissingVlogRefs() error {
+	d.mu.Lock()
+	v := d.vs.Current()
+	complete := v.VlogRefsComplete()
+	d.mu.Unlock()
+	if complete {
+		return nil
+	}
+	refs := make(map[base.FileNum][]manifest.VlogRef)
+	var err error
+	v.Files(func(_ int, f *manifest.FileMetadata) {
+		if err != nil || f.VlogRefsKnown {
+			return
+		}
+		var h tableHandle
+		if h, err = d.tableCache.get(f); err != nil {
+			return
+		}
+		defer d.tableCache.release(h)
+		name := base.MakeFilename(base.FileTypeTable, f.FileNum)
+		block, ok, berr := h.reader.MetaBlock(vlog.RefsBlock)
+		switch {
+		case berr != nil:
+			err = berr
+		case ok:
+			var r []manifest.VlogRef
+			if r, err = vlog.DecodeRefs(block); err != nil {
+				err = base.CorruptionErrorf(name, -1, "%v", err)
+				return
+			}
+			refs[f.FileNum] = r
+		default:
+			refs[f.FileNum] = nil
+		}
+	})
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.vs.FillVlogRefs(refs)
+	d.mu.Unlock()
+	return nil
 }
 
 // replayWALs replays the WALs recovery needs into memtables, writing full

@@ -2,9 +2,9 @@ package strata
 
 import (
 	"fmt"
+	"sync"
 	"testing"
 
-	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/sstable"
@@ -57,10 +57,10 @@ func TestSeparationLayout(t *testing.T) {
 	require.NoError(t, err)
 	r, err := sstable.NewReader(file, int64(f.Size), sstable.ReaderOptions{FileNum: f.FileNum})
 	require.NoError(t, err)
-	block, ok, err := r.MetaBlock(compaction.VlogRefsBlock)
+	block, ok, err := r.MetaBlock(vlog.RefsBlock)
 	require.NoError(t, err)
 	require.True(t, ok)
-	refs, err := compaction.DecodeVlogRefs(block)
+	refs, err := vlog.DecodeRefs(block)
 	require.NoError(t, err)
 	require.Len(t, refs, len(v.Vlogs))
 	for _, ref := range refs {
@@ -70,6 +70,13 @@ func TestSeparationLayout(t *testing.T) {
 		require.Equal(t, m.Size-vlog.HeaderLen-vlog.FooterLen, ref.Bytes, "every record of %s is referenced", ref.FileNum)
 	}
 	require.NoError(t, r.Close())
+	// The manifest holds the same references with the table, and the
+	// version's ledger sums them.
+	require.True(t, f.VlogRefsKnown)
+	require.Equal(t, refs, f.VlogRefs)
+	for _, ref := range refs {
+		require.Equal(t, ref.Bytes, v.VlogLive(ref.FileNum))
+	}
 
 	for i := 0; i < 400; i++ {
 		got, err := db.Get([]byte(fmt.Sprintf("k%04d", i)))
@@ -105,4 +112,51 @@ func TestOrphanValueLogsRemoved(t *testing.T) {
 	require.Len(t, v, 100)
 	require.Len(t, filesOfType(t, fs, base.FileTypeVlog), 1)
 	require.NoError(t, db.Close())
+}
+
+// TestOpenReadsMissingVlogRefs: a manifest written before tables' value-log
+// references were recorded in it lists tables without them; Open reads
+// them from the tables, so the ledger is exact, and records them.
+func TestOpenReadsMissingVlogRefs(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, ValueThreshold: 64, MemTableSize: 64 << 10, DisableAutomaticCompactions: true}
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	for i := 0; i < 2000; i++ {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("k%05d", i%700)), make([]byte, 100+i%50), nil))
+	}
+	require.NoError(t, db.Flush())
+	want := map[base.FileNum][]manifest.VlogRef{}
+	v := currentVersion(db)
+	v.Files(func(_ int, f *manifest.FileMetadata) { want[f.FileNum] = f.VlogRefs })
+	require.NoError(t, db.Close())
+
+	// Rewrite the manifest as an older build would have: no references.
+	var mu sync.Mutex
+	mu.Lock()
+	vs, err := manifest.Load(manifest.Options{FS: fs, Dirname: "db", Mu: &mu})
+	require.NoError(t, err)
+	old := vs.Current()
+	old.Files(func(_ int, f *manifest.FileMetadata) { f.VlogRefs, f.VlogRefsKnown = nil, false })
+	w, err := manifest.WriteSnapshot(fs, "db", 900, old, vs.LogNum(), vs.LastSeq(), 1000)
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.NoError(t, manifest.SetCurrent(fs, "db", 900, 901))
+	mu.Unlock()
+
+	for round := 0; round < 2; round++ { // the second Open finds them in the manifest
+		db, err = Open("db", opts)
+		require.NoError(t, err)
+		v = currentVersion(db)
+		require.True(t, v.VlogRefsComplete())
+		got := map[base.FileNum][]manifest.VlogRef{}
+		v.Files(func(_ int, f *manifest.FileMetadata) { got[f.FileNum] = f.VlogRefs })
+		for num, refs := range want {
+			require.Equal(t, refs, got[num], "table %s", num)
+		}
+		require.NoError(t, v.CheckLedger())
+		require.NoError(t, db.Set([]byte("x"), make([]byte, 100), Sync))
+		require.NoError(t, db.Flush()) // writes a new manifest
+		require.NoError(t, db.Close())
+	}
 }

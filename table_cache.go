@@ -1,10 +1,7 @@
 package strata
 
 import (
-	"errors"
-	"fmt"
 	"io"
-	"os"
 
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/internal/base"
@@ -70,7 +67,7 @@ func (tc *tableCache) release(h tableHandle) { tc.files.Release(h.fh) }
 
 func (tc *tableCache) open(f *manifest.FileMetadata) (*openTable, error) {
 	name := base.MakeFilename(base.FileTypeTable, f.FileNum)
-	file, err := openLiveFile(tc.fs, tc.dirname, name, "table")
+	file, err := filecache.OpenLive(tc.fs, tc.dirname, name, "table")
 	if err != nil {
 		return nil, err
 	}
@@ -84,19 +81,6 @@ func (tc *tableCache) open(f *manifest.FileMetadata) (*openTable, error) {
 		return nil, err
 	}
 	return &openTable{reader: r, rangeDels: rangedel.Build(r.RangeTombstones())}, nil
-}
-
-// openLiveFile opens a file the manifest names. Its absence is corruption
-// of the database (what names it says it exists), reported as such.
-func openLiveFile(fs vfs.FS, dirname, name, what string) (vfs.File, error) {
-	f, err := fs.Open(fs.PathJoin(dirname, name))
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, base.CorruptionErrorf(name, -1, "%s is in the manifest but missing from the directory", what)
-		}
-		return nil, fmt.Errorf("strata: open %s %s: %w", what, name, err)
-	}
-	return f, nil
 }
 
 // evict forgets the table of a deleted file and drops its cached blocks.

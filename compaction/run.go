@@ -40,18 +40,18 @@ type Config struct {
 	// Filter, if set, may remove or rewrite entries (see Filter).
 	Filter Filter
 	// Separate, if set (flushes), may move a SET entry's value out of the
-	// tree: it returns the encoded value pointer to store instead, or
-	// ok=false to keep the value inline.
-	Separate func(key, value []byte) (pointer []byte, ok bool, err error)
+	// tree: it returns the pointer to store instead, or ok=false to keep the
+	// value inline.
+	Separate func(key, value []byte) (p vlog.Pointer, ok bool, err error)
 }
 
 // Output is one table written by Run.
 type Output struct {
 	FileNum base.FileNum
 	Meta    *sstable.WriterMetadata
-	// VlogRefs is what the table's value pointers reference, per value log
-	// (also stored in the table's VlogRefsBlock).
-	VlogRefs map[base.FileNum]VlogRef
+	// VlogRefs is what the table's value pointers reference, per value log,
+	// by file number (also stored in the table's vlog.RefsBlock).
+	VlogRefs []manifest.VlogRef
 }
 
 // Run writes the surviving entries of cfg.Input and cfg.RangeDels into new
@@ -92,20 +92,23 @@ type runner struct {
 	gpIndex   int    // first grandparent not yet passed
 	gpOverlap uint64 // bytes of grandparents the current output spans
 
-	refs map[base.FileNum]VlogRef // value-log references of the current output
+	refs   vlog.RefCounter // value-log references of the current output
+	ptrBuf []byte
 }
 
 // add writes one entry to the current output, separating its value and
 // counting its value-log reference.
 func (r *runner) add(k base.InternalKey, value []byte) error {
 	if r.cfg.Separate != nil && k.Kind() == base.KindSet {
-		ptr, ok, err := r.cfg.Separate(k.UserKey, value)
+		p, ok, err := r.cfg.Separate(k.UserKey, value)
 		if err != nil {
 			return err
 		}
 		if ok {
+			r.refs.Add(p)
+			r.ptrBuf = p.Encode(r.ptrBuf[:0])
 			k.Trailer = base.MakeTrailer(k.SeqNum(), base.KindValuePointer)
-			value = ptr
+			return r.w.Add(k, r.ptrBuf)
 		}
 	}
 	if k.Kind() == base.KindValuePointer {
@@ -113,14 +116,7 @@ func (r *runner) add(k base.InternalKey, value []byte) error {
 		if err != nil {
 			return fmt.Errorf("compaction: entry %s: bad value pointer: %w", k, err)
 		}
-		if r.refs == nil {
-			r.refs = make(map[base.FileNum]VlogRef)
-		}
-		ref := r.refs[p.FileNum]
-		ref.FileNum = p.FileNum
-		ref.Bytes += uint64(p.Length)
-		ref.Pointers++
-		r.refs[p.FileNum] = ref
+		r.refs.Add(p)
 	}
 	return r.w.Add(k, value)
 }
@@ -212,10 +208,9 @@ func (r *runner) finish(splitKey []byte) error {
 			}
 		}
 	}
-	refs := r.refs
-	r.refs = nil
+	refs := r.refs.Take()
 	if len(refs) > 0 {
-		if err := r.w.AddMetaBlock(VlogRefsBlock, EncodeVlogRefs(refs)); err != nil {
+		if err := r.w.AddMetaBlock(vlog.RefsBlock, vlog.EncodeRefs(refs)); err != nil {
 			return err
 		}
 	}

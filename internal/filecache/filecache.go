@@ -16,12 +16,15 @@
 package filecache
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/vfs"
 )
 
 // ErrClosed is returned by Get after Close. It matches base.ErrClosed.
@@ -209,4 +212,18 @@ func (c *Cache) Close() {
 	for _, h := range files {
 		c.Release(h)
 	}
+}
+
+// OpenLive opens a file that the manifest names, for a reader. Its absence
+// is corruption of the database (what names it says it exists), reported
+// as such; what says what the file is ("table", "value log").
+func OpenLive(fs vfs.FS, dirname, name, what string) (vfs.File, error) {
+	f, err := fs.Open(fs.PathJoin(dirname, name))
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, base.CorruptionErrorf(name, -1, "%s is in the manifest but missing from the directory", what)
+		}
+		return nil, fmt.Errorf("strata: open %s %s: %w", what, name, err)
+	}
+	return f, nil
 }

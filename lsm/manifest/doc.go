@@ -37,7 +37,11 @@
 //	                          uvarint len + smallest internal key,
 //	                          uvarint len + largest internal key,
 //	                          uvarint smallest seq, uvarint largest seq,
-//	                          uvarint flags (bit 0: has range deletions)
+//	                          uvarint flags (bit 0: has range deletions;
+//	                          bit 1: value-log references follow), then
+//	                          if bit 1: uvarint count, count x (uvarint
+//	                          value-log number, uvarint record bytes,
+//	                          uvarint pointers), by value-log number
 //	tag 7  new value log      uvarint file number, uvarint size,
 //	                          uvarint records, uvarint value bytes
 //	tag 8  deleted value log  uvarint file number

@@ -20,6 +20,14 @@ type FileMetadata struct {
 	Smallest, Largest       base.InternalKey
 	SmallestSeq, LargestSeq base.SeqNum
 	HasRangeDels            bool
+	// VlogRefs is what the table's value pointers reference, per value log,
+	// sorted by file number: the exact reverse index (value log -> tables
+	// that still point into it) and the garbage ledger are built from it.
+	// VlogRefsKnown is false only for tables recorded by a manifest older
+	// than this field; the DB reads their references from the tables
+	// themselves at Open.
+	VlogRefs      []VlogRef
+	VlogRefsKnown bool
 
 	// refs counts the versions that contain this file. When it drops to zero
 	// the file is obsolete and may be deleted.
@@ -32,6 +40,25 @@ type FileMetadata struct {
 	// needs compacting (garbage collection marks the tables that still
 	// point into a value log it wants to free). Protected by the DB's mutex.
 	MarkedForCompaction bool
+}
+
+// VlogRef is what one table references in one value log: the bytes of the
+// records its pointers reach (whole records: header, key and value, the
+// unit of a value log's size) and the number of pointers.
+type VlogRef struct {
+	FileNum  base.FileNum
+	Bytes    uint64
+	Pointers uint64
+}
+
+// VlogRef returns the table's reference to value log num (zero if none).
+func (m *FileMetadata) VlogRef(num base.FileNum) VlogRef {
+	for _, r := range m.VlogRefs {
+		if r.FileNum == num {
+			return r
+		}
+	}
+	return VlogRef{}
 }
 
 func (m *FileMetadata) String() string {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/invariants"
 )
 
 // Version is an immutable snapshot of the tree's files.
@@ -20,6 +21,13 @@ type Version struct {
 	// Vlogs are the value-log files, by number. Tables' value pointers only
 	// point into files listed here.
 	Vlogs map[base.FileNum]*VlogMetadata
+	// live is, per value log, the record bytes the version's tables point
+	// to (the sum of their VlogRefs): the live side of the garbage ledger.
+	// A value log absent from it has no live bytes. Tables whose
+	// references are unknown (see FileMetadata.VlogRefsKnown) count
+	// nothing; liveUnknown says whether there are any.
+	live        map[base.FileNum]uint64
+	liveUnknown bool
 
 	refs atomic.Int32
 	// onZero is called once when the last reference is dropped, with the
@@ -59,6 +67,54 @@ func (v *Version) Unref() {
 	if v.onZero != nil && !obsolete.empty() {
 		v.onZero(obsolete)
 	}
+}
+
+// VlogLive returns the record bytes of value log num that the version's
+// tables point to.
+func (v *Version) VlogLive(num base.FileNum) uint64 { return v.live[num] }
+
+// VlogRefsComplete reports whether every table's value-log references are
+// known, so that VlogLive is exact. It is false only for a database
+// written before references were recorded, until Open has read them.
+func (v *Version) VlogRefsComplete() bool { return !v.liveUnknown }
+
+// computeLive sums the tables' value-log references.
+func computeLive(v *Version) (map[base.FileNum]uint64, bool) {
+	live := make(map[base.FileNum]uint64)
+	unknown := false
+	v.Files(func(_ int, f *FileMetadata) {
+		if !f.VlogRefsKnown {
+			unknown = true
+		}
+		for _, r := range f.VlogRefs {
+			live[r.FileNum] += r.Bytes
+		}
+	})
+	return live, unknown
+}
+
+// CheckLedger recomputes the live bytes from the tables and compares them
+// with what Apply maintained incrementally, and checks that every
+// referenced value log is in the version. It is an expensive self-check.
+func (v *Version) CheckLedger() error {
+	live, unknown := computeLive(v)
+	if unknown != v.liveUnknown {
+		return fmt.Errorf("ledger: unknown references %t, maintained %t", unknown, v.liveUnknown)
+	}
+	for num, n := range live {
+		if v.live[num] != n {
+			return fmt.Errorf("ledger: value log %s has %d live bytes, maintained %d", num, n, v.live[num])
+		}
+		if n > 0 && v.Vlogs[num] == nil {
+			return fmt.Errorf("ledger: tables point into value log %s, which the version does not hold", num)
+		}
+	}
+	for num, n := range v.live {
+		if live[num] != n {
+			return fmt.Errorf("ledger: value log %s has %d live bytes, maintained %d", num, live[num], n)
+		}
+	}
+	return nil
 }
 
 // Refs returns the reference count (for tests).
@@ -191,9 +247,22 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 		}
 	}
 	vlogs := make(map[base.FileNum]*VlogMetadata)
+	live := make(map[base.FileNum]uint64)
 	if baseV != nil {
 		for num, vl := range baseV.Vlogs {
 			vlogs[num] = vl
+		}
+		for num, n := range baseV.live {
+			live[num] = n
+		}
+	}
+	addLive := func(f *FileMetadata, sign int) {
+		for _, r := range f.VlogRefs {
+			if sign > 0 {
+				live[r.FileNum] += r.Bytes
+			} else if live[r.FileNum] -= r.Bytes; live[r.FileNum] == 0 {
+				delete(live, r.FileNum)
+			}
 		}
 	}
 	for _, ve := range edits {
@@ -210,9 +279,11 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 			vlogs[vl.FileNum] = vl
 		}
 		for _, d := range ve.DeletedFiles {
-			if _, ok := levels[d.Level][d.FileNum]; !ok {
+			f, ok := levels[d.Level][d.FileNum]
+			if !ok {
 				return nil, fmt.Errorf("version edit deletes file %s from L%d, which does not hold it", d.FileNum, d.Level)
 			}
+			addLive(f, -1)
 			delete(levels[d.Level], d.FileNum)
 			delete(where, d.FileNum)
 		}
@@ -222,9 +293,10 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 			}
 			levels[nf.Level][nf.Meta.FileNum] = nf.Meta
 			where[nf.Meta.FileNum] = nf.Level
+			addLive(nf.Meta, +1)
 		}
 	}
-	v := &Version{Vlogs: vlogs}
+	v := &Version{Vlogs: vlogs, live: live}
 	if baseV != nil {
 		v.onZero = baseV.onZero
 	}
@@ -236,6 +308,16 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 	SortLevels(v)
 	if err := v.CheckOrdering(); err != nil {
 		return nil, err
+	}
+	v.Files(func(_ int, f *FileMetadata) {
+		if !f.VlogRefsKnown {
+			v.liveUnknown = true
+		}
+	})
+	if invariants.Enabled {
+		if err := v.CheckLedger(); err != nil {
+			return nil, err
+		}
 	}
 	for _, files := range v.Levels {
 		for _, f := range files {

@@ -26,7 +26,13 @@ const (
 	tagFirstOptional = 64
 )
 
-const newFileFlagRangeDels = 1
+// Flags of a new-file field.
+const (
+	newFileFlagRangeDels = 1 << iota
+	// newFileFlagVlogRefs: the value-log references follow the flags.
+	newFileFlagVlogRefs
+	knownNewFileFlags = newFileFlagRangeDels | newFileFlagVlogRefs
+)
 
 // DeletedFile names a file removed from a level.
 type DeletedFile struct {
@@ -126,7 +132,18 @@ func (ve *VersionEdit) Encode(dst []byte) []byte {
 		if m.HasRangeDels {
 			flags |= newFileFlagRangeDels
 		}
+		if m.VlogRefsKnown {
+			flags |= newFileFlagVlogRefs
+		}
 		field = binary.AppendUvarint(field, flags)
+		if m.VlogRefsKnown {
+			field = binary.AppendUvarint(field, uint64(len(m.VlogRefs)))
+			for _, r := range m.VlogRefs {
+				field = binary.AppendUvarint(field, uint64(r.FileNum))
+				field = binary.AppendUvarint(field, r.Bytes)
+				field = binary.AppendUvarint(field, r.Pointers)
+			}
+		}
 		put(tagNewFile, field)
 	}
 	return dst
@@ -288,7 +305,39 @@ func decodeNewFile(f *decoder) (NewFile, error) {
 	if v, err = f.uvarint(); err != nil {
 		return NewFile{}, err
 	}
-	m.HasRangeDels = v&newFileFlagRangeDels != 0
+	flags := v
+	if flags&^knownNewFileFlags != 0 {
+		return NewFile{}, fmt.Errorf("file %s: unknown flags %#x", m.FileNum, flags)
+	}
+	m.HasRangeDels = flags&newFileFlagRangeDels != 0
+	if flags&newFileFlagVlogRefs != 0 {
+		m.VlogRefsKnown = true
+		n, err := f.uvarint()
+		if err != nil {
+			return NewFile{}, err
+		}
+		if n > uint64(len(f.b)) {
+			return NewFile{}, fmt.Errorf("file %s: %d value-log references in %d bytes", m.FileNum, n, len(f.b))
+		}
+		if n > 0 {
+			m.VlogRefs = make([]VlogRef, n)
+		}
+		for i := range m.VlogRefs {
+			var r [3]uint64
+			for j := range r {
+				if r[j], err = f.uvarint(); err != nil {
+					return NewFile{}, err
+				}
+			}
+			m.VlogRefs[i] = VlogRef{FileNum: base.FileNum(r[0]), Bytes: r[1], Pointers: r[2]}
+			if i > 0 && m.VlogRefs[i-1].FileNum >= m.VlogRefs[i].FileNum {
+				return NewFile{}, fmt.Errorf("file %s: value-log references out of order", m.FileNum)
+			}
+		}
+	}
+	if len(f.b) != 0 {
+		return NewFile{}, fmt.Errorf("file %s: %d trailing bytes", m.FileNum, len(f.b))
+	}
 	if base.InternalCompare(m.Smallest, m.Largest) > 0 {
 		return NewFile{}, fmt.Errorf("file %s: smallest %s > largest %s", m.FileNum, m.Smallest, m.Largest)
 	}

@@ -239,6 +239,22 @@ func readCurrent(fs vfs.FS, name string) (string, error) {
 	return string(data[:len(data)-1]), nil
 }
 
+// FillVlogRefs records the value-log references of tables whose manifest
+// entry predates them (FileMetadata.VlogRefsKnown false), read by the
+// caller from the tables, and recomputes the current version's ledger. The
+// next manifest written records them. Only for Open: nothing else may use
+// the version set concurrently. Mu held.
+func (vs *VersionSet) FillVlogRefs(refs map[base.FileNum][]VlogRef) {
+	v := vs.current
+	v.Files(func(_ int, f *FileMetadata) {
+		if r, ok := refs[f.FileNum]; ok && !f.VlogRefsKnown {
+			f.VlogRefs, f.VlogRefsKnown = r, true
+		}
+	})
+	v.live, v.liveUnknown = computeLive(v)
+	vs.needRotation = true
+}
+
 // Current returns the current version. The caller must hold Options.Mu, and
 // must Ref the version to use it after releasing Mu.
 func (vs *VersionSet) Current() *Version { return vs.current }

@@ -1,0 +1,125 @@
+package vlog
+
+import (
+	"io"
+
+	"github.com/strata-db/strata/cache"
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/filecache"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/vfs"
+)
+
+// ReaderCache keeps the Readers of a database's value logs open in the
+// database's file cache (shared with its tables under one bound on open
+// files), and resolves value pointers through them. A Reader is closed
+// when the file cache evicts it and nobody uses it, or once its file is
+// deleted, which happens only once no version can reach it. Safe for
+// concurrent use.
+type ReaderCache struct {
+	fs      vfs.FS
+	dirname string
+	cache   *cache.Cache
+	cacheID uint64
+	files   *filecache.Cache
+}
+
+// NewReaderCache returns a cache of the value logs in dirname. c, the value
+// cache, may be nil.
+func NewReaderCache(fs vfs.FS, dirname string, c *cache.Cache, files *filecache.Cache) *ReaderCache {
+	rc := &ReaderCache{fs: fs, dirname: dirname, cache: c, files: files}
+	if c != nil {
+		rc.cacheID = c.NewID()
+	}
+	return rc
+}
+
+// Handle is an open value log with a reference to it: Release it.
+type Handle struct {
+	fh     *filecache.Handle
+	Reader *Reader
+}
+
+// Acquire returns the Reader of value log m with a reference the caller
+// must Release.
+func (rc *ReaderCache) Acquire(m *manifest.VlogMetadata) (Handle, error) {
+	key := filecache.Key{Type: base.FileTypeVlog, Num: m.FileNum}
+	fh, err := rc.files.Get(key, func() (io.Closer, error) {
+		r, err := rc.open(m)
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	})
+	if err != nil {
+		return Handle{}, err
+	}
+	return Handle{fh: fh, Reader: fh.Reader().(*Reader)}, nil
+}
+
+// Release drops the reference of h.
+func (rc *ReaderCache) Release(h Handle) {
+	if h.fh != nil {
+		rc.files.Release(h.fh)
+	}
+}
+
+func (rc *ReaderCache) open(m *manifest.VlogMetadata) (*Reader, error) {
+	name := base.MakeFilename(base.FileTypeVlog, m.FileNum)
+	f, err := filecache.OpenLive(rc.fs, rc.dirname, name, "value log")
+	if err != nil {
+		return nil, err
+	}
+	r, err := NewReader(f, m.FileNum, int64(m.Size), ReaderOptions{Cache: rc.cache, CacheID: rc.cacheID, FileName: name})
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// Value reads the value p locates (in value log m, for key) and appends
+// it to dst.
+func (rc *ReaderCache) Value(m *manifest.VlogMetadata, p Pointer, key, dst []byte) ([]byte, error) {
+	h, err := rc.Acquire(m)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Release(h)
+	v, err := h.Reader.Get(p, key)
+	if err != nil {
+		return nil, err
+	}
+	return append(dst, v...), nil
+}
+
+// Evict forgets the Reader of a deleted value log and drops its records
+// from the value cache.
+func (rc *ReaderCache) Evict(num base.FileNum) {
+	rc.files.Evict(filecache.Key{Type: base.FileTypeVlog, Num: num})
+	if rc.cache != nil {
+		rc.cache.EvictFile(rc.cacheID, num)
+	}
+}
+
+// Open returns the number of value logs open.
+func (rc *ReaderCache) Open() int {
+	_, n := rc.files.Len(base.FileTypeVlog)
+	return n
+}
+
+// Resolve decodes a value pointer stored in source (a table, named in
+// errors) and finds the value log it points into among vlogs (a version's).
+// A pointer that does not decode, or into a value log the version does not
+// hold, is corruption of source.
+func Resolve(vlogs map[base.FileNum]*manifest.VlogMetadata, ptr []byte, source string) (Pointer, *manifest.VlogMetadata, error) {
+	p, err := DecodePointer(ptr)
+	if err != nil {
+		return Pointer{}, nil, base.CorruptionErrorf(source, -1, "bad value pointer: %v", err)
+	}
+	m := vlogs[p.FileNum]
+	if m == nil {
+		return Pointer{}, nil, base.CorruptionErrorf(source, -1, "value pointer into value log %s, which the database does not hold", p.FileNum)
+	}
+	return p, m, nil
+}
