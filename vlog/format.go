@@ -196,3 +196,12 @@ func decodeRecordHeader(rec []byte, limit uint64) (h recordHeader, problem strin
 	}
 	return h, ""
 }
+
+// RecordBytes returns the bytes the records of a finished value log of
+// size bytes take: the size less the header and footer.
+func RecordBytes(size uint64) uint64 {
+	if size < HeaderLen+FooterLen {
+		return 0
+	}
+	return size - HeaderLen - FooterLen
+}

@@ -1,0 +1,345 @@
+package gc
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+)
+
+// Mechanism is how a value log is collected.
+type Mechanism int
+
+const (
+	// ByRecompaction rewrites, in place, the tables that point into the
+	// value log, moving the live values they reference to a new value log.
+	ByRecompaction Mechanism = iota
+	// ByRewrite copies the value log's records that are the newest version
+	// of their key to a new value log and repoints the keys through the
+	// write path.
+	ByRewrite
+)
+
+func (m Mechanism) String() string {
+	switch m {
+	case ByRecompaction:
+		return "recompact"
+	case ByRewrite:
+		return "rewrite"
+	}
+	return fmt.Sprintf("mechanism(%d)", int(m))
+}
+
+// Collection is a decision to collect one value log.
+type Collection struct {
+	FileNum   base.FileNum
+	Mechanism Mechanism
+	// Tables are the tables that point into the file (for Recompact: the
+	// ones to rewrite), from the reverse index.
+	Tables []TableRef
+	// Frees is the bytes the collection frees (the file's size less what is
+	// copied out); Writes estimates the bytes it writes.
+	Frees, Writes uint64
+}
+
+// Decision is what a Policy wants done.
+type Decision struct {
+	// Delete lists value logs with no live bytes: remove them from the
+	// version (the file goes once nothing can read it).
+	Delete []base.FileNum
+	// Collect lists value logs to collect.
+	Collect []Collection
+}
+
+// Empty reports whether the decision asks for nothing.
+func (d Decision) Empty() bool { return len(d.Delete) == 0 && len(d.Collect) == 0 }
+
+// Policy decides, from a version and its ledger, which value logs to delete
+// and which to collect. It must be a pure function of its arguments (and
+// its own settings), safe for concurrent use.
+type Policy interface {
+	// Name identifies the policy in metrics and reports.
+	Name() string
+	Decide(v *manifest.Version, l Ledger) Decision
+}
+
+// Defaults of the policies' settings.
+const (
+	// DefaultRatio is the garbage ratio past which ReverseLookup collects a
+	// value log.
+	DefaultRatio = 0.9
+	// DefaultRewriteRatio is the garbage ratio past which Rewrite collects a
+	// value log (Badger's default discard ratio).
+	DefaultRewriteRatio = 0.5
+	// DefaultMaxSpaceAmp is the space amplification above which
+	// ReverseLookup and Rewrite also collect the most garbage-laden value
+	// logs below their ratio.
+	DefaultMaxSpaceAmp = 1.5
+	// DefaultBudget is Cost's space-amplification budget.
+	DefaultBudget = 1.3
+	// DefaultMaxInFlight bounds the collections in progress at once, so GC
+	// proceeds in steps that leave room for foreground work.
+	DefaultMaxInFlight = 4
+	// minCollectRatio: below this garbage ratio a file is never worth
+	// collecting for space (it would copy nearly all of itself).
+	minCollectRatio = 0.2
+)
+
+// deletable returns the value logs of l that can be deleted.
+func deletable(l Ledger) []base.FileNum {
+	if !l.Complete {
+		return nil
+	}
+	var out []base.FileNum
+	for _, f := range l.Files {
+		if f.Dead() {
+			out = append(out, f.FileNum)
+		}
+	}
+	return out
+}
+
+// PassivePolicy deletes value logs once nothing points into them, and
+// collects nothing.
+type PassivePolicy struct{}
+
+// Passive returns the policy that only deletes value logs that are all
+// garbage.
+func Passive() *PassivePolicy { return &PassivePolicy{} }
+
+func (*PassivePolicy) Name() string { return "passive" }
+
+func (*PassivePolicy) Decide(v *manifest.Version, l Ledger) Decision {
+	return Decision{Delete: deletable(l)}
+}
+
+// ReverseLookupPolicy deletes dead value logs and recompacts the tables
+// that point into value logs whose garbage ratio reaches Ratio; while the
+// database's space amplification is above MaxSpaceAmp (0: no ceiling) it
+// also takes the most garbage-laden value logs below Ratio (down to a
+// garbage ratio of 0.2), until the projected amplification is under the
+// ceiling. At most MaxInFlight value logs are collected at once.
+type ReverseLookupPolicy struct {
+	Ratio       float64
+	MaxSpaceAmp float64
+	MaxInFlight int
+}
+
+// ReverseLookup returns the default policy with garbage ratio threshold
+// ratio (0: DefaultRatio), DefaultMaxSpaceAmp and DefaultMaxInFlight.
+func ReverseLookup(ratio float64) *ReverseLookupPolicy {
+	if ratio <= 0 {
+		ratio = DefaultRatio
+	}
+	return &ReverseLookupPolicy{Ratio: ratio, MaxSpaceAmp: DefaultMaxSpaceAmp, MaxInFlight: DefaultMaxInFlight}
+}
+
+func (p *ReverseLookupPolicy) Name() string { return "reverse-lookup" }
+
+func (p *ReverseLookupPolicy) Decide(v *manifest.Version, l Ledger) Decision {
+	return thresholdDecision(v, l, p.Ratio, p.MaxSpaceAmp, p.MaxInFlight, ByRecompaction)
+}
+
+// RewritePolicy is ReverseLookupPolicy's selection (Ratio, MaxSpaceAmp,
+// MaxInFlight) collected by the ByRewrite mechanism.
+type RewritePolicy struct {
+	Ratio       float64
+	MaxSpaceAmp float64
+	MaxInFlight int
+}
+
+// Rewrite returns the WiscKey-style policy: DefaultRewriteRatio,
+// DefaultMaxSpaceAmp, DefaultMaxInFlight.
+func Rewrite() *RewritePolicy {
+	return &RewritePolicy{Ratio: DefaultRewriteRatio, MaxSpaceAmp: DefaultMaxSpaceAmp, MaxInFlight: DefaultMaxInFlight}
+}
+
+func (p *RewritePolicy) Name() string { return "rewrite" }
+
+func (p *RewritePolicy) Decide(v *manifest.Version, l Ledger) Decision {
+	return thresholdDecision(v, l, p.Ratio, p.MaxSpaceAmp, p.MaxInFlight, ByRewrite)
+}
+
+// candidates returns the files that may be collected, most garbage first.
+func candidates(l Ledger, minRatio float64) []File {
+	var out []File
+	for _, f := range l.Files {
+		if f.Pinned || f.Collecting || f.Live == 0 || f.GarbageRatio() < minRatio {
+			continue
+		}
+		out = append(out, f)
+	}
+	slices.SortStableFunc(out, func(a, b File) int {
+		if c := cmp.Compare(b.GarbageRatio(), a.GarbageRatio()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.FileNum, b.FileNum)
+	})
+	return out
+}
+
+func inFlight(l Ledger) int {
+	n := 0
+	for _, f := range l.Files {
+		if f.Collecting {
+			n++
+		}
+	}
+	return n
+}
+
+func thresholdDecision(v *manifest.Version, l Ledger, ratio, maxAmp float64, maxInFlight int, m Mechanism) Decision {
+	d := Decision{Delete: deletable(l)}
+	if !l.Complete {
+		return d
+	}
+	slots := maxInFlight - inFlight(l)
+	if maxInFlight <= 0 {
+		slots = len(l.Files)
+	}
+	disk, live := float64(l.DiskBytes()), float64(l.LiveBytes())
+	for _, f := range d.Delete {
+		if lf, ok := l.File(f); ok {
+			disk -= float64(lf.Size)
+		}
+	}
+	var chosen []File
+	for _, f := range candidates(l, minCollectRatio) {
+		if len(chosen) >= slots {
+			break
+		}
+		overAmp := maxAmp > 0 && live > 0 && disk/live > maxAmp
+		if f.GarbageRatio() < ratio && !overAmp {
+			break // sorted: nothing further qualifies
+		}
+		chosen = append(chosen, f)
+		disk -= float64(f.Size - f.Live)
+	}
+	d.Collect = collections(v, chosen, func(File, []TableRef) Mechanism { return m })
+	return d
+}
+
+// collections builds the Collection of each chosen file with its tables
+// and estimated costs; choose picks the mechanism.
+func collections(v *manifest.Version, files []File, choose func(File, []TableRef) Mechanism) []Collection {
+	if len(files) == 0 {
+		return nil
+	}
+	nums := make(map[base.FileNum]bool, len(files))
+	for _, f := range files {
+		nums[f.FileNum] = true
+	}
+	index := ReverseIndex(v, nums)
+	out := make([]Collection, 0, len(files))
+	for _, f := range files {
+		tables := index[f.FileNum]
+		m := choose(f, tables)
+		out = append(out, Collection{
+			FileNum:   f.FileNum,
+			Mechanism: m,
+			Tables:    tables,
+			Frees:     f.Size - f.Live,
+			Writes:    estimateWrites(f, tables, m),
+		})
+	}
+	return out
+}
+
+// pointerEntryBytes estimates what repointing one key writes through the
+// write path (WAL record and the key's entry in a flushed table: key,
+// pointer and overhead).
+const pointerEntryBytes = 64
+
+// estimateWrites estimates the bytes collecting f by m writes: the live
+// records copied, plus the tables rewritten (ByRecompaction) or the
+// repointed entries written through the write path (ByRewrite).
+func estimateWrites(f File, tables []TableRef, m Mechanism) uint64 {
+	w := f.Live
+	switch m {
+	case ByRecompaction:
+		for _, t := range tables {
+			w += t.File.Size
+		}
+	case ByRewrite:
+		w += f.Pointers * pointerEntryBytes
+	}
+	return w
+}
+
+// CostPolicy deletes dead value logs and, while space amplification is
+// above Budget, collects value logs in order of the fewest bytes written
+// per byte freed, each by whichever mechanism writes less, until the
+// projected amplification is within the budget. At most MaxInFlight value
+// logs are collected at once.
+type CostPolicy struct {
+	Budget      float64
+	MaxInFlight int
+}
+
+// Cost returns the cost-based policy with space-amplification budget
+// budget (0: DefaultBudget).
+func Cost(budget float64) *CostPolicy {
+	if budget <= 0 {
+		budget = DefaultBudget
+	}
+	return &CostPolicy{Budget: budget, MaxInFlight: DefaultMaxInFlight}
+}
+
+func (p *CostPolicy) Name() string { return "cost" }
+
+func (p *CostPolicy) Decide(v *manifest.Version, l Ledger) Decision {
+	d := Decision{Delete: deletable(l)}
+	if !l.Complete {
+		return d
+	}
+	disk, live := float64(l.DiskBytes()), float64(l.LiveBytes())
+	for _, f := range d.Delete {
+		if lf, ok := l.File(f); ok {
+			disk -= float64(lf.Size)
+		}
+	}
+	if live == 0 || disk/live <= p.Budget {
+		return d
+	}
+	cands := collections(v, candidates(l, minCollectRatio), func(f File, tables []TableRef) Mechanism {
+		if estimateWrites(f, tables, ByRewrite) < estimateWrites(f, tables, ByRecompaction) {
+			return ByRewrite
+		}
+		return ByRecompaction
+	})
+	// Fewest bytes written per byte freed first.
+	slices.SortStableFunc(cands, func(a, b Collection) int {
+		return cmp.Compare(float64(a.Writes)/float64(max(a.Frees, 1)), float64(b.Writes)/float64(max(b.Frees, 1)))
+	})
+	slots := p.MaxInFlight - inFlight(l)
+	if p.MaxInFlight <= 0 {
+		slots = len(cands)
+	}
+	for _, c := range cands {
+		if len(d.Collect) >= slots || disk/live <= p.Budget {
+			break
+		}
+		d.Collect = append(d.Collect, c)
+		disk -= float64(c.Frees)
+	}
+	return d
+}
+
+// ByName returns the policy a name (as in kvbench's --gc_policy) stands
+// for, with its default settings: "passive", "reverse-lookup", "rewrite" or
+// "cost".
+func ByName(name string) (Policy, error) {
+	switch name {
+	case "passive":
+		return Passive(), nil
+	case "reverse-lookup", "":
+		return ReverseLookup(DefaultRatio), nil
+	case "rewrite":
+		return Rewrite(), nil
+	case "cost":
+		return Cost(DefaultBudget), nil
+	}
+	return nil, fmt.Errorf("gc: unknown policy %q (passive, reverse-lookup, rewrite, cost)", name)
+}
