@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/strata-db/strata/cache"
+	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/lsm/sstable"
 	"github.com/strata-db/strata/vfs"
 	"github.com/strata-db/strata/vlog"
@@ -43,6 +44,18 @@ type Options struct {
 	// from a value log at once when successive values are adjacent.
 	// Default: 1 MiB.
 	ValueLogReadAhead int
+
+	// GCPolicy decides how value logs' garbage is collected (see package
+	// gc). Default: gc.ReverseLookup(gc.DefaultRatio): value logs with no
+	// live bytes are deleted, and the tables that point into value logs past
+	// 90% garbage (or, while space amplification is above 1.5, the most
+	// garbage-laden ones) are rewritten in place, moving the live values
+	// out. gc.Passive() only deletes; gc.Rewrite() and gc.Cost(budget) are
+	// the alternatives.
+	GCPolicy gc.Policy
+	// DisableGC turns value-log garbage collection off entirely: no value
+	// log is ever deleted (for measuring what collection saves).
+	DisableGC bool
 
 	// DisableWAL turns the write-ahead log off. Writes are then durable only
 	// once flushed (Flush, Close, or a full memtable); Sync has no effect.
@@ -171,6 +184,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if c.SeparationPolicy == nil {
 		c.SeparationPolicy = vlog.Threshold(c.ValueThreshold)
+	}
+	if c.GCPolicy == nil {
+		c.GCPolicy = gc.ReverseLookup(gc.DefaultRatio)
 	}
 	if c.ValueLogReadAhead == 0 {
 		c.ValueLogReadAhead = DefaultValueLogReadAhead
