@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/rangedel"
+	"github.com/strata-db/strata/vlog"
 )
 
 // stripes maps sequence numbers to snapshot stripes.
@@ -26,6 +27,32 @@ type Stats struct {
 	Filtered         uint64 // entries the Filter removed
 	BytesIn          uint64 // key and value bytes read from the input
 	BytesOut         uint64 // bytes of the output files
+	// VlogGarbage meters, per value log, the record bytes of the pointers
+	// the compaction dropped (shadowed, deleted, range-deleted, filtered):
+	// the garbage it created. VlogRelocated counts, per value log, the
+	// record bytes of the pointers it moved to another value log (see
+	// Config.Relocate). For every value log, the input tables' references
+	// less the outputs' equal the sum of the two.
+	VlogGarbage   map[base.FileNum]uint64
+	VlogRelocated map[base.FileNum]uint64
+}
+
+// addVlog adds the record bytes of p to the per-value-log map *m.
+func (s *Stats) addVlog(m *map[base.FileNum]uint64, p vlog.Pointer) {
+	if *m == nil {
+		*m = make(map[base.FileNum]uint64)
+	}
+	(*m)[p.FileNum] += uint64(p.Length)
+}
+
+// dropped meters an input entry the compaction does not write.
+func (f *entryFilter) dropped(k base.InternalKey, value []byte) {
+	if k.Kind() != base.KindValuePointer {
+		return
+	}
+	if p, err := vlog.DecodePointer(value); err == nil {
+		f.stats.addVlog(&f.stats.VlogGarbage, p)
+	}
 }
 
 // Decision is a Filter's verdict on an entry.
@@ -96,6 +123,7 @@ func (f *entryFilter) next(first bool) (bool, error) {
 		} else if stripe == f.lastStripe {
 			// A newer version of the same stripe was already considered.
 			f.stats.ShadowedDropped++
+			f.dropped(k, f.in.Value())
 			continue
 		}
 		f.lastStripe = stripe
@@ -104,6 +132,7 @@ func (f *entryFilter) next(first bool) (bool, error) {
 		if t := f.rangeDels.MaxCovering(k.UserKey, base.SeqNumMax); t > seq {
 			if covered := f.coveredInStripe(k.UserKey, seq, stripe); covered {
 				f.stats.CoveredDropped++
+				f.dropped(k, f.in.Value())
 				continue
 			}
 		}
@@ -116,6 +145,7 @@ func (f *entryFilter) next(first bool) (bool, error) {
 			switch d, v := f.filter.Filter(k, f.value); d {
 			case Remove:
 				f.stats.Filtered++
+				f.dropped(k, f.value)
 				if f.bottommost && stripe == 0 {
 					continue
 				}

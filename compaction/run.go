@@ -43,6 +43,10 @@ type Config struct {
 	// tree: it returns the pointer to store instead, or ok=false to keep the
 	// value inline.
 	Separate func(key, value []byte) (p vlog.Pointer, ok bool, err error)
+	// Relocate, if set (garbage collection), may move the value a pointer
+	// entry locates into another value log: it returns the new pointer, or
+	// ok=false to keep the entry as it is.
+	Relocate func(key []byte, p vlog.Pointer) (np vlog.Pointer, ok bool, err error)
 }
 
 // Output is one table written by Run.
@@ -115,6 +119,18 @@ func (r *runner) add(k base.InternalKey, value []byte) error {
 		p, err := vlog.DecodePointer(value)
 		if err != nil {
 			return fmt.Errorf("compaction: entry %s: bad value pointer: %w", k, err)
+		}
+		if r.cfg.Relocate != nil {
+			np, ok, err := r.cfg.Relocate(k.UserKey, p)
+			if err != nil {
+				return err
+			}
+			if ok {
+				r.stats.addVlog(&r.stats.VlogRelocated, p)
+				p = np
+				r.ptrBuf = p.Encode(r.ptrBuf[:0])
+				value = r.ptrBuf
+			}
 		}
 		r.refs.Add(p)
 	}
