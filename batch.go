@@ -7,6 +7,7 @@ import (
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/memtable"
+	"github.com/strata-db/strata/vlog"
 )
 
 // A Batch is a group of writes applied atomically by DB.Apply: a reader sees
@@ -19,8 +20,10 @@ import (
 //	+-------------+-----------+-----------------------------------------+
 //	entry: kind (1) | uvarint key len | key | [uvarint value len | value]
 //
-// The value is present for SET (the value) and RANGEDEL (the exclusive end
-// key), absent for DEL. Entry i gets sequence number seq+i.
+// The value is present for SET (the value), RANGEDEL (the exclusive end
+// key) and VALUEPTR (an encoded value pointer, which the engine alone
+// writes: garbage collection repoints keys to the new copies of their
+// values), absent for DEL. Entry i gets sequence number seq+i.
 type Batch struct {
 	repr      []byte
 	count     uint32
@@ -62,6 +65,16 @@ func (b *Batch) add(kind base.Kind, key, value []byte, hasValue bool) error {
 	b.memSize += memtable.EntrySize(len(key), len(value))
 	b.userBytes += uint64(len(key) + len(value))
 	return nil
+}
+
+// addPointer adds key -> value pointer p, an entry only the engine writes.
+// It counts no user bytes.
+func (b *Batch) addPointer(key []byte, p vlog.Pointer) error {
+	var buf [vlog.MaxPointerLen]byte
+	user := b.userBytes
+	err := b.add(base.KindValuePointer, key, p.Encode(buf[:0]), true)
+	b.userBytes = user
+	return err
 }
 
 // Set adds key=value.
@@ -143,7 +156,7 @@ func (r *batchReader) next() (kind base.Kind, key, value []byte, ok bool, err er
 		return 0, nil, nil, false, fmt.Errorf("batch entry %d: truncated key", r.read)
 	}
 	switch kind {
-	case base.KindSet, base.KindRangeDelete:
+	case base.KindSet, base.KindRangeDelete, base.KindValuePointer:
 		if value, good = r.bytes(); !good {
 			return 0, nil, nil, false, fmt.Errorf("batch entry %d: truncated value", r.read)
 		}

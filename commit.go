@@ -44,29 +44,56 @@ const (
 	opRotate                  // freeze the memtable (Flush)
 	opBarrier                 // nothing: returns once earlier writes are done
 	opClose                   // like opBarrier, then refuse every later operation
+	opRepoint                 // garbage collection: repoint keys still pointing where they did
 )
 
 type commitWriter struct {
 	batch *Batch
 	sync  bool
 	op    commitOp
-	done  bool
-	err   error
-	cond  sync.Cond
+	// repoint is opRepoint's work; its batch is built by the leader.
+	repoint *repointWork
+	done    bool
+	err     error
+	cond    sync.Cond
 }
 
 var writerPool = sync.Pool{New: func() any { return &commitWriter{} }}
+
+// repointWork asks the leader to repoint keys whose newest entry is still
+// the old pointer; the others were written since and keep their value.
+type repointWork struct {
+	items []repointItem
+	vlogs []base.FileNum // the value logs the new pointers point into
+	batch Batch
+	// applied counts the items committed, appliedBytes their records'
+	// bytes.
+	applied      int
+	appliedBytes uint64
+}
+
+type repointItem struct {
+	key      []byte
+	old      []byte // the encoded pointer the key must still hold
+	newPtr   vlog.Pointer
+	recBytes uint64 // the record's length
+}
 
 // write commits b through the pipeline.
 func (d *DB) write(b *Batch, sync bool) error { return d.writeOp(b, sync, opWrite) }
 
 // writeOp runs one operation through the pipeline, in order with writes.
 func (d *DB) writeOp(b *Batch, sync bool, op commitOp) error {
-	c := &d.commit
 	w := writerPool.Get().(*commitWriter)
 	*w = commitWriter{batch: b, sync: sync && !d.opts.DisableWAL, op: op}
-	w.cond.L = &c.mu
+	w.cond.L = &d.commit.mu
+	return d.runWriter(w)
+}
 
+// runWriter queues w and runs it, as the leader of a group or as a member
+// of another leader's group; w goes back to the pool.
+func (d *DB) runWriter(w *commitWriter) error {
+	c := &d.commit
 	c.mu.Lock()
 	c.queue = append(c.queue, w)
 	for !w.done && c.queue[0] != w {
@@ -131,6 +158,12 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 			return nil
 		}
 		return d.rotateMemTable(0)
+	case opRepoint:
+		// Alone in its group: the check and the write are atomic with
+		// respect to every other write.
+		if err := d.buildRepointBatch(group[0]); err != nil || group[0].batch.Empty() {
+			return err
+		}
 	}
 	if d.closed.Load() {
 		return ErrClosed
@@ -187,6 +220,13 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	}
 
 	mem := d.mem
+	if group[0].op == opRepoint {
+		// The memtable now points into the new value logs: it pins them
+		// until it is flushed (their pointers are then in a table).
+		d.mu.Lock()
+		d.pinForMemtableLocked(mem, group[0].repoint.vlogs)
+		d.mu.Unlock()
+	}
 	for _, w := range group {
 		if err := applyBatch(mem, w.batch, d.observer); err != nil {
 			err = fmt.Errorf("strata: apply batch to memtable: %w", err)
@@ -199,6 +239,61 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	mem.maxSeq.Store(uint64(last))
 	d.visibleSeq.Store(uint64(last))
 	return nil
+}
+
+// buildRepointBatch fills w's batch with the repoint items whose key's
+// newest entry is still the old pointer. Leader only: no write can come in
+// between the check and the commit.
+func (d *DB) buildRepointBatch(w *commitWriter) error {
+	rw := w.repoint
+	rw.batch.Reset()
+	w.batch = &rw.batch
+	rs := d.loadReadState()
+	if rs == nil {
+		return ErrClosed
+	}
+	defer rs.unref()
+	snap := base.SeqNum(d.visibleSeq.Load())
+	for _, it := range rw.items {
+		_, err := d.lookup(rs, it.key, snap, it.old)
+		if err == errPointerMoved {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := rw.batch.addPointer(it.key, it.newPtr); err != nil {
+			return err
+		}
+		rw.applied++
+		rw.appliedBytes += it.recBytes
+	}
+	return nil
+}
+
+// pinForMemtableLocked records that memtable m holds pointers into vlogs,
+// pinning each once. d.mu held.
+func (d *DB) pinForMemtableLocked(m *memTable, vlogs []base.FileNum) {
+	for _, num := range vlogs {
+		if m.vlogs[num] {
+			continue
+		}
+		if m.vlogs == nil {
+			m.vlogs = make(map[base.FileNum]bool)
+		}
+		m.vlogs[num] = true
+		d.gc.pinned[num]++
+	}
+}
+
+// unpinMemtableLocked drops the pins of a flushed memtable. d.mu held.
+func (d *DB) unpinMemtableLocked(m *memTable) {
+	for num := range m.vlogs {
+		if d.gc.pinned[num]--; d.gc.pinned[num] <= 0 {
+			delete(d.gc.pinned, num)
+		}
+	}
+	m.vlogs = nil
 }
 
 // applyBatch inserts a sequenced batch into m, telling observer (if any)

@@ -18,7 +18,7 @@ func TestCrashRecovery(t *testing.T) {
 	steps, crashes, seeds := 3000, 40, 3
 	switch {
 	case soak:
-		steps, crashes, seeds = 10000, 200, 20
+		steps, crashes, seeds = 10000, 100, 8
 	case testing.Short():
 		steps, crashes = 1000, 15
 	}

@@ -88,6 +88,8 @@ type DB struct {
 	l0Files        atomic.Int32
 	compactionDebt atomic.Int64
 	snapshots      snapshotList
+	// gc is the value-log garbage collector's state (protected by d.mu).
+	gc gcState
 
 	// rsMu guards readState, the pointer readers take a reference through.
 	rsMu      sync.RWMutex

@@ -20,6 +20,13 @@ type EventListener struct {
 	BackgroundError func(error)
 	// TableDeleted reports an obsolete SSTable removed from disk.
 	TableDeleted func(TableDeleteInfo)
+	// GCDecision reports a garbage-collection pass that decided something:
+	// value logs dropped from the tree, collections started.
+	GCDecision func(GCInfo)
+	// ValueLogDeleted reports a value log dropped from the tree because
+	// nothing points into it any longer. Its file is removed once no
+	// iterator or checkpoint in progress can read it.
+	ValueLogDeleted func(ValueLogDeleteInfo)
 }
 
 // FlushInfo describes a memtable flush.
@@ -98,5 +105,41 @@ func (l *EventListener) backgroundError(err error) {
 func (l *EventListener) tableDeleted(i TableDeleteInfo) {
 	if l != nil && l.TableDeleted != nil {
 		l.TableDeleted(i)
+	}
+}
+
+// GCInfo describes a garbage-collection decision.
+type GCInfo struct {
+	Policy   string  // the policy's name
+	SpaceAmp float64 // space amplification before the decision
+	Deleted  []uint64
+	Collect  []GCCollection
+	Duration time.Duration
+}
+
+// GCCollection is one value log whose collection starts.
+type GCCollection struct {
+	FileNum   uint64
+	Mechanism string // "recompact" or "rewrite"
+	Tables    int    // tables that point into it
+	Frees     uint64 // bytes the collection will free
+	Writes    uint64 // bytes it is estimated to write
+}
+
+// ValueLogDeleteInfo names a value log dropped from the tree.
+type ValueLogDeleteInfo struct {
+	FileNum uint64
+	Size    uint64
+}
+
+func (l *EventListener) gcDecision(i GCInfo) {
+	if l != nil && l.GCDecision != nil {
+		l.GCDecision(i)
+	}
+}
+
+func (l *EventListener) valueLogDeleted(i ValueLogDeleteInfo) {
+	if l != nil && l.ValueLogDeleted != nil {
+		l.ValueLogDeleted(i)
 	}
 }

@@ -45,6 +45,7 @@ func (d *DB) backgroundLoop() {
 	defer d.bgWG.Done()
 	for range d.flushCh {
 		d.flushAll()
+		d.collectGarbage()
 		d.deleteObsoleteFiles()
 	}
 }
@@ -100,6 +101,7 @@ func (d *DB) flushAll() {
 		n := copy(d.imm, d.imm[1:])
 		d.imm[n] = nil
 		d.imm = d.imm[:n]
+		d.unpinMemtableLocked(m)
 		m.unref() // the DB's reference; read states may still hold it
 		// WALs below the new log number hold only flushed writes.
 		var obsoleteLogs []base.FileNum
@@ -113,6 +115,7 @@ func (d *DB) flushAll() {
 		d.updateReadStateLocked()
 		d.updateL0CountLocked()
 		d.maybeScheduleCompactionLocked()
+		d.scheduleGCLocked()
 		d.cond.Broadcast()
 		d.mu.Unlock()
 		d.opts.EventListener.flushEnd(info)

@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/strata-db/strata/internal/base"
@@ -17,24 +18,39 @@ func (d *DB) Get(key []byte) ([]byte, error) {
 	return d.getAt(key, base.SeqNum(d.visibleSeq.Load()))
 }
 
-// getAt reads key as of snapshot snap: the memtables newest first, then L0
-// newest first, then one file per level. Range tombstones seen on the way
-// (in sources at least as new as the entry found) decide whether the entry
-// is deleted; older sources cannot hold a tombstone newer than the entry.
+// getAt reads key as of snapshot snap.
 func (d *DB) getAt(key []byte, snap base.SeqNum) ([]byte, error) {
 	rs := d.loadReadState()
 	if rs == nil {
 		return nil, ErrClosed
 	}
 	defer rs.unref()
+	return d.lookup(rs, key, snap, nil)
+}
 
+// errPointerMoved is lookup's answer when the newest entry of a key is not
+// the pointer it was asked to compare with.
+var errPointerMoved = fmt.Errorf("strata: the key's newest entry changed")
+
+// lookup finds the newest entry of key visible at snap: the memtables
+// newest first, then L0 newest first, then one file per level. Range
+// tombstones seen on the way (in sources at least as new as the entry
+// found) decide whether the entry is deleted; older sources cannot hold a
+// tombstone newer than the entry.
+//
+// With expect nil it returns the value (read from its value log if the
+// entry is a pointer), as a slice the caller owns, or ErrNotFound. With
+// expect set it reads no value: it returns nil if the newest entry is a
+// pointer whose encoding equals expect, and errPointerMoved otherwise
+// (garbage collection's check that a key still points where it did).
+func (d *DB) lookup(rs *readState, key []byte, snap base.SeqNum, expect []byte) ([]byte, error) {
 	var tomb base.SeqNum
 	for _, m := range rs.memtables {
 		if set := m.rangeDels(); set != nil {
 			tomb = max(tomb, set.MaxCovering(key, snap))
 		}
 		if value, kind, seq, found := m.Get(key, snap); found {
-			return d.observeInline(resolve(key, value, kind, seq, tomb))
+			return d.resolve(rs.version, key, value, kind, seq, tomb, "a memtable", expect)
 		}
 	}
 	v := rs.version
@@ -43,7 +59,7 @@ func (d *DB) getAt(key []byte, snap base.SeqNum) ([]byte, error) {
 		if !l0[i].ContainsUserKey(key) {
 			continue
 		}
-		if value, err, done := d.getFromTable(v, l0[i], key, snap, &tomb); done {
+		if value, err, done := d.getFromTable(v, l0[i], key, snap, &tomb, expect); done {
 			return value, err
 		}
 	}
@@ -55,16 +71,19 @@ func (d *DB) getAt(key []byte, snap base.SeqNum) ([]byte, error) {
 		if i < 0 {
 			continue
 		}
-		if value, err, done := d.getFromTable(v, v.Levels[level][i], key, snap, &tomb); done {
+		if value, err, done := d.getFromTable(v, v.Levels[level][i], key, snap, &tomb, expect); done {
 			return value, err
 		}
+	}
+	if expect != nil {
+		return nil, errPointerMoved
 	}
 	return nil, ErrNotFound
 }
 
 // getFromTable looks key up in one table. done reports that the search is
 // over (a value, a deletion or an error was found).
-func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []byte, snap base.SeqNum, tomb *base.SeqNum) (value []byte, err error, done bool) {
+func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []byte, snap base.SeqNum, tomb *base.SeqNum, expect []byte) (value []byte, err error, done bool) {
 	h, err := d.tableCache.get(f)
 	if err != nil {
 		return nil, err, true
@@ -80,25 +99,40 @@ func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []b
 	if !found {
 		return nil, nil, false
 	}
-	if kind == base.KindValuePointer && seq >= *tomb {
-		value, err = d.readSeparated(v, key, val, base.MakeFilename(base.FileTypeTable, f.FileNum))
-		return value, err, true
-	}
-	value, err = d.observeInline(resolve(key, val, kind, seq, *tomb))
+	value, err = d.resolve(v, key, val, kind, seq, *tomb, base.MakeFilename(base.FileTypeTable, f.FileNum), expect)
 	return value, err, true
 }
 
-// observeInline tells an adaptive separation policy about a point read
-// served from the tree.
-func (d *DB) observeInline(value []byte, err error) ([]byte, error) {
-	if d.observer != nil && err == nil {
-		d.observer.ObserveRead(len(value), false)
+// resolve turns the newest visible entry of key, found in source, into
+// lookup's result.
+func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq, tomb base.SeqNum, source string, expect []byte) ([]byte, error) {
+	if expect != nil {
+		if seq >= tomb && kind == base.KindValuePointer && bytes.Equal(value, expect) {
+			return nil, nil
+		}
+		return nil, errPointerMoved
 	}
-	return value, err
+	if seq < tomb {
+		return nil, ErrNotFound
+	}
+	switch kind {
+	case base.KindSet:
+		if d.observer != nil {
+			d.observer.ObserveRead(len(value), false)
+		}
+		out := make([]byte, len(value))
+		copy(out, value)
+		return out, nil
+	case base.KindValuePointer:
+		return d.readSeparated(v, key, value, source)
+	case base.KindDelete:
+		return nil, ErrNotFound
+	}
+	return nil, fmt.Errorf("strata: key %q has an entry of kind %s, which this version cannot read", key, kind)
 }
 
-// readSeparated fetches the value a pointer (stored in table source) points
-// to, as a slice the caller owns.
+// readSeparated fetches the value a pointer (stored in source) points to,
+// as a slice the caller owns.
 func (d *DB) readSeparated(v *manifest.Version, key, ptr []byte, source string) ([]byte, error) {
 	p, m, err := vlog.Resolve(v.Vlogs, ptr, source)
 	if err != nil {
@@ -112,20 +146,4 @@ func (d *DB) readSeparated(v *manifest.Version, key, ptr []byte, source string) 
 		d.observer.ObserveRead(len(value), true)
 	}
 	return value, nil
-}
-
-// resolve turns the newest visible entry of key into Get's result.
-func resolve(key, value []byte, kind base.Kind, seq, tomb base.SeqNum) ([]byte, error) {
-	if seq < tomb {
-		return nil, ErrNotFound
-	}
-	switch kind {
-	case base.KindSet:
-		out := make([]byte, len(value))
-		copy(out, value)
-		return out, nil
-	case base.KindDelete:
-		return nil, ErrNotFound
-	}
-	return nil, fmt.Errorf("strata: key %q has an entry of kind %s, which this version cannot read", key, kind)
 }

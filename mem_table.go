@@ -26,6 +26,12 @@ type memTable struct {
 	// leader before the memtable is frozen).
 	maxSeq atomic.Uint64
 
+	// vlogs are the value logs that pointer entries of this memtable point
+	// into (garbage collection's repointed keys, replayed or committed): each
+	// holds one pin on the value log until the memtable is flushed. Guarded
+	// by the DB's mutex.
+	vlogs map[base.FileNum]bool
+
 	// Range tombstones, fragmented on demand and cached until the next one
 	// is added. rangeDelCount is incremented after each Add of a tombstone.
 	rangeDelCount atomic.Int64

@@ -442,7 +442,7 @@ func TestModel(t *testing.T) {
 	ops, seeds := 5000, 8
 	switch {
 	case soak:
-		ops, seeds = 20000, 40
+		ops, seeds = 20000, 16
 	case testing.Short():
 		ops, seeds = 2000, 3
 	}

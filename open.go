@@ -42,6 +42,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	}
 	d := &DB{dirname: dirname, opts: o, fs: fs, lock: lock, flushCh: make(chan struct{}, 1), walFlushCh: make(chan struct{}, 1)}
 	d.cond.L = &d.mu
+	d.gc.init()
 	defer func() {
 		if err != nil {
 			if d.files != nil {
@@ -348,6 +349,13 @@ func (d *DB) installRecovered(rp *walReplay) error {
 		d.mem = d.memPool.get(int(o.MemTableSize), 0)
 	}
 	d.mu.Lock()
+	if rp.mem != nil && !o.DisableWAL {
+		// The recovered memtable's pointer entries pin their value logs
+		// until it is flushed.
+		for num := range rp.mem.vlogs {
+			d.gc.pinned[num]++
+		}
+	}
 	err := d.vs.LogAndApply(ve)
 	if err == nil {
 		d.updateReadStateLocked()
@@ -370,11 +378,10 @@ func (d *DB) start(names []string) {
 	go d.walFlushLoop()
 	d.mu.Lock()
 	d.maybeScheduleCompactionLocked()
-	recovered := len(d.imm) > 0
+	d.scheduleGCLocked()
 	d.mu.Unlock()
-	if recovered {
-		d.scheduleBackground()
-	}
+	// Flush a recovered memtable, and run the first GC pass.
+	d.scheduleBackground()
 }
 
 // walReplay accumulates recovered writes in a memtable, writing it to L0
@@ -469,6 +476,16 @@ func (r *walReplay) replay(num base.FileNum) error {
 			}
 			if kind == base.KindRangeDelete {
 				r.mem.rangeDelCount.Add(1)
+			}
+			if kind == base.KindValuePointer {
+				p, err := vlog.DecodePointer(value)
+				if err != nil {
+					return base.CorruptionErrorf(name, offset, "batch entry: %v", err)
+				}
+				if r.mem.vlogs == nil {
+					r.mem.vlogs = make(map[base.FileNum]bool)
+				}
+				r.mem.vlogs[p.FileNum] = true
 			}
 			r.maxSeq = max(r.maxSeq, seq)
 			r.mem.maxSeq.Store(uint64(r.maxSeq))

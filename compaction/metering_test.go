@@ -27,10 +27,10 @@ func TestGarbageMetering(t *testing.T) {
 		mk("a", 9, base.KindValuePointer, ptr(1, 100, 1000)),
 		mk("a", 5, base.KindValuePointer, ptr(1, 2000, 1100)), // shadowed
 		mk("b", 7, base.KindSet, []byte("inline")),
-		mk("b", 3, base.KindValuePointer, ptr(2, 100, 500)), // shadowed by an inline value
-		mk("c", 4, base.KindValuePointer, ptr(2, 700, 600)), // range-deleted below
+		mk("b", 3, base.KindValuePointer, ptr(2, 100, 500)),  // shadowed by an inline value
+		mk("c", 4, base.KindValuePointer, ptr(2, 700, 600)),  // range-deleted below
 		mk("d", 8, base.KindValuePointer, ptr(2, 1400, 700)), // relocated
-		mk("e", 6, base.KindValuePointer, ptr(3, 100, 800)), // filtered
+		mk("e", 6, base.KindValuePointer, ptr(3, 100, 800)),  // filtered
 		mk("f", 2, base.KindValuePointer, ptr(1, 4000, 900)),
 	}
 	slices.SortFunc(es, func(a, b entry) int { return base.InternalCompare(a.key, b.key) })

@@ -25,6 +25,11 @@ type File struct {
 	Pinned bool
 	// Collecting: a collection of the file is in progress.
 	Collecting bool
+	// Draining: the file's collection has done its work (its live records
+	// were copied and their keys repointed) and it waits for the old
+	// entries to leave the tree; it is neither collected again nor counted
+	// as a collection in progress.
+	Draining bool
 }
 
 // Garbage returns the record bytes no table points to.
@@ -59,9 +64,13 @@ type Ledger struct {
 	Complete bool
 }
 
-// FileState tells what the DB knows of a value log beyond the version:
-// whether it is pinned and whether a collection of it is in progress.
-type FileState func(num base.FileNum) (pinned, collecting bool)
+// Status is what the DB knows of a value log beyond the version.
+type Status struct {
+	Pinned, Collecting, Draining bool
+}
+
+// FileState tells the Status of a value log.
+type FileState func(num base.FileNum) Status
 
 // NewLedger builds the ledger of v. state may be nil (nothing pinned or
 // being collected).
@@ -83,7 +92,8 @@ func NewLedger(v *manifest.Version, state FileState) Ledger {
 			Pointers:    pointers[m.FileNum],
 		}
 		if state != nil {
-			f.Pinned, f.Collecting = state(m.FileNum)
+			st := state(m.FileNum)
+			f.Pinned, f.Collecting, f.Draining = st.Pinned, st.Collecting, st.Draining
 		}
 		l.Files = append(l.Files, f)
 	}
@@ -142,6 +152,9 @@ func (l Ledger) String() string {
 		}
 		if f.Collecting {
 			flags += " collecting"
+		}
+		if f.Draining {
+			flags += " draining"
 		}
 		fmt.Fprintf(&b, "%s size %d live %d garbage %.0f%%%s\n", f.FileNum, f.Size, f.Live, 100*f.GarbageRatio(), flags)
 	}

@@ -166,7 +166,7 @@ func (p *RewritePolicy) Decide(v *manifest.Version, l Ledger) Decision {
 func candidates(l Ledger, minRatio float64) []File {
 	var out []File
 	for _, f := range l.Files {
-		if f.Pinned || f.Collecting || f.Live == 0 || f.GarbageRatio() < minRatio {
+		if f.Pinned || f.Collecting || f.Draining || f.Live == 0 || f.GarbageRatio() < minRatio {
 			continue
 		}
 		out = append(out, f)
@@ -183,7 +183,7 @@ func candidates(l Ledger, minRatio float64) []File {
 func inFlight(l Ledger) int {
 	n := 0
 	for _, f := range l.Files {
-		if f.Collecting {
+		if f.Collecting && !f.Draining {
 			n++
 		}
 	}

@@ -22,7 +22,7 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //
 //	define
 //	table <num> L<level> size=<bytes> [refs=<vlog>:<bytes>:<pointers>,...]
-//	vlog <num> records=<bytes> [pinned] [collecting]
+//	vlog <num> records=<bytes> [pinned] [collecting] [draining]
 //	decide <policy> [ratio=] [max-amp=] [budget=] [in-flight=]
 //	----
 //	<the decision>
@@ -41,7 +41,7 @@ func TestPolicies(t *testing.T) {
 
 type testEnv struct {
 	v     *manifest.Version
-	state map[base.FileNum][2]bool
+	state map[base.FileNum]Status
 }
 
 func runDataFile(t *testing.T, path string) {
@@ -93,7 +93,7 @@ func num(t *testing.T, s string) uint64 {
 }
 
 func define(t *testing.T, lines []string) testEnv {
-	env := testEnv{state: map[base.FileNum][2]bool{}}
+	env := testEnv{state: map[base.FileNum]Status{}}
 	ve := &manifest.VersionEdit{}
 	key := 0
 	for _, line := range lines {
@@ -125,16 +125,18 @@ func define(t *testing.T, lines []string) testEnv {
 		case "vlog":
 			n := base.FileNum(num(t, f[1]))
 			m := &manifest.VlogMetadata{FileNum: n}
-			var st [2]bool
+			var st Status
 			for _, kv := range f[2:] {
 				k, v, _ := strings.Cut(kv, "=")
 				switch k {
 				case "records":
 					m.Size = num(t, v) + vlog.HeaderLen + vlog.FooterLen
 				case "pinned":
-					st[0] = true
+					st.Pinned = true
 				case "collecting":
-					st[1] = true
+					st.Collecting = true
+				case "draining":
+					st.Collecting, st.Draining = true, true
 				}
 			}
 			env.state[n] = st
@@ -186,7 +188,7 @@ func decide(t *testing.T, env testEnv, line string) string {
 			}
 		}
 	}
-	l := NewLedger(env.v, func(n base.FileNum) (bool, bool) { s := env.state[n]; return s[0], s[1] })
+	l := NewLedger(env.v, func(n base.FileNum) Status { return env.state[n] })
 	d := p.Decide(env.v, l)
 	var b strings.Builder
 	fmt.Fprintf(&b, "space amp %.2f\n", l.SpaceAmp())
