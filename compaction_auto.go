@@ -14,12 +14,13 @@ type compactionState struct {
 	manual int
 }
 
-func (d *DB) pickerOptions() compaction.PickerOptions {
+// pickerOptions are the options of o that shape the tree.
+func (o *Options) pickerOptions() compaction.PickerOptions {
 	return compaction.PickerOptions{
-		L0CompactionThreshold: d.opts.L0CompactionThreshold,
-		LBaseMaxBytes:         d.opts.LBaseMaxBytes,
-		LevelMultiplier:       d.opts.LevelMultiplier,
-		TargetFileSize:        d.opts.TargetFileSize,
+		L0CompactionThreshold: o.L0CompactionThreshold,
+		LBaseMaxBytes:         o.LBaseMaxBytes,
+		LevelMultiplier:       o.LevelMultiplier,
+		TargetFileSize:        o.TargetFileSize,
 	}
 }
 
@@ -32,7 +33,7 @@ func (d *DB) maybeScheduleCompactionLocked() {
 	}
 	for d.compactions.running < d.opts.MaxConcurrentCompactions {
 		v := d.vs.Current()
-		p := compaction.PickAuto(v, d.pickerOptions(), d.compactions.busy)
+		p := compaction.PickAuto(v, d.opts.pickerOptions(), d.compactions.busy)
 		if p == nil {
 			return
 		}
@@ -99,7 +100,7 @@ func (d *DB) runAutoCompaction(job *compactionJob, p *compaction.Pick) {
 func (d *DB) updateL0CountLocked() {
 	v := d.vs.Current()
 	d.l0Files.Store(int32(len(v.Levels[0])))
-	d.compactionDebt.Store(int64(compactionDebt(v, d.pickerOptions())))
+	d.compactionDebt.Store(int64(compactionDebt(v, d.opts.pickerOptions())))
 }
 
 // compactionDebt estimates the bytes compaction must rewrite to bring every

@@ -11,45 +11,6 @@ import (
 	"github.com/strata-db/strata/lsm/manifest"
 )
 
-// PickerOptions shape the tree.
-type PickerOptions struct {
-	// L0CompactionThreshold is the number of L0 files that makes L0's score
-	// 1. Default 4.
-	L0CompactionThreshold int
-	// LBaseMaxBytes is the target size in bytes of the base level (the
-	// level L0 compacts into). Default 64 MiB.
-	LBaseMaxBytes int64
-	// LevelMultiplier is the size ratio between adjacent levels. Default 10.
-	LevelMultiplier int
-	// TargetFileSize is the size in bytes at which compaction outputs are
-	// cut. Default 64 MiB.
-	TargetFileSize int64
-	// MaxGrandparentOverlapFactor cuts an output file once it overlaps this
-	// many target file sizes of the level below the output level, so that a
-	// later compaction of the file stays bounded. Default 10.
-	MaxGrandparentOverlapFactor int
-}
-
-// EnsureDefaults fills zero fields.
-func (o PickerOptions) EnsureDefaults() PickerOptions {
-	if o.L0CompactionThreshold <= 0 {
-		o.L0CompactionThreshold = 4
-	}
-	if o.LBaseMaxBytes <= 0 {
-		o.LBaseMaxBytes = 64 << 20
-	}
-	if o.LevelMultiplier <= 1 {
-		o.LevelMultiplier = 10
-	}
-	if o.TargetFileSize <= 0 {
-		o.TargetFileSize = 64 << 20
-	}
-	if o.MaxGrandparentOverlapFactor <= 0 {
-		o.MaxGrandparentOverlapFactor = 10
-	}
-	return o
-}
-
 // LevelState is the picker's view of one level.
 type LevelState struct {
 	Bytes     uint64 // size of the level's files
