@@ -249,7 +249,7 @@ func (d *DB) runCompaction(job *compactionJob, snaps []base.SeqNum) ([]compactio
 		Writer:                d.opts.writerOptions(),
 		TargetFileSize:        target,
 		Grandparents:          job.grandparents,
-		MaxGrandparentOverlap: 10 * target,
+		MaxGrandparentOverlap: d.opts.pickerOptions().MaxGrandparentOverlap(),
 	})
 	if err == nil && len(outputs) > 0 {
 		err = syncDirErr(d)

@@ -79,7 +79,7 @@ func (d *DB) isTrivialMove(p *compaction.Pick) bool {
 	for _, g := range p.Grandparents {
 		overlap += g.Size
 	}
-	return overlap <= 10*uint64(d.opts.TargetFileSize)
+	return overlap <= d.opts.pickerOptions().MaxGrandparentOverlap()
 }
 
 func (d *DB) runAutoCompaction(job *compactionJob, p *compaction.Pick) {

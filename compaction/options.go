@@ -62,3 +62,10 @@ func (o PickerOptions) EnsureDefaults() PickerOptions {
 	}
 	return o
 }
+
+// MaxGrandparentOverlap is the bytes of the grandparent level one output
+// may overlap: MaxGrandparentOverlapFactor target file sizes.
+func (o PickerOptions) MaxGrandparentOverlap() uint64 {
+	o = o.EnsureDefaults()
+	return uint64(o.MaxGrandparentOverlapFactor) * uint64(o.TargetFileSize)
+}
