@@ -93,7 +93,7 @@ func (d *DB) Metrics() *Metrics {
 		}
 		st := compaction.Compute(v, d.opts.pickerOptions())
 		m.BaseLevel = st.BaseLevel
-		m.CompactionDebt = compactionDebt(v, d.opts.pickerOptions())
+		m.CompactionDebt = compaction.Debt(v, d.opts.pickerOptions())
 		for level := range m.Levels {
 			ls, s := st.Levels[level], d.stats.levels[level]
 			lm := LevelMetrics{

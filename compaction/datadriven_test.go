@@ -94,7 +94,9 @@ func runTestdata(t *testing.T, path string, run func(t *testing.T, c *testCmd) s
 		if strings.Contains(got, "\n\n") || strings.HasPrefix(got, "\n") {
 			t.Fatalf("%s: output has a blank line, which the file format cannot hold:\n%s", c.pos, got)
 		}
-		out.WriteString(got + "\n")
+		if got != "" {
+			out.WriteString(got + "\n")
+		}
 		if !*rewrite && got != strings.Join(want, "\n") {
 			t.Errorf("%s: %s\n%s\nwant:\n%s\ngot:\n%s", c.pos, line, c.input, strings.Join(want, "\n"), got)
 		}

@@ -163,26 +163,26 @@ func fmtFiles(files []*manifest.FileMetadata) string {
 	return strings.Join(parts, " ")
 }
 
-// fmtPick prints a pick: a header, the inputs of each level, and the
-// grandparents if any.
-func fmtPick(v *manifest.Version, p *Pick) string {
+// fmtPick prints a pick: a header (kind, levels, reason, score and whether
+// it is bottommost), the inputs of each level, and the grandparents if any.
+func fmtPick(p *Pick) string {
 	if p == nil {
 		return "none"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "L%d->L%d (%s) score %.2f", p.Level, p.OutputLevel, p.Reason, p.Score)
-	if IsBottommost(v, p) {
+	fmt.Fprintf(&b, "%s L%d->L%d", p.Kind, p.Level, p.OutputLevel)
+	if p.Reason != ReasonNone {
+		fmt.Fprintf(&b, " (%s)", p.Reason)
+	}
+	if p.Kind != KindManual {
+		fmt.Fprintf(&b, " score %.2f", p.Score)
+	}
+	if p.Bottommost {
 		b.WriteString(", bottommost")
 	}
 	b.WriteString("\n")
-	for i, files := range p.Inputs {
-		level := p.Level
-		if i == 1 {
-			level = p.OutputLevel
-		}
-		if len(files) > 0 {
-			fmt.Fprintf(&b, "  L%d: %s\n", level, fmtFiles(files))
-		}
+	for _, in := range p.Inputs {
+		fmt.Fprintf(&b, "  L%d: %s\n", in.Level, fmtFiles(in.Files))
 	}
 	if len(p.Grandparents) > 0 {
 		fmt.Fprintf(&b, "  grandparents: %s\n", fmtFiles(p.Grandparents))
@@ -194,8 +194,12 @@ func fmtPick(v *manifest.Version, p *Pick) string {
 // version and one set of options at a time:
 //
 //	options <key>=<value>...   set the options (see parseOptions); prints them
-//	define                     build the version from the input; prints its State
+//	define [quiet]             build the version from the input; prints its State
+//	                           unless quiet
 //	pick-auto [busy=<levels>]  PickAuto, with the comma-separated levels busy
+//	pick-manual [start=<key>] [end=<key>]
+//	                           PickManual; a bound not given is open
+//	debt                       Debt
 type pickerTest struct {
 	opts PickerOptions
 	v    *manifest.Version
@@ -208,6 +212,9 @@ func (pt *pickerTest) run(t *testing.T, c *testCmd) string {
 		return fmtOptions(pt.opts)
 	case "define":
 		pt.v = parseVersion(t, c.input)
+		if _, ok := c.arg("quiet"); ok {
+			return ""
+		}
 		return fmtState(Compute(pt.v, pt.opts))
 	case "pick-auto":
 		var busy Busy
@@ -218,27 +225,97 @@ func (pt *pickerTest) run(t *testing.T, c *testCmd) string {
 				busy[level] = true
 			}
 		}
-		return fmtPick(pt.v, PickAuto(pt.v, pt.opts, busy))
+		return fmtPick(PickAuto(pt.v, pt.opts, busy))
+	case "pick-manual":
+		var start, end []byte
+		if s, ok := c.arg("start"); ok {
+			start = []byte(s)
+		}
+		if s, ok := c.arg("end"); ok {
+			end = []byte(s)
+		}
+		return fmtPick(PickManual(pt.v, start, end))
+	case "debt":
+		return fmt.Sprintf("debt %s", fmtSize(Debt(pt.v, pt.opts)))
 	default:
 		t.Fatalf("%s: unknown command %q", c.pos, c.name)
 		return ""
 	}
 }
 
+func newPickerTest() *pickerTest {
+	return &pickerTest{opts: PickerOptions{}.EnsureDefaults()}
+}
+
 // TestPickAuto pins the automatic picker's decisions: level sizing and
 // scores (the output of define) and the compaction chosen.
 func TestPickAuto(t *testing.T) {
-	pt := &pickerTest{opts: PickerOptions{}.EnsureDefaults()}
-	runTestdata(t, "testdata/pick_auto", pt.run)
+	runTestdata(t, "testdata/pick_auto", newPickerTest().run)
+}
+
+// TestTrivialMove pins when PickAuto moves a file down instead of
+// rewriting it.
+func TestTrivialMove(t *testing.T) {
+	runTestdata(t, "testdata/trivial_move", newPickerTest().run)
+}
+
+// TestPickManual pins which files a manual compaction of a key range takes:
+// the closure of the files overlapping it across all levels.
+func TestPickManual(t *testing.T) {
+	runTestdata(t, "testdata/pick_manual", newPickerTest().run)
+}
+
+// TestDebt pins the compaction debt the write path stalls on.
+func TestDebt(t *testing.T) {
+	runTestdata(t, "testdata/debt", newPickerTest().run)
+}
+
+// TestKindsAndReasons pins the names of kinds and reasons: they appear in
+// logs, and a reason's name is CompactionInfo.Reason, a public field.
+func TestKindsAndReasons(t *testing.T) {
+	for _, tc := range []struct {
+		kind Kind
+		want string
+	}{
+		{KindAuto, "auto"},
+		{KindManual, "manual"},
+		{KindMove, "move"},
+		{KindRewrite, "rewrite"},
+		{Kind(-1), "kind(-1)"},
+		{numKinds, fmt.Sprintf("kind(%d)", int(numKinds))},
+	} {
+		require.Equal(t, tc.want, tc.kind.String())
+	}
+	for _, tc := range []struct {
+		reason Reason
+		want   string
+	}{
+		{ReasonNone, ""},
+		{ReasonL0Files, "L0 files"},
+		{ReasonLevelSize, "level size"},
+		{ReasonMarked, "marked"},
+		{numReasons, fmt.Sprintf("reason(%d)", int(numReasons))},
+	} {
+		require.Equal(t, tc.want, tc.reason.String())
+	}
+}
+
+// TestPickString pins the one-line description of a pick used in logs.
+func TestPickString(t *testing.T) {
+	v := parseVersion(t, `L5: 20[a-c]:40M 21[d-f]:40M 22[g-k]:40M
+	                      L6: 10[a-c]:150M 11[d-e]:20M 12[f-f]:10M 13[g-m]:120M`)
+	p := PickAuto(v, PickerOptions{LBaseMaxBytes: 64 << 20}, Busy{})
+	require.Equal(t, "auto L5->L6 (level size) score 1.88: L5 21 + L6 11 12", p.String())
+	require.Equal(t, "manual L0->L6: L5 20 + L6 10", PickManual(v, []byte("b"), []byte("b")).String())
 }
 
 func TestGrandparentsAndBottommost(t *testing.T) {
 	v := parseVersion(t, `L4: 1[c-d]:10M
 	                      L5: 2[a-b]:10M 3[c-e]:10M 4[f-g]:10M
 	                      L6: 5[d-z]:10M`)
-	p := &Pick{Level: 4, OutputLevel: 5, Inputs: [2][]*manifest.FileMetadata{v.Levels[4], {v.Levels[5][1]}}}
+	p := &Pick{Level: 4, OutputLevel: 5, Inputs: []LevelFiles{{4, v.Levels[4]}, {5, v.Levels[5][1:2]}}}
 	require.Equal(t, []*manifest.FileMetadata{v.Levels[6][0]}, grandparents(v, p))
 	require.False(t, IsBottommost(v, p))
-	p2 := &Pick{Level: 5, OutputLevel: 6, Inputs: [2][]*manifest.FileMetadata{{v.Levels[5][0]}}}
+	p2 := &Pick{Level: 5, OutputLevel: 6, Inputs: []LevelFiles{{5, v.Levels[5][:1]}}}
 	require.True(t, IsBottommost(v, p2))
 }
