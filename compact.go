@@ -51,58 +51,31 @@ func (d *DB) Compact(start, end []byte) error {
 	if err := d.backgroundErrorLocked(); err != nil {
 		return err
 	}
-	v := d.vs.Current()
-	job := &compactionJob{
-		kind:        "manual",
-		inputs:      pickManualInputs(v, start, end),
-		outputLevel: manifest.NumLevels - 1,
-		bottommost:  true,
-	}
-	if len(job.inputs) == 0 {
+	p := compaction.PickManual(d.vs.Current(), start, end)
+	if p == nil {
 		return nil
 	}
-	return d.runJobLocked(job)
+	return d.runJobLocked(p)
 }
 
-// compactionJob is one compaction, manual or automatic.
-type compactionJob struct {
-	kind         string // "manual", "auto" or "move"
-	reason       string
-	inputs       []compactionInput
-	outputLevel  int
-	bottommost   bool
-	grandparents []*manifest.FileMetadata
-	startLevel   int
-}
-
-type compactionInput struct {
-	level int
-	f     *manifest.FileMetadata
-}
-
-func (j *compactionJob) inputBytes() uint64 {
-	var n uint64
-	for _, in := range j.inputs {
-		n += in.f.Size
-	}
-	return n
-}
-
-// runJobLocked runs job: it marks the inputs, releases d.mu while the new
-// tables are written, and installs the result. d.mu is held on entry and on
-// return.
-func (d *DB) runJobLocked(job *compactionJob) error {
-	for _, in := range job.inputs {
-		in.f.Compacting = true
-	}
+// runJobLocked runs the compaction p: it marks the inputs, releases d.mu
+// while the new tables are written, and installs the result. d.mu is held
+// on entry and on return.
+func (d *DB) runJobLocked(p *compaction.Pick) error {
+	setCompacting(p, true)
 	v := d.vs.Current()
 	v.Ref()
 	snaps := d.snapshots.seqsLocked()
-	info := CompactionInfo{Reason: job.reason, FromLevel: job.startLevel, ToLevel: job.outputLevel, InputBytes: job.inputBytes()}
-	for _, in := range job.inputs {
-		info.Inputs++
-		if in.level != job.startLevel {
-			info.OutputLevelInputs++
+	info := CompactionInfo{
+		Reason:     p.Reason.String(),
+		FromLevel:  p.Level,
+		ToLevel:    p.OutputLevel,
+		Inputs:     p.NumInputs(),
+		InputBytes: p.InputBytes(),
+	}
+	for _, in := range p.Inputs {
+		if in.Level != p.Level {
+			info.OutputLevelInputs += len(in.Files)
 		}
 	}
 	d.mu.Unlock()
@@ -114,25 +87,25 @@ func (d *DB) runJobLocked(job *compactionJob) error {
 		stats   compaction.Stats
 		err     error
 	)
-	if job.kind != "move" {
-		outputs, stats, err = d.runCompaction(job, snaps)
+	if p.Kind != compaction.KindMove {
+		outputs, stats, err = d.runCompaction(p, snaps)
 	}
 	v.Unref()
 
 	d.mu.Lock()
-	for _, in := range job.inputs {
-		in.f.Compacting = false
-	}
+	setCompacting(p, false)
 	if err == nil {
 		ve := &manifest.VersionEdit{}
-		for _, in := range job.inputs {
-			ve.DeletedFiles = append(ve.DeletedFiles, manifest.DeletedFile{Level: in.level, FileNum: in.f.FileNum})
+		for _, in := range p.Inputs {
+			for _, f := range in.Files {
+				ve.DeletedFiles = append(ve.DeletedFiles, manifest.DeletedFile{Level: in.Level, FileNum: f.FileNum})
+			}
 		}
-		if job.kind == "move" {
-			ve.NewFiles = append(ve.NewFiles, manifest.NewFile{Level: job.outputLevel, Meta: job.inputs[0].f})
+		if p.Kind == compaction.KindMove {
+			ve.NewFiles = append(ve.NewFiles, manifest.NewFile{Level: p.OutputLevel, Meta: p.Inputs[0].Files[0]})
 		}
 		for _, o := range outputs {
-			ve.NewFiles = append(ve.NewFiles, manifest.NewFile{Level: job.outputLevel, Meta: fileMetadata(o)})
+			ve.NewFiles = append(ve.NewFiles, manifest.NewFile{Level: p.OutputLevel, Meta: fileMetadata(o)})
 		}
 		if err = d.vs.LogAndApply(ve); err != nil {
 			// The edit may or may not have reached the disk: keep the outputs
@@ -153,7 +126,7 @@ func (d *DB) runJobLocked(job *compactionJob) error {
 	info.Outputs = len(outputs)
 	info.Err = err
 	if err == nil {
-		d.stats.recordCompaction(job, stats, info.Duration)
+		d.stats.recordCompaction(p, stats, info.Duration)
 	}
 	d.mu.Unlock()
 	d.opts.EventListener.compactionEnd(info)
@@ -168,40 +141,19 @@ func (d *DB) runJobLocked(job *compactionJob) error {
 	return nil
 }
 
-// pickManualInputs returns the files of every level overlapping [start,
-// end], widening the range to the bounds of each file taken until no other
-// file overlaps it. The closure matters: leaving out an overlapping file of
-// some level would put older data (the output, in the bottom level) below
-// it and newer data above it out of order.
-func pickManualInputs(v *manifest.Version, start, end []byte) []compactionInput {
-	var out []compactionInput
-	taken := make(map[base.FileNum]bool)
-	lo, hi := start, end
-	for changed := true; changed; {
-		changed = false
-		for level := 0; level < manifest.NumLevels; level++ {
-			for _, f := range v.Overlaps(level, lo, hi) {
-				if taken[f.FileNum] {
-					continue
-				}
-				taken[f.FileNum] = true
-				changed = true
-				out = append(out, compactionInput{level: level, f: f})
-				if lo != nil && base.Compare(f.Smallest.UserKey, lo) < 0 {
-					lo = f.Smallest.UserKey
-				}
-				if hi != nil && base.Compare(f.Largest.UserKey, hi) > 0 {
-					hi = f.Largest.UserKey
-				}
-			}
+// setCompacting marks or unmarks the inputs of p as being compacted. d.mu
+// held.
+func setCompacting(p *compaction.Pick, on bool) {
+	for _, in := range p.Inputs {
+		for _, f := range in.Files {
+			f.Compacting = on
 		}
 	}
-	return out
 }
 
-// runCompaction merges the job's inputs into new tables for its output
+// runCompaction merges the inputs of p into new tables for its output
 // level.
-func (d *DB) runCompaction(job *compactionJob, snaps []base.SeqNum) ([]compaction.Output, compaction.Stats, error) {
+func (d *DB) runCompaction(p *compaction.Pick, snaps []base.SeqNum) ([]compaction.Output, compaction.Stats, error) {
 	var (
 		iters  []base.InternalIterator
 		tombs  []base.RangeTombstone
@@ -212,21 +164,23 @@ func (d *DB) runCompaction(job *compactionJob, snaps []base.SeqNum) ([]compactio
 			it.Close()
 		}
 	}()
-	for _, in := range job.inputs {
-		h, err := d.tableCache.get(in.f)
-		if err != nil {
-			return nil, compaction.Stats{}, err
-		}
-		tombs = append(tombs, h.reader.RangeTombstones()...)
-		d.tableCache.release(h)
-		if in.level == 0 {
-			it, err := d.newFileIter(in.f)
+	for _, in := range p.Inputs {
+		for _, f := range in.Files {
+			h, err := d.tableCache.get(f)
 			if err != nil {
 				return nil, compaction.Stats{}, err
 			}
-			iters = append(iters, it)
-		} else {
-			levels[in.level] = append(levels[in.level], in.f)
+			tombs = append(tombs, h.reader.RangeTombstones()...)
+			d.tableCache.release(h)
+			if in.Level == 0 {
+				it, err := d.newFileIter(f)
+				if err != nil {
+					return nil, compaction.Stats{}, err
+				}
+				iters = append(iters, it)
+			} else {
+				levels[in.Level] = append(levels[in.Level], f)
+			}
 		}
 	}
 	for level, files := range levels {
@@ -244,12 +198,12 @@ func (d *DB) runCompaction(job *compactionJob, snaps []base.SeqNum) ([]compactio
 		Input:                 merged,
 		RangeDels:             rangedel.Build(tombs),
 		Snapshots:             snaps,
-		Bottommost:            job.bottommost,
+		Bottommost:            p.Bottommost,
 		NewFile:               d.newTableFile,
 		Writer:                d.opts.writerOptions(),
 		TargetFileSize:        target,
-		Grandparents:          job.grandparents,
-		MaxGrandparentOverlap: 10 * target,
+		Grandparents:          p.Grandparents,
+		MaxGrandparentOverlap: d.opts.pickerOptions().MaxGrandparentOverlap(),
 	})
 	if err == nil && len(outputs) > 0 {
 		err = syncDirErr(d)

@@ -2,7 +2,6 @@ package strata
 
 import (
 	"github.com/strata-db/strata/compaction"
-	"github.com/strata-db/strata/lsm/manifest"
 )
 
 // compactionState is the scheduler's bookkeeping, protected by d.mu.
@@ -14,12 +13,13 @@ type compactionState struct {
 	manual int
 }
 
-func (d *DB) pickerOptions() compaction.PickerOptions {
+// pickerOptions are the options of o that shape the tree.
+func (o *Options) pickerOptions() compaction.PickerOptions {
 	return compaction.PickerOptions{
-		L0CompactionThreshold: d.opts.L0CompactionThreshold,
-		LBaseMaxBytes:         d.opts.LBaseMaxBytes,
-		LevelMultiplier:       d.opts.LevelMultiplier,
-		TargetFileSize:        d.opts.TargetFileSize,
+		L0CompactionThreshold: o.L0CompactionThreshold,
+		LBaseMaxBytes:         o.LBaseMaxBytes,
+		LevelMultiplier:       o.LevelMultiplier,
+		TargetFileSize:        o.TargetFileSize,
 	}
 }
 
@@ -31,60 +31,23 @@ func (d *DB) maybeScheduleCompactionLocked() {
 		return
 	}
 	for d.compactions.running < d.opts.MaxConcurrentCompactions {
-		v := d.vs.Current()
-		p := compaction.PickAuto(v, d.pickerOptions(), d.compactions.busy)
+		p := compaction.PickAuto(d.vs.Current(), d.opts.pickerOptions(), d.compactions.busy)
 		if p == nil {
 			return
-		}
-		job := &compactionJob{
-			kind:         "auto",
-			reason:       p.Reason,
-			startLevel:   p.Level,
-			outputLevel:  p.OutputLevel,
-			bottommost:   compaction.IsBottommost(v, p),
-			grandparents: p.Grandparents,
-		}
-		for i, files := range p.Inputs {
-			level := p.Level
-			if i == 1 {
-				level = p.OutputLevel
-			}
-			for _, f := range files {
-				job.inputs = append(job.inputs, compactionInput{level: level, f: f})
-			}
-		}
-		if d.isTrivialMove(p) {
-			job.kind = "move"
 		}
 		d.compactions.running++
 		d.compactions.busy[p.Level] = true
 		d.compactions.busy[p.OutputLevel] = true
-		for _, in := range job.inputs {
-			in.f.Compacting = true // before the next pick looks at the version
-		}
+		setCompacting(p, true) // before the next pick looks at the version
 		d.bgWG.Add(1)
-		go d.runAutoCompaction(job, p)
+		go d.runAutoCompaction(p)
 	}
 }
 
-// isTrivialMove reports whether p can move its one input file down a level
-// without rewriting it: nothing to merge with in the output level, and not
-// so wide that compacting it further down would be too large.
-func (d *DB) isTrivialMove(p *compaction.Pick) bool {
-	if len(p.Inputs[0]) != 1 || len(p.Inputs[1]) != 0 || p.Level == p.OutputLevel {
-		return false
-	}
-	var overlap uint64
-	for _, g := range p.Grandparents {
-		overlap += g.Size
-	}
-	return overlap <= 10*uint64(d.opts.TargetFileSize)
-}
-
-func (d *DB) runAutoCompaction(job *compactionJob, p *compaction.Pick) {
+func (d *DB) runAutoCompaction(p *compaction.Pick) {
 	defer d.bgWG.Done()
 	d.mu.Lock()
-	_ = d.runJobLocked(job) // failures become the background error
+	_ = d.runJobLocked(p) // failures become the background error
 	d.compactions.running--
 	d.compactions.busy[p.Level] = false
 	d.compactions.busy[p.OutputLevel] = false
@@ -99,23 +62,5 @@ func (d *DB) runAutoCompaction(job *compactionJob, p *compaction.Pick) {
 func (d *DB) updateL0CountLocked() {
 	v := d.vs.Current()
 	d.l0Files.Store(int32(len(v.Levels[0])))
-	d.compactionDebt.Store(int64(compactionDebt(v, d.pickerOptions())))
-}
-
-// compactionDebt estimates the bytes compaction must rewrite to bring every
-// level within its target: each level's excess, plus L0 once it reaches the
-// compaction threshold.
-func compactionDebt(v *manifest.Version, o compaction.PickerOptions) uint64 {
-	s := compaction.Compute(v, o)
-	var debt uint64
-	if s.Levels[0].Score >= 1 {
-		debt += s.Levels[0].Bytes
-	}
-	for level := 1; level < manifest.NumLevels-1; level++ {
-		l := s.Levels[level]
-		if l.MaxBytes > 0 && l.Bytes > uint64(l.MaxBytes) {
-			debt += l.Bytes - uint64(l.MaxBytes)
-		}
-	}
-	return debt
+	d.compactionDebt.Store(int64(compaction.Debt(v, d.opts.pickerOptions())))
 }

@@ -194,21 +194,23 @@ type levelStats struct {
 	duration     time.Duration
 }
 
-// recordCompaction adds a finished job to the counters. d.mu held.
-func (s *dbStats) recordCompaction(job *compactionJob, cs compaction.Stats, d time.Duration) {
-	in := job.inputBytes()
+// recordCompaction adds a finished compaction to the counters. d.mu held.
+func (s *dbStats) recordCompaction(p *compaction.Pick, cs compaction.Stats, d time.Duration) {
+	in := p.InputBytes()
 	s.compactions.Add(1)
-	out := &s.levels[job.outputLevel]
+	out := &s.levels[p.OutputLevel]
 	out.compactions++
 	out.duration += d
-	if job.kind == "move" {
+	if p.Kind == compaction.KindMove {
 		out.bytesMoved += in
 		return
 	}
 	s.compactInBytes.Add(in)
 	s.compactOutBytes.Add(cs.BytesOut)
-	for _, i := range job.inputs {
-		s.levels[i.level].bytesIn += i.f.Size
+	for _, lf := range p.Inputs {
+		for _, f := range lf.Files {
+			s.levels[lf.Level].bytesIn += f.Size
+		}
 	}
 	out.bytesWritten += cs.BytesOut
 }

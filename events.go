@@ -38,7 +38,7 @@ type FlushInfo struct {
 
 // CompactionInfo describes a compaction.
 type CompactionInfo struct {
-	Reason            string // "L0 files", "level size", "marked" or "" for manual
+	Reason            string // compaction.Reason: "L0 files", "level size", "marked" or "" for manual
 	FromLevel         int
 	ToLevel           int
 	Inputs            int // input tables

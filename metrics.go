@@ -91,9 +91,9 @@ func (d *DB) Metrics() *Metrics {
 			m.ValueLogs.Records += vl.Records
 			m.ValueLogs.ValueBytes += vl.ValueBytes
 		}
-		st := compaction.Compute(v, d.pickerOptions())
+		st := compaction.Compute(v, d.opts.pickerOptions())
 		m.BaseLevel = st.BaseLevel
-		m.CompactionDebt = compactionDebt(v, d.pickerOptions())
+		m.CompactionDebt = compaction.Debt(v, d.opts.pickerOptions())
 		for level := range m.Levels {
 			ls, s := st.Levels[level], d.stats.levels[level]
 			lm := LevelMetrics{

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/strata-db/strata/cache"
+	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/lsm/sstable"
 	"github.com/strata-db/strata/vfs"
@@ -137,7 +138,8 @@ type Options struct {
 	ErrorIfNotExists bool
 }
 
-// Defaults of the Options fields.
+// Defaults of the Options fields. Those that shape the tree are the
+// compaction package's, so that the picker and the engine cannot disagree.
 const (
 	DefaultMemTableSize               = 64 << 20
 	DefaultMaxImmutableMemTables      = 2
@@ -146,12 +148,12 @@ const (
 	DefaultBlockRestartInterval       = 16
 	DefaultBloomBitsPerKey            = 10
 	DefaultCompression                = "snappy"
-	DefaultTargetFileSize             = 32 << 20
-	DefaultL0CompactionThreshold      = 4
+	DefaultTargetFileSize             = compaction.DefaultTargetFileSize
+	DefaultL0CompactionThreshold      = compaction.DefaultL0CompactionThreshold
 	DefaultL0SlowdownWritesThreshold  = 20
 	DefaultL0StopWritesThreshold      = 36
-	DefaultLBaseMaxBytes              = 256 << 20
-	DefaultLevelMultiplier            = 10
+	DefaultLBaseMaxBytes              = compaction.DefaultLBaseMaxBytes
+	DefaultLevelMultiplier            = compaction.DefaultLevelMultiplier
 	DefaultMaxConcurrentCompactions   = 1
 	DefaultSoftPendingCompactionBytes = 64 << 30
 	DefaultHardPendingCompactionBytes = 256 << 30

@@ -19,6 +19,16 @@
 // file's span, and a file's largest key is an exclusive sentinel when a
 // tombstone reaches past its last point key.
 //
-// Picking compactions (level scores, L0 triggers) arrives with leveled
-// compaction; this package already runs the manual and flush cases.
+// It also decides what to compact, as pure functions of a version and
+// PickerOptions, so that the decisions are tested as tables (testdata/):
+// Compute sizes the levels and scores them, PickAuto picks the most urgent
+// compaction (or a trivial move, or an in-place rewrite of a marked file),
+// PickManual takes the closure of the files overlapping a key range, and
+// Debt estimates how far compaction is behind. Every compaction is
+// described by one Pick, whose Kind says what it does and whose Reason
+// says why. The defaults of the options that shape the tree live here.
+//
+// Scheduling (which picks run when, and concurrently), installing the
+// results in the manifest and the statistics are the DB's, not this
+// package's.
 package compaction

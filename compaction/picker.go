@@ -2,53 +2,11 @@ package compaction
 
 import (
 	"cmp"
-	"fmt"
 	"math"
 	"slices"
-	"strings"
 
-	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
 )
-
-// PickerOptions shape the tree.
-type PickerOptions struct {
-	// L0CompactionThreshold is the number of L0 files that makes L0's score
-	// 1. Default 4.
-	L0CompactionThreshold int
-	// LBaseMaxBytes is the target size in bytes of the base level (the
-	// level L0 compacts into). Default 64 MiB.
-	LBaseMaxBytes int64
-	// LevelMultiplier is the size ratio between adjacent levels. Default 10.
-	LevelMultiplier int
-	// TargetFileSize is the size in bytes at which compaction outputs are
-	// cut. Default 64 MiB.
-	TargetFileSize int64
-	// MaxGrandparentOverlapFactor cuts an output file once it overlaps this
-	// many target file sizes of the level below the output level, so that a
-	// later compaction of the file stays bounded. Default 10.
-	MaxGrandparentOverlapFactor int
-}
-
-// EnsureDefaults fills zero fields.
-func (o PickerOptions) EnsureDefaults() PickerOptions {
-	if o.L0CompactionThreshold <= 0 {
-		o.L0CompactionThreshold = 4
-	}
-	if o.LBaseMaxBytes <= 0 {
-		o.LBaseMaxBytes = 64 << 20
-	}
-	if o.LevelMultiplier <= 1 {
-		o.LevelMultiplier = 10
-	}
-	if o.TargetFileSize <= 0 {
-		o.TargetFileSize = 64 << 20
-	}
-	if o.MaxGrandparentOverlapFactor <= 0 {
-		o.MaxGrandparentOverlapFactor = 10
-	}
-	return o
-}
 
 // LevelState is the picker's view of one level.
 type LevelState struct {
@@ -153,59 +111,6 @@ func Compute(v *manifest.Version, o PickerOptions) State {
 	return s
 }
 
-// Pick is a chosen compaction.
-type Pick struct {
-	// Level is the start level; OutputLevel receives the outputs.
-	Level, OutputLevel int
-	// Inputs are the files of Level, then of OutputLevel, being merged.
-	Inputs [2][]*manifest.FileMetadata
-	// Grandparents are the files of the level below OutputLevel that
-	// overlap the compaction, for cutting outputs.
-	Grandparents []*manifest.FileMetadata
-	Score        float64
-	Reason       string
-}
-
-// Bounds returns the user-key range of all inputs.
-func (p *Pick) Bounds() (smallest, largest []byte) {
-	for _, files := range p.Inputs {
-		for _, f := range files {
-			if smallest == nil || base.Compare(f.Smallest.UserKey, smallest) < 0 {
-				smallest = f.Smallest.UserKey
-			}
-			if largest == nil || base.Compare(f.Largest.UserKey, largest) > 0 {
-				largest = f.Largest.UserKey
-			}
-		}
-	}
-	return smallest, largest
-}
-
-// InputBytes is the total size of the inputs.
-func (p *Pick) InputBytes() uint64 {
-	var n uint64
-	for _, files := range p.Inputs {
-		for _, f := range files {
-			n += f.Size
-		}
-	}
-	return n
-}
-
-func (p *Pick) String() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "L%d->L%d score %.2f (%s):", p.Level, p.OutputLevel, p.Score, p.Reason)
-	for i, files := range p.Inputs {
-		if i == 1 {
-			b.WriteString(" +")
-		}
-		for _, f := range files {
-			fmt.Fprintf(&b, " %d", uint64(f.FileNum))
-		}
-	}
-	return b.String()
-}
-
 // Busy reports which levels running compactions use, so the picker keeps
 // concurrent compactions on disjoint levels.
 type Busy [manifest.NumLevels]bool
@@ -213,6 +118,10 @@ type Busy [manifest.NumLevels]bool
 // PickAuto returns the most urgent compaction of v, or nil. Levels marked
 // busy are neither read nor written by the pick. Files marked for compaction
 // (by GC, later) are picked when no level needs compacting.
+//
+// The pick is KindAuto, or KindMove when its one input file can go down
+// without being rewritten (see isTrivialMove), or KindRewrite when it
+// rewrites a marked file of the bottom level in place.
 func PickAuto(v *manifest.Version, o PickerOptions, busy Busy) *Pick {
 	o = o.EnsureDefaults()
 	s := Compute(v, o)
@@ -227,8 +136,8 @@ func PickAuto(v *manifest.Version, o PickerOptions, busy Busy) *Pick {
 		}
 	}
 	slices.SortStableFunc(cands, func(a, b cand) int { return cmp.Compare(b.score, a.score) })
+	var p *Pick
 	for _, c := range cands {
-		var p *Pick
 		if c.level == 0 {
 			p = pickL0(v, s, busy)
 		} else {
@@ -236,15 +145,42 @@ func PickAuto(v *manifest.Version, o PickerOptions, busy Busy) *Pick {
 		}
 		if p != nil {
 			p.Score = c.score
-			p.Grandparents = grandparents(v, p)
-			return p
+			break
 		}
 	}
-	if p := pickMarked(v, s, busy); p != nil {
-		p.Grandparents = grandparents(v, p)
-		return p
+	if p == nil {
+		p = pickMarked(v, s, busy)
 	}
-	return nil
+	if p == nil {
+		return nil
+	}
+	p.Grandparents = grandparents(v, p)
+	p.Bottommost = IsBottommost(v, p)
+	switch {
+	case p.OutputLevel == p.Level:
+		p.Kind = KindRewrite
+	case isTrivialMove(p, o):
+		p.Kind = KindMove
+	default:
+		p.Kind = KindAuto
+	}
+	return p
+}
+
+// isTrivialMove reports whether p can move its one input file down a level
+// without rewriting it: nothing to merge with in the output level, and not
+// so wide that compacting it further down would be too large (it overlaps
+// at most MaxGrandparentOverlap bytes of the level below the output level,
+// as an output of a compaction would).
+func isTrivialMove(p *Pick, o PickerOptions) bool {
+	if p.Level == p.OutputLevel || len(p.Inputs) != 1 || len(p.Inputs[0].Files) != 1 {
+		return false
+	}
+	var overlap uint64
+	for _, g := range p.Grandparents {
+		overlap += g.Size
+	}
+	return overlap <= o.MaxGrandparentOverlap()
 }
 
 // pickL0 takes every L0 file and the base-level files they overlap.
@@ -253,14 +189,14 @@ func pickL0(v *manifest.Version, s State, busy Busy) *Pick {
 	if busy[0] || busy[out] {
 		return nil
 	}
-	p := &Pick{Level: 0, OutputLevel: out, Reason: "L0 files"}
+	p := &Pick{Level: 0, OutputLevel: out, Reason: ReasonL0Files}
 	for _, f := range v.Levels[0] {
 		if f.Compacting {
 			return nil
 		}
-		p.Inputs[0] = append(p.Inputs[0], f)
+		p.add(0, f)
 	}
-	if len(p.Inputs[0]) == 0 {
+	if len(p.Inputs) == 0 {
 		return nil
 	}
 	if !addOutputLevel(v, p) {
@@ -283,12 +219,13 @@ func pickLevel(v *manifest.Version, level int, busy Busy) *Pick {
 		if f.Compacting {
 			continue
 		}
-		p := &Pick{Level: level, OutputLevel: out, Inputs: [2][]*manifest.FileMetadata{{f}}, Reason: "level size"}
+		p := &Pick{Level: level, OutputLevel: out, Reason: ReasonLevelSize}
+		p.add(level, f)
 		if !addOutputLevel(v, p) {
 			continue
 		}
 		var overlap uint64
-		for _, g := range p.Inputs[1] {
+		for _, g := range p.Files(out) {
 			overlap += g.Size
 		}
 		ratio := float64(overlap) / float64(max(f.Size, 1))
@@ -317,17 +254,18 @@ func pickMarked(v *manifest.Version, s State, busy Busy) *Pick {
 			if busy[level] || busy[out] {
 				continue
 			}
-			p := &Pick{Level: level, OutputLevel: out, Inputs: [2][]*manifest.FileMetadata{{f}}, Reason: "marked"}
 			if level == 0 {
 				// Older L0 files overlapping it must go first or with it.
-				p = pickL0(v, s, busy)
+				p := pickL0(v, s, busy)
 				if p == nil {
 					continue
 				}
-				p.Reason = "marked"
+				p.Reason = ReasonMarked
 				return p
 			}
-			if out != level && !addOutputLevel(v, p) {
+			p := &Pick{Level: level, OutputLevel: out, Reason: ReasonMarked}
+			p.add(level, f)
+			if !addOutputLevel(v, p) {
 				continue
 			}
 			return p
@@ -343,11 +281,14 @@ func addOutputLevel(v *manifest.Version, p *Pick) bool {
 		return true
 	}
 	lo, hi := p.Bounds()
-	for _, f := range v.Overlaps(p.OutputLevel, lo, hi) {
+	overlaps := v.Overlaps(p.OutputLevel, lo, hi)
+	for _, f := range overlaps {
 		if f.Compacting {
 			return false
 		}
-		p.Inputs[1] = append(p.Inputs[1], f)
+	}
+	for _, f := range overlaps {
+		p.add(p.OutputLevel, f)
 	}
 	return true
 }
@@ -370,4 +311,22 @@ func IsBottommost(v *manifest.Version, p *Pick) bool {
 		}
 	}
 	return true
+}
+
+// Debt estimates the bytes compaction must rewrite to bring every level of
+// v within its target: each level's excess, plus all of L0 once it reaches
+// the compaction threshold. The write path slows and stops writers on it.
+func Debt(v *manifest.Version, o PickerOptions) uint64 {
+	s := Compute(v, o)
+	var debt uint64
+	if s.Levels[0].Score >= 1 {
+		debt += s.Levels[0].Bytes
+	}
+	for level := 1; level < manifest.NumLevels-1; level++ {
+		l := s.Levels[level]
+		if l.MaxBytes > 0 && l.Bytes > uint64(l.MaxBytes) {
+			debt += l.Bytes - uint64(l.MaxBytes)
+		}
+	}
+	return debt
 }

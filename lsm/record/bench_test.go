@@ -10,7 +10,7 @@ import (
 func BenchmarkWriteRecord(b *testing.B) {
 	for _, size := range []int{100, 4 << 10} {
 		b.Run(fmt.Sprintf("size=%d", size), func(b *testing.B) {
-			w := NewWriter(&discardFile{})
+			w := NewWriter(newDiscardFile(b))
 			rec := bytes.Repeat([]byte("v"), size)
 			b.SetBytes(int64(size))
 			b.ReportAllocs()

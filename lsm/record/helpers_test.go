@@ -7,26 +7,27 @@ import (
 	"hash/crc32"
 	"io"
 	"math/rand/v2"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/vfs"
 )
 
-// memFile is an in-memory vfs.File for tests. It can fail the writeFail-th
-// Write (counting from 1), write only part of that call's bytes first, and
-// fail Sync and Close.
-type memFile struct {
-	data []byte
-	rpos int
+// testFile is a file of an in-memory filesystem (vfs.MemFS), as the Writer
+// sees a log file, that counts the calls made to it and fails the ones a
+// test asks for. It can fail the writeFail-th Write (counting from 1),
+// writing only part of that call's bytes first, and fail Sync and Close.
+type testFile struct {
+	vfs.File // the open handle
+	fs       *vfs.MemFS
+	name     string
 
 	writes      int   // Write calls so far
 	writeFail   int   // 0: never fail
 	partial     int   // bytes the failing Write still writes
 	writeErr    error // returned by the failing Write (nil: a short write)
-	syncErr     error
-	closeErr    error
+	syncErr     error // returned by Sync, which then syncs nothing
+	closeErr    error // returned by Close, after closing the file
 	syncs       int
 	closes      int
 	afterFailed int // Write calls after a failed one
@@ -35,64 +36,78 @@ type memFile struct {
 
 var errInjected = errors.New("injected failure")
 
-func (f *memFile) Write(p []byte) (int, error) {
+// newTestFile creates an empty log file on a new in-memory filesystem.
+func newTestFile(t testing.TB) *testFile {
+	t.Helper()
+	fs := vfs.NewMem()
+	const name = "test.log"
+	f, err := fs.Create(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testFile{File: f, fs: fs, name: name}
+}
+
+func (f *testFile) Write(p []byte) (int, error) {
 	f.writes++
 	if f.failed {
 		f.afterFailed++
 	}
 	if f.writeFail != 0 && f.writes == f.writeFail {
 		f.failed = true
-		n := min(f.partial, len(p))
-		f.data = append(f.data, p[:n]...)
+		n, err := f.File.Write(p[:min(f.partial, len(p))])
+		if err != nil {
+			return n, err
+		}
 		return n, f.writeErr
 	}
-	f.data = append(f.data, p...)
-	return len(p), nil
+	return f.File.Write(p)
 }
 
-func (f *memFile) Read(p []byte) (int, error) {
-	if f.rpos >= len(f.data) {
-		return 0, io.EOF
-	}
-	n := copy(p, f.data[f.rpos:])
-	f.rpos += n
-	return n, nil
-}
-
-func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
-	if off >= int64(len(f.data)) {
-		return 0, io.EOF
-	}
-	n := copy(p, f.data[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
-}
-
-func (f *memFile) Sync() error {
+func (f *testFile) Sync() error {
 	f.syncs++
-	return f.syncErr
+	if f.syncErr != nil {
+		return f.syncErr
+	}
+	return f.File.Sync()
 }
 
-func (f *memFile) Close() error {
+func (f *testFile) Close() error {
 	f.closes++
-	return f.closeErr
+	err := f.File.Close()
+	if f.closeErr != nil {
+		return f.closeErr
+	}
+	return err
 }
 
-func (f *memFile) Stat() (os.FileInfo, error) { return memInfo{int64(len(f.data))}, nil }
+// contents returns what has been written to the file so far, open or
+// closed.
+func (f *testFile) contents(t testing.TB) []byte {
+	t.Helper()
+	r, err := f.fs.Open(f.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fi, err := r.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, fi.Size())
+	if n, err := r.ReadAt(data, 0); n < len(data) {
+		t.Fatalf("reading %s: %d of %d bytes: %v", f.name, n, len(data), err)
+	}
+	return data
+}
 
-type memInfo struct{ size int64 }
+// discardFile is a log file whose writes go nowhere, for benchmarks and
+// allocation counts.
+type discardFile struct{ vfs.File }
 
-func (i memInfo) Name() string       { return "mem" }
-func (i memInfo) Size() int64        { return i.size }
-func (i memInfo) Mode() os.FileMode  { return 0o644 }
-func (i memInfo) ModTime() time.Time { return time.Time{} }
-func (i memInfo) IsDir() bool        { return false }
-func (i memInfo) Sys() any           { return nil }
-
-// discardFile is a vfs.File whose writes go nowhere, for benchmarks.
-type discardFile struct{ memFile }
+// newDiscardFile returns a file whose other operations are an in-memory
+// file's.
+func newDiscardFile(t testing.TB) *discardFile { return &discardFile{newTestFile(t)} }
 
 func (f *discardFile) Write(p []byte) (int, error) { return len(p), nil }
 
@@ -108,7 +123,7 @@ type writtenLog struct {
 // writeLog writes recs with a Writer and returns the file's bytes.
 func writeLog(t testing.TB, recs [][]byte) writtenLog {
 	t.Helper()
-	f := &memFile{}
+	f := newTestFile(t)
 	w := NewWriter(f)
 	l := writtenLog{recs: recs}
 	for _, r := range recs {
@@ -122,7 +137,7 @@ func writeLog(t testing.TB, recs [][]byte) writtenLog {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	l.data = f.data
+	l.data = f.contents(t)
 	return l
 }
 

@@ -12,7 +12,7 @@ import (
 // strictLog writes records spanning two blocks and returns the file bytes,
 // the records, and the offset of the last chunk header.
 func strictLog(t *testing.T) ([]byte, [][]byte) {
-	f := &memFile{}
+	f := newTestFile(t)
 	w := NewWriter(f)
 	var recs [][]byte
 	for i := 0; i < 6; i++ {
@@ -25,7 +25,7 @@ func strictLog(t *testing.T) ([]byte, [][]byte) {
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	return f.data, recs
+	return f.contents(t), recs
 }
 
 func readAllStrict(data []byte) ([][]byte, error) {

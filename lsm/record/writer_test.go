@@ -144,7 +144,7 @@ func TestRecordsAtBlockBoundaries(t *testing.T) {
 func TestLargeRecordBoundedBuffer(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 3))
 	big := randBytes(rng, 1<<20+123)
-	f := &memFile{}
+	f := newTestFile(t)
 	w := NewWriter(f)
 	if _, err := w.WriteRecord(big); err != nil {
 		t.Fatal(err)
@@ -152,32 +152,32 @@ func TestLargeRecordBoundedBuffer(t *testing.T) {
 	if cap(w.buf) != bufSize {
 		t.Fatalf("buffer grew to %d bytes", cap(w.buf))
 	}
-	if int64(len(f.data)) < w.Size()-bufSize {
-		t.Fatalf("only %d of %d bytes reached the file", len(f.data), w.Size())
+	if n := int64(len(f.contents(t))); n < w.Size()-bufSize {
+		t.Fatalf("only %d of %d bytes reached the file", n, w.Size())
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	got, err, _ := readAll(f.data)
+	got, err, _ := readAll(f.contents(t))
 	if err != io.EOF || len(got) != 1 || !bytes.Equal(got[0], big) {
 		t.Fatalf("read %d records, err %v", len(got), err)
 	}
 }
 
 func TestWriterFlushSyncSize(t *testing.T) {
-	f := &memFile{}
+	f := newTestFile(t)
 	w := NewWriter(f)
 	if _, err := w.WriteRecord([]byte("hello")); err != nil {
 		t.Fatal(err)
 	}
-	if w.Size() != headerSize+5 || len(f.data) != 0 {
-		t.Fatalf("Size %d, file %d bytes before Flush", w.Size(), len(f.data))
+	if w.Size() != headerSize+5 || len(f.contents(t)) != 0 {
+		t.Fatalf("Size %d, file %d bytes before Flush", w.Size(), len(f.contents(t)))
 	}
 	if err := w.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.data) != headerSize+5 || f.syncs != 0 {
-		t.Fatalf("after Flush: file %d bytes, %d syncs", len(f.data), f.syncs)
+	if len(f.contents(t)) != headerSize+5 || f.syncs != 0 {
+		t.Fatalf("after Flush: file %d bytes, %d syncs", len(f.contents(t)), f.syncs)
 	}
 	if _, err := w.WriteRecord([]byte("world")); err != nil {
 		t.Fatal(err)
@@ -185,8 +185,8 @@ func TestWriterFlushSyncSize(t *testing.T) {
 	if err := w.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.data) != 2*(headerSize+5) || f.syncs != 1 {
-		t.Fatalf("after Sync: file %d bytes, %d syncs", len(f.data), f.syncs)
+	if len(f.contents(t)) != 2*(headerSize+5) || f.syncs != 1 {
+		t.Fatalf("after Sync: file %d bytes, %d syncs", len(f.contents(t)), f.syncs)
 	}
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -225,7 +225,8 @@ func TestWriterStickyErrors(t *testing.T) {
 		{"short write", nil, 10, io.ErrShortWrite},
 	} {
 		for fail := 1; ; fail++ {
-			f := &memFile{writeFail: fail, writeErr: tc.err, partial: tc.partial}
+			f := newTestFile(t)
+			f.writeFail, f.writeErr, f.partial = fail, tc.err, tc.partial
 			w := NewWriter(f)
 			var firstErr error
 			for i, r := range recs {
@@ -270,7 +271,7 @@ func TestWriterStickyErrors(t *testing.T) {
 					tc.name, f.afterFailed, f.syncs, f.closes)
 			}
 			// Whatever reached the file reads as a prefix of the records.
-			got, err, _ := readAll(f.data)
+			got, err, _ := readAll(f.contents(t))
 			if err != io.EOF {
 				t.Fatalf("%s: reading the failed log: %v", tc.name, err)
 			}
@@ -284,7 +285,8 @@ func TestWriterStickyErrors(t *testing.T) {
 }
 
 func TestWriterSyncAndCloseErrors(t *testing.T) {
-	f := &memFile{syncErr: errInjected}
+	f := newTestFile(t)
+	f.syncErr = errInjected
 	w := NewWriter(f)
 	if _, err := w.WriteRecord([]byte("a")); err != nil {
 		t.Fatal(err)
@@ -303,7 +305,8 @@ func TestWriterSyncAndCloseErrors(t *testing.T) {
 		t.Fatalf("Close: %v, %d closes", err, f.closes)
 	}
 
-	f = &memFile{closeErr: errInjected}
+	f = newTestFile(t)
+	f.closeErr = errInjected
 	w = NewWriter(f)
 	if err := w.Close(); !errors.Is(err, errInjected) {
 		t.Fatalf("Close with a failing file Close: %v", err)
@@ -314,7 +317,7 @@ func TestWriterSyncAndCloseErrors(t *testing.T) {
 }
 
 func TestWriteRecordDoesNotAllocate(t *testing.T) {
-	w := NewWriter(&discardFile{})
+	w := NewWriter(newDiscardFile(t))
 	rec := make([]byte, 100)
 	allocs := testing.AllocsPerRun(2000, func() {
 		if _, err := w.WriteRecord(rec); err != nil {

@@ -13,15 +13,16 @@ import (
 	"github.com/strata-db/strata/vfs"
 )
 
-// discardFile is a vfs.File that only counts the bytes written to it.
-type discardFile struct{ n int64 }
+// discardFile is a table file whose writes go nowhere; it only counts the
+// bytes written to it. Its other operations are an in-memory file's.
+type discardFile struct {
+	vfs.File
+	n int64
+}
 
-func (f *discardFile) Read([]byte) (int, error)          { return 0, os.ErrInvalid }
-func (f *discardFile) ReadAt([]byte, int64) (int, error) { return 0, os.ErrInvalid }
-func (f *discardFile) Write(p []byte) (int, error)       { f.n += int64(len(p)); return len(p), nil }
-func (f *discardFile) Close() error                      { return nil }
-func (f *discardFile) Sync() error                       { return nil }
-func (f *discardFile) Stat() (os.FileInfo, error)        { return memInfo{size: f.n}, nil }
+func newDiscardFile(b *testing.B) *discardFile { return &discardFile{File: newTestFile(b)} }
+
+func (f *discardFile) Write(p []byte) (int, error) { f.n += int64(len(p)); return len(p), nil }
 
 // benchKey returns the i-th 16-byte key: an 8-byte prefix and a big-endian
 // counter.
@@ -56,7 +57,7 @@ func BenchmarkWriter(b *testing.B) {
 			b.ReportAllocs()
 			start := time.Now()
 			for i := 0; i < b.N; {
-				f := &discardFile{}
+				f := newDiscardFile(b)
 				w := NewWriter(f, WriterOptions{Compression: c})
 				for j := 0; j < perTable && i < b.N; j, i = j+1, i+1 {
 					key = benchKey(key, j)
@@ -77,7 +78,7 @@ func BenchmarkWriter(b *testing.B) {
 
 type benchTable struct {
 	keys [][]byte
-	mem  *memFile
+	mem  *testFile
 	path string
 	size int64
 }
@@ -100,7 +101,7 @@ func getBenchTable(b *testing.B, c Compression) *benchTable {
 		return t
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	t := &benchTable{mem: &memFile{}}
+	t := &benchTable{mem: newTestFile(b)}
 	w := NewWriter(t.mem, WriterOptions{Compression: c})
 	for i := range 100_000 {
 		k := benchKey(nil, i)
@@ -112,14 +113,14 @@ func getBenchTable(b *testing.B, c Compression) *benchTable {
 	if err := w.Close(); err != nil {
 		b.Fatal(err)
 	}
-	t.mem.closed = false
-	t.size = int64(len(t.mem.data))
+	data := t.mem.contents(b)
+	t.size = int64(len(data))
 	dir, err := os.MkdirTemp("", "sstable-bench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	t.path = filepath.Join(dir, "bench.sst")
-	if err := os.WriteFile(t.path, t.mem.data, 0o644); err != nil {
+	if err := os.WriteFile(t.path, data, 0o644); err != nil {
 		b.Fatal(err)
 	}
 	benchTables[c] = t
@@ -127,7 +128,7 @@ func getBenchTable(b *testing.B, c Compression) *benchTable {
 }
 
 func (t *benchTable) open(b *testing.B, cached, disk bool) *Reader {
-	var f vfs.File = t.mem
+	var f vfs.File = t.mem.reopen(b)
 	if disk {
 		df, err := vfs.Default.Open(t.path)
 		if err != nil {

@@ -14,7 +14,7 @@ import (
 // public API: all entries forward and backward, a Get of every entry and
 // every meta block. Entries read must match the model. It returns the
 // first error.
-func readWholeTable(t *testing.T, f *memFile, size int64, spec tableSpec) error {
+func readWholeTable(t *testing.T, f *testFile, size int64, spec tableSpec) error {
 	t.Helper()
 	r, err := NewReader(f, size, ReaderOptions{FileNum: 12})
 	if err != nil {
@@ -80,14 +80,15 @@ func TestCorruptionEveryByte(t *testing.T) {
 			rng := rand.New(rand.NewPCG(11, uint64(c)))
 			spec := smallSpec(rng)
 			f, _ := writeTable(t, spec, WriterOptions{Compression: c, BlockSize: 256, BlockRestartInterval: 4})
-			if err := readWholeTable(t, f, int64(len(f.data)), spec); err != nil {
+			data := f.contents(t)
+			if err := readWholeTable(t, f, int64(len(data)), spec); err != nil {
 				t.Fatal(err)
 			}
-			t.Logf("table of %d bytes", len(f.data))
-			for i := range f.data {
-				bad := bytes.Clone(f.data)
+			t.Logf("table of %d bytes", len(data))
+			for i := range data {
+				bad := bytes.Clone(data)
 				bad[i] ^= 1 << (i % 8)
-				err := readWholeTable(t, readOnly(bad), int64(len(bad)), spec)
+				err := readWholeTable(t, readOnly(t, bad), int64(len(bad)), spec)
 				if err == nil {
 					t.Fatalf("flip at byte %d went undetected", i)
 				}
@@ -107,18 +108,19 @@ func TestCorruptionTruncated(t *testing.T) {
 	rng := rand.New(rand.NewPCG(12, 13))
 	spec := smallSpec(rng)
 	f, _ := writeTable(t, spec, WriterOptions{BlockSize: 256})
-	for n := range len(f.data) {
+	data := f.contents(t)
+	for n := range len(data) {
 		// The size says n: the footer is read from the wrong place.
-		if err := readWholeTable(t, readOnly(f.data[:n]), int64(n), spec); !errors.Is(err, base.ErrCorruption) {
+		if err := readWholeTable(t, readOnly(t, data[:n]), int64(n), spec); !errors.Is(err, base.ErrCorruption) {
 			t.Fatalf("truncated to %d bytes: %v", n, err)
 		}
 		// The size is right but the file is shorter.
-		if err := readWholeTable(t, readOnly(f.data[:n]), int64(len(f.data)), spec); !errors.Is(err, base.ErrCorruption) {
+		if err := readWholeTable(t, readOnly(t, data[:n]), int64(len(data)), spec); !errors.Is(err, base.ErrCorruption) {
 			t.Fatalf("file cut to %d bytes: %v", n, err)
 		}
 	}
 	// Size larger than the file.
-	if err := readWholeTable(t, f, int64(len(f.data))+10, spec); !errors.Is(err, base.ErrCorruption) {
+	if err := readWholeTable(t, f, int64(len(data))+10, spec); !errors.Is(err, base.ErrCorruption) {
 		t.Fatalf("size beyond the file: %v", err)
 	}
 }
@@ -132,7 +134,9 @@ func TestCorruptionIterator(t *testing.T) {
 	r := openTable(t, f, ReaderOptions{})
 	// Corrupt the middle data block.
 	mid := r.index.entries[len(r.index.entries)/2].handle
-	f.data[mid.Offset+mid.Length/2] ^= 0x10
+	data := f.contents(t)
+	data[mid.Offset+mid.Length/2] ^= 0x10
+	f.rewrite(t, data)
 	it := r.NewIter()
 	n := 0
 	for ok := it.First(); ok; ok = it.Next() {
@@ -197,7 +201,7 @@ func TestNewReaderGarbage(t *testing.T) {
 		if n >= footerLen {
 			copy(b[n-8:], footerMagic)
 		}
-		_, err := NewReader(readOnly(b), int64(n), ReaderOptions{FileName: fmt.Sprintf("g%d", n)})
+		_, err := NewReader(readOnly(t, b), int64(n), ReaderOptions{FileName: fmt.Sprintf("g%d", n)})
 		if !errors.Is(err, base.ErrCorruption) {
 			t.Fatalf("%d garbage bytes: %v", n, err)
 		}

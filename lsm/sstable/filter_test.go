@@ -78,7 +78,7 @@ func TestTableFilter(t *testing.T) {
 		bitsPerKey int
 		maxFPR     float64
 	}{{0, 0.025}, {5, 0.15}, {-1, 1}} {
-		f := &memFile{}
+		f := newTestFile(t)
 		w := NewWriter(f, WriterOptions{BitsPerKey: c.bitsPerKey})
 		const n = 10000
 		for i := range n {
@@ -92,7 +92,7 @@ func TestTableFilter(t *testing.T) {
 		if err := w.Close(); err != nil {
 			t.Fatal(err)
 		}
-		r := openTable(t, readOnly(f.data), ReaderOptions{})
+		r := openTable(t, f.reopen(t), ReaderOptions{})
 		for i := range n {
 			if !r.MayContain(fmt.Appendf(nil, "key-%06d", i)) {
 				t.Fatalf("false negative for key %d", i)

@@ -108,10 +108,10 @@ func fuzzSeedTables(f *testing.F) {
 			userProps: map[string]string{"u": "v"},
 		}
 		file, _ := writeTable(f, spec, WriterOptions{Compression: c, BlockSize: 128})
-		f.Add(file.data)
+		f.Add(file.contents(f))
 	}
 	file, _ := writeTable(f, tableSpec{}, WriterOptions{})
-	f.Add(file.data)
+	f.Add(file.contents(f))
 }
 
 func FuzzReader(f *testing.F) {
@@ -122,7 +122,7 @@ func FuzzReader(f *testing.F) {
 }
 
 func checkFuzzedTable(t *testing.T, data []byte) {
-	r, err := NewReader(readOnly(data), int64(len(data)), ReaderOptions{})
+	r, err := NewReader(readOnly(t, data), int64(len(data)), ReaderOptions{})
 	if err != nil {
 		if !errors.Is(err, base.ErrCorruption) {
 			t.Fatalf("NewReader error %v is not a corruption", err)
@@ -179,7 +179,7 @@ func tableAround(block []byte, c Compression) []byte {
 func TestTableAround(t *testing.T) {
 	b := sampleBlock(40, 4)
 	for c := range numCompressions {
-		r, err := NewReader(readOnly(tableAround(b, c)), int64(len(tableAround(b, c))), ReaderOptions{})
+		r, err := NewReader(readOnly(t, tableAround(b, c)), int64(len(tableAround(b, c))), ReaderOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

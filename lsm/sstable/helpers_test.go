@@ -2,101 +2,130 @@ package sstable
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/vfs"
 )
 
-// memFile is a minimal in-memory vfs.File for tests.
-type memFile struct {
-	mu       sync.RWMutex
-	data     []byte
+// testFile is a table file of an in-memory filesystem (vfs.MemFS). It
+// records whether it was closed and how often it was synced, and fails
+// Write or ReadAt while writeErr or readErr is set (set them between
+// operations, not while another goroutine uses the file).
+type testFile struct {
+	vfs.File // the open handle
+	fs       *vfs.MemFS
+	name     string
+
 	closed   bool
 	syncs    int
-	writeErr error // returned by Write once set
-	readErr  error // returned by ReadAt once set
+	writeErr error // returned by Write, which then writes nothing
+	readErr  error // returned by ReadAt, which then reads nothing
 }
 
-var _ vfs.File = (*memFile)(nil)
+const testFileName = "test.sst"
 
-func (f *memFile) Read(p []byte) (int, error) { return 0, errors.New("memFile: Read not supported") }
+// newTestFile creates an empty table file on a new in-memory filesystem.
+func newTestFile(t testing.TB) *testFile {
+	t.Helper()
+	fs := vfs.NewMem()
+	f, err := fs.Create(testFileName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testFile{File: f, fs: fs, name: testFileName}
+}
 
-func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+// readOnly returns a file holding a copy of data, opened for reading.
+func readOnly(t testing.TB, data []byte) *testFile {
+	t.Helper()
+	f := newTestFile(t)
+	if _, err := f.File.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.File.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return f.reopen(t)
+}
+
+// reopen returns a new handle, open for reading, on the file of f (which
+// may be closed).
+func (f *testFile) reopen(t testing.TB) *testFile {
+	t.Helper()
+	h, err := f.fs.Open(f.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testFile{File: h, fs: f.fs, name: f.name}
+}
+
+// contents returns the bytes of the file, open or closed.
+func (f *testFile) contents(t testing.TB) []byte {
+	t.Helper()
+	r := f.reopen(t)
+	defer r.Close()
+	data := make([]byte, r.size(t))
+	if n, err := r.ReadAt(data, 0); n < len(data) {
+		t.Fatalf("reading %s: %d of %d bytes: %v", f.name, n, len(data), err)
+	}
+	return data
+}
+
+// size returns the size of the file, which must be open.
+func (f *testFile) size(t testing.TB) int64 {
+	t.Helper()
+	fi, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// rewrite replaces the contents of the file with data, as seen by every
+// handle open on it.
+func (f *testFile) rewrite(t testing.TB, data []byte) {
+	t.Helper()
+	w, err := f.fs.Create(f.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *testFile) ReadAt(p []byte, off int64) (int, error) {
 	if f.readErr != nil {
 		return 0, f.readErr
 	}
-	if off < 0 {
-		return 0, errors.New("memFile: negative offset")
-	}
-	if off >= int64(len(f.data)) {
-		return 0, io.EOF
-	}
-	n := copy(p, f.data[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
+	return f.File.ReadAt(p, off)
 }
 
-func (f *memFile) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *testFile) Write(p []byte) (int, error) {
 	if f.writeErr != nil {
 		return 0, f.writeErr
 	}
-	if f.closed {
-		return 0, os.ErrClosed
-	}
-	f.data = append(f.data, p...)
-	return len(p), nil
+	return f.File.Write(p)
 }
 
-func (f *memFile) Close() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return os.ErrClosed
-	}
-	f.closed = true
-	return nil
-}
-
-func (f *memFile) Sync() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *testFile) Sync() error {
 	f.syncs++
-	return nil
+	return f.File.Sync()
 }
 
-func (f *memFile) Stat() (os.FileInfo, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return memInfo{size: int64(len(f.data))}, nil
+func (f *testFile) Close() error {
+	f.closed = true
+	return f.File.Close()
 }
-
-type memInfo struct{ size int64 }
-
-func (i memInfo) Name() string       { return "mem" }
-func (i memInfo) Size() int64        { return i.size }
-func (i memInfo) Mode() os.FileMode  { return 0o644 }
-func (i memInfo) ModTime() time.Time { return time.Time{} }
-func (i memInfo) IsDir() bool        { return false }
-func (i memInfo) Sys() any           { return nil }
-
-// readOnly returns a fresh open file holding data.
-func readOnly(data []byte) *memFile { return &memFile{data: data} }
 
 // kv is one point entry of the model.
 type kv struct {
@@ -185,9 +214,9 @@ type tableSpec struct {
 }
 
 // writeTable builds a table from spec, interleaving range dels with points.
-func writeTable(t testing.TB, spec tableSpec, o WriterOptions) (*memFile, *WriterMetadata) {
+func writeTable(t testing.TB, spec tableSpec, o WriterOptions) (*testFile, *WriterMetadata) {
 	t.Helper()
-	f := &memFile{}
+	f := newTestFile(t)
 	w := NewWriter(f, o)
 	rd := spec.rangeDels
 	for i, e := range spec.entries {
@@ -220,16 +249,17 @@ func writeTable(t testing.TB, spec tableSpec, o WriterOptions) (*memFile, *Write
 	if !f.closed || f.syncs == 0 {
 		t.Fatalf("Close did not sync and close the file (closed=%v syncs=%d)", f.closed, f.syncs)
 	}
+	f = f.reopen(t)
 	md := w.Metadata()
-	if md.Size != uint64(len(f.data)) {
-		t.Fatalf("Metadata.Size = %d, file has %d bytes", md.Size, len(f.data))
+	if size := f.size(t); md.Size != uint64(size) {
+		t.Fatalf("Metadata.Size = %d, file has %d bytes", md.Size, size)
 	}
-	return &memFile{data: f.data}, md
+	return f, md
 }
 
-func openTable(t testing.TB, f *memFile, o ReaderOptions) *Reader {
+func openTable(t testing.TB, f *testFile, o ReaderOptions) *Reader {
 	t.Helper()
-	r, err := NewReader(f, int64(len(f.data)), o)
+	r, err := NewReader(f, f.size(t), o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,7 +208,7 @@ func TestRoundTrip(t *testing.T) {
 				if err := r.Close(); err != nil {
 					t.Fatal(err)
 				}
-				f.closed = false
+				f = f.reopen(t)
 			}
 			checkMetadata(t, md, spec)
 		})
@@ -317,7 +317,7 @@ func checkMetadata(t *testing.T, md *WriterMetadata, spec tableSpec) {
 }
 
 func TestMetadataBounds(t *testing.T) {
-	f := &memFile{}
+	f := newTestFile(t)
 	w := NewWriter(f, WriterOptions{})
 	must := func(err error) {
 		t.Helper()
@@ -432,7 +432,7 @@ func TestWriterErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := &memFile{}
+			f := newTestFile(t)
 			w := NewWriter(f, WriterOptions{})
 			err := c.do(w)
 			if err == nil {
@@ -466,7 +466,7 @@ func TestWriterOptionsValidate(t *testing.T) {
 			t.Fatalf("error %q does not mention %s", err, field)
 		}
 	}
-	f := &memFile{}
+	f := newTestFile(t)
 	w := NewWriter(f, WriterOptions{BlockSize: -5})
 	if w.Add(base.MakeInternalKey([]byte("a"), 1, base.KindSet), nil) == nil || w.Close() == nil || !f.closed {
 		t.Fatal("invalid options did not fail the writer")
@@ -475,7 +475,8 @@ func TestWriterOptionsValidate(t *testing.T) {
 
 func TestWriterIOErrors(t *testing.T) {
 	ioErr := errors.New("disk on fire")
-	f := &memFile{writeErr: ioErr}
+	f := newTestFile(t)
+	f.writeErr = ioErr
 	w := NewWriter(f, WriterOptions{BlockSize: 1})
 	var err error
 	for i := 0; err == nil && i < 100000; i++ {
@@ -513,13 +514,13 @@ func TestReaderIOError(t *testing.T) {
 		t.Fatalf("Close = %v", err)
 	}
 	f.readErr = ioErr
-	if _, err := NewReader(f, int64(len(f.data)), ReaderOptions{}); !errors.Is(err, ioErr) {
+	if _, err := NewReader(f, f.size(t), ReaderOptions{}); !errors.Is(err, ioErr) {
 		t.Fatalf("NewReader = %v", err)
 	}
 }
 
 func TestEstimatedSize(t *testing.T) {
-	f := &memFile{}
+	f := newTestFile(t)
 	w := NewWriter(f, WriterOptions{})
 	prev := w.EstimatedSize()
 	for i := range 5000 {
