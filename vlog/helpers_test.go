@@ -4,14 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"math/rand/v2"
-	"os"
-	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/vfs"
@@ -21,99 +16,138 @@ const testFileNum base.FileNum = 7
 
 var testFileName = base.MakeFilename(base.FileTypeVlog, testFileNum)
 
-// memFile is a minimal in-memory vfs.File for tests, counting reads.
-type memFile struct {
-	mu       sync.RWMutex
-	data     []byte
+// testFile is a value-log file of an in-memory filesystem (vfs.MemFS). It
+// counts ReadAt calls and the bytes they ask for, records whether it was
+// closed, and fails Write, Sync or ReadAt while writeErr, syncErr or
+// readErr is set (set them between operations, not while another goroutine
+// uses the file).
+type testFile struct {
+	vfs.File // the open handle
+	fs       *vfs.MemFS
+
 	closed   bool
-	writeErr error // returned by Write once set
-	syncErr  error // returned by Sync once set
-	readErr  error // returned by ReadAt once set
+	writeErr error // returned by Write, which then writes nothing
+	syncErr  error // returned by Sync of the open file, which then syncs nothing
+	readErr  error // returned by ReadAt (still counted), which then reads nothing
 
 	reads, readBytes atomic.Int64
 }
 
-var _ vfs.File = (*memFile)(nil)
+// createTestFile creates an empty value log on a new in-memory filesystem.
+func createTestFile() (*testFile, error) {
+	fs := vfs.NewMem()
+	f, err := fs.Create(testFileName)
+	if err != nil {
+		return nil, err
+	}
+	return &testFile{File: f, fs: fs}, nil
+}
 
-func newMemFile(data []byte) *memFile { return &memFile{data: data} }
+// newTestFile creates an empty value log for a Writer.
+func newTestFile(t testing.TB) *testFile {
+	t.Helper()
+	f, err := createTestFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
 
-func (f *memFile) Read([]byte) (int, error) { return 0, errors.New("memFile: Read not supported") }
+// openTestFile returns a value log holding a copy of data, opened for
+// reading.
+func openTestFile(data []byte) (*testFile, error) {
+	w, err := createTestFile()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := w.File.Write(data); err != nil {
+		return nil, err
+	}
+	if err := w.File.Close(); err != nil {
+		return nil, err
+	}
+	return w.reopen()
+}
 
-func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+// fileWith is openTestFile for a test.
+func fileWith(t testing.TB, data []byte) *testFile {
+	t.Helper()
+	f, err := openTestFile(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// reopen returns a new handle, open for reading, on the file of f (which
+// may be closed), with its own counters.
+func (f *testFile) reopen() (*testFile, error) {
+	h, err := f.fs.Open(testFileName)
+	if err != nil {
+		return nil, err
+	}
+	return &testFile{File: h, fs: f.fs}, nil
+}
+
+// contents returns the bytes of the file, open or closed.
+func (f *testFile) contents(t testing.TB) []byte {
+	t.Helper()
+	r, err := f.reopen()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	fi, err := r.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := make([]byte, fi.Size())
+	if n, err := r.File.ReadAt(data, 0); n < len(data) {
+		t.Fatalf("reading %s: %d of %d bytes: %v", testFileName, n, len(data), err)
+	}
+	return data
+}
+
+func (f *testFile) ReadAt(p []byte, off int64) (int, error) {
 	f.reads.Add(1)
 	f.readBytes.Add(int64(len(p)))
 	if f.readErr != nil {
 		return 0, f.readErr
 	}
-	if f.closed {
-		return 0, os.ErrClosed
-	}
-	if off < 0 {
-		return 0, errors.New("memFile: negative offset")
-	}
-	if off >= int64(len(f.data)) {
-		return 0, io.EOF
-	}
-	n := copy(p, f.data[off:])
-	if n < len(p) {
-		return n, io.EOF
-	}
-	return n, nil
+	return f.File.ReadAt(p, off)
 }
 
-func (f *memFile) Write(p []byte) (int, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+func (f *testFile) Write(p []byte) (int, error) {
 	if f.writeErr != nil {
 		return 0, f.writeErr
 	}
-	if f.closed {
-		return 0, os.ErrClosed
-	}
-	f.data = append(f.data, p...)
-	return len(p), nil
+	return f.File.Write(p)
 }
 
-func (f *memFile) Sync() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return os.ErrClosed
+func (f *testFile) Sync() error {
+	if f.syncErr != nil && !f.closed {
+		return f.syncErr
 	}
-	return f.syncErr
+	return f.File.Sync()
 }
 
-func (f *memFile) Close() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.closed {
-		return os.ErrClosed
-	}
+func (f *testFile) Close() error {
 	f.closed = true
-	return nil
+	return f.File.Close()
 }
 
-func (f *memFile) Stat() (os.FileInfo, error) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return fileInfo{size: int64(len(f.data))}, nil
-}
-
-func (f *memFile) resetCounts() {
+func (f *testFile) resetCounts() {
 	f.reads.Store(0)
 	f.readBytes.Store(0)
 }
 
-type fileInfo struct{ size int64 }
+// discardFile is a value log whose writes go nowhere, for allocation
+// counts. Its other operations are an in-memory file's.
+type discardFile struct{ vfs.File }
 
-func (i fileInfo) Name() string       { return "memfile" }
-func (i fileInfo) Size() int64        { return i.size }
-func (i fileInfo) Mode() fs.FileMode  { return 0o644 }
-func (i fileInfo) ModTime() time.Time { return time.Time{} }
-func (i fileInfo) IsDir() bool        { return false }
-func (i fileInfo) Sys() any           { return nil }
+func newDiscardFile(t testing.TB) *discardFile { return &discardFile{newTestFile(t)} }
+
+func (f *discardFile) Write(p []byte) (int, error) { return len(p), nil }
 
 // kv is one record's contents.
 type kv struct{ key, value []byte }
@@ -158,7 +192,7 @@ func randBytes(rng *rand.Rand, n int) []byte {
 // returns the file's bytes and the records' pointers.
 func buildFile(t testing.TB, recs []kv, finish bool) ([]byte, []Pointer) {
 	t.Helper()
-	f := newMemFile(nil)
+	f := newTestFile(t)
 	w := NewWriter(f, testFileNum)
 	ptrs := make([]Pointer, len(recs))
 	for i, r := range recs {
@@ -181,12 +215,15 @@ func buildFile(t testing.TB, recs []kv, finish bool) ([]byte, []Pointer) {
 			t.Fatal(err)
 		}
 	}
-	return f.data, ptrs
+	return f.contents(t), ptrs
 }
 
 // openBytes opens data as the value log testFileNum.
-func openBytes(data []byte, o ReaderOptions) (*Reader, *memFile, error) {
-	f := newMemFile(data)
+func openBytes(data []byte, o ReaderOptions) (*Reader, *testFile, error) {
+	f, err := openTestFile(data)
+	if err != nil {
+		return nil, nil, err
+	}
 	r, err := NewReader(f, testFileNum, int64(len(data)), o)
 	return r, f, err
 }

@@ -12,14 +12,14 @@ import (
 
 // uniformFile returns a finished file of n records with values of vlen
 // bytes, opened, and its records and pointers.
-func uniformFile(t *testing.T, fileNum base.FileNum, n, vlen int) (*Reader, *memFile, []kv, []Pointer) {
+func uniformFile(t *testing.T, fileNum base.FileNum, n, vlen int) (*Reader, *testFile, []kv, []Pointer) {
 	t.Helper()
 	rng := rand.New(rand.NewPCG(uint64(fileNum), uint64(vlen)))
 	recs := make([]kv, n)
 	for i := range recs {
 		recs[i] = kv{key: []byte{byte(i >> 8), byte(i)}, value: randBytes(rng, vlen)}
 	}
-	f := newMemFile(nil)
+	f := newTestFile(t)
 	w := NewWriter(f, fileNum)
 	ptrs := make([]Pointer, n)
 	for i, r := range recs {
@@ -28,8 +28,9 @@ func uniformFile(t *testing.T, fileNum base.FileNum, n, vlen int) (*Reader, *mem
 		ptrs[i] = p
 	}
 	require.NoError(t, w.Finish())
-	f = newMemFile(f.data)
-	r, err := NewReader(f, fileNum, int64(len(f.data)), ReaderOptions{})
+	data := f.contents(t)
+	f = fileWith(t, data)
+	r, err := NewReader(f, fileNum, int64(len(data)), ReaderOptions{})
 	require.NoError(t, err)
 	return r, f, recs, ptrs
 }

@@ -83,11 +83,11 @@ func TestEmptyFile(t *testing.T) {
 }
 
 func TestWriterAccounting(t *testing.T) {
-	f := newMemFile(nil)
+	f := newTestFile(t)
 	w := NewWriter(f, testFileNum)
 	require.Equal(t, testFileNum, w.FileNum())
 	require.Equal(t, uint64(HeaderLen), w.Size())
-	require.Empty(t, f.data, "the header waits in the buffer")
+	require.Empty(t, f.contents(t), "the header waits in the buffer")
 	var values uint64
 	for i := range 100 {
 		v := bytes.Repeat([]byte{byte(i)}, i*100)
@@ -100,7 +100,7 @@ func TestWriterAccounting(t *testing.T) {
 	require.Equal(t, values, w.ValueBytes())
 	size := w.Size()
 	require.NoError(t, w.Finish())
-	require.Len(t, f.data, int(size)+FooterLen)
+	require.Len(t, f.contents(t), int(size)+FooterLen)
 	require.True(t, f.closed)
 
 	_, err := w.Add(nil, nil)
@@ -131,7 +131,7 @@ func TestWriterLargeRecords(t *testing.T) {
 }
 
 func TestWriterAddDoesNotAllocate(t *testing.T) {
-	w := NewWriter(newMemFile(make([]byte, 0, 64<<20)), testFileNum)
+	w := NewWriter(newDiscardFile(t), testFileNum)
 	key, value := make([]byte, 16), make([]byte, 4096)
 	allocs := testing.AllocsPerRun(5000, func() {
 		key[0]++
@@ -143,7 +143,7 @@ func TestWriterAddDoesNotAllocate(t *testing.T) {
 }
 
 func TestWriterCopiesInput(t *testing.T) {
-	f := newMemFile(nil)
+	f := newTestFile(t)
 	w := NewWriter(f, testFileNum)
 	key, value := []byte("key"), []byte("value")
 	p, err := w.Add(key, value)
@@ -151,7 +151,7 @@ func TestWriterCopiesInput(t *testing.T) {
 	copy(key, "XXX")
 	copy(value, "XXXXX")
 	require.NoError(t, w.Finish())
-	r, _, err := openBytes(f.data, ReaderOptions{})
+	r, _, err := openBytes(f.contents(t), ReaderOptions{})
 	require.NoError(t, err)
 	v, err := r.Get(p, []byte("key"))
 	require.NoError(t, err)
@@ -161,7 +161,7 @@ func TestWriterCopiesInput(t *testing.T) {
 func TestWriterErrorsAreSticky(t *testing.T) {
 	boom := errors.New("boom")
 	t.Run("write", func(t *testing.T) {
-		f := newMemFile(nil)
+		f := newTestFile(t)
 		w := NewWriter(f, testFileNum)
 		f.writeErr = boom
 		_, err := w.Add([]byte("k"), make([]byte, writerBufSize)) // fills the buffer
@@ -174,7 +174,7 @@ func TestWriterErrorsAreSticky(t *testing.T) {
 		require.NoError(t, w.Abort())
 	})
 	t.Run("sync", func(t *testing.T) {
-		f := newMemFile(nil)
+		f := newTestFile(t)
 		f.syncErr = boom
 		w := NewWriter(f, testFileNum)
 		_, err := w.Add([]byte("k"), []byte("v"))
@@ -183,7 +183,7 @@ func TestWriterErrorsAreSticky(t *testing.T) {
 		require.True(t, f.closed)
 	})
 	t.Run("finish write", func(t *testing.T) {
-		f := newMemFile(nil)
+		f := newTestFile(t)
 		w := NewWriter(f, testFileNum)
 		f.writeErr = boom
 		require.ErrorIs(t, w.Finish(), boom)
@@ -192,13 +192,13 @@ func TestWriterErrorsAreSticky(t *testing.T) {
 }
 
 func TestWriterAbort(t *testing.T) {
-	f := newMemFile(nil)
+	f := newTestFile(t)
 	w := NewWriter(f, testFileNum)
 	_, err := w.Add([]byte("k"), []byte("v"))
 	require.NoError(t, err)
 	require.NoError(t, w.Abort())
 	require.True(t, f.closed)
-	require.Empty(t, f.data, "Abort drops the buffer")
+	require.Empty(t, f.contents(t), "Abort drops the buffer")
 	require.NoError(t, w.Abort())
 	require.ErrorIs(t, w.Finish(), base.ErrClosed)
 	_, err = w.Add([]byte("k"), []byte("v"))
@@ -253,7 +253,7 @@ func TestNewReaderHeader(t *testing.T) {
 		{"bad checksum", testFileNum, append(bytes.Clone(data[:HeaderLen-1]), append([]byte{data[HeaderLen-1] ^ 1}, data[HeaderLen:]...)...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newMemFile(tc.data)
+			f := fileWith(t, tc.data)
 			_, err := NewReader(f, tc.fileNum, int64(len(tc.data)), ReaderOptions{FileName: "x.vlog"})
 			require.ErrorIs(t, err, base.ErrCorruption)
 			var ce *base.CorruptionError
@@ -281,7 +281,7 @@ func rewriteHeader(data []byte, fn func(h []byte)) []byte {
 func TestReaderIOErrors(t *testing.T) {
 	data, ptrs := buildFile(t, []kv{{[]byte("a"), []byte("b")}}, true)
 	boom := errors.New("boom")
-	f := newMemFile(data)
+	f := fileWith(t, data)
 	f.readErr = boom
 	_, err := NewReader(f, testFileNum, int64(len(data)), ReaderOptions{})
 	require.ErrorIs(t, err, boom)
@@ -299,7 +299,7 @@ func TestReaderIOErrors(t *testing.T) {
 	require.ErrorIs(t, s.Err(), boom)
 
 	// A file shorter than the size the caller gave: corruption.
-	_, err = NewReader(newMemFile(data), testFileNum, int64(len(data))+10, ReaderOptions{})
+	_, err = NewReader(fileWith(t, data), testFileNum, int64(len(data))+10, ReaderOptions{})
 	requireCorruption(t, err, int64(len(data))+10-FooterLen)
 	r, _, err = openBytes(data, ReaderOptions{})
 	require.NoError(t, err)
