@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/invariants"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/merging"
 	"github.com/strata-db/strata/lsm/rangedel"
@@ -66,6 +67,10 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 	v := d.vs.Current()
 	v.Ref()
 	snaps := d.snapshots.seqsLocked()
+	var targets map[base.FileNum]bool
+	if p.Kind != compaction.KindMove {
+		targets = d.relocationTargetsLocked()
+	}
 	info := CompactionInfo{
 		Reason:     p.Reason.String(),
 		FromLevel:  p.Level,
@@ -84,11 +89,12 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 	start := time.Now()
 	var (
 		outputs []compaction.Output
+		vlogs   []*manifest.VlogMetadata
 		stats   compaction.Stats
 		err     error
 	)
 	if p.Kind != compaction.KindMove {
-		outputs, stats, err = d.runCompaction(p, snaps)
+		outputs, vlogs, stats, err = d.runCompaction(p, v, snaps, targets)
 	}
 	v.Unref()
 
@@ -107,12 +113,22 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 		for _, o := range outputs {
 			ve.NewFiles = append(ve.NewFiles, manifest.NewFile{Level: p.OutputLevel, Meta: fileMetadata(o)})
 		}
+		ve.NewVlogs = vlogs
 		if err = d.vs.LogAndApply(ve); err != nil {
 			// The edit may or may not have reached the disk: keep the outputs
 			// (the next Open removes them if unreferenced) and stop writing.
 			d.setBackgroundErrorLocked(err)
 		} else {
 			d.updateReadStateLocked()
+			d.recordRelocationLocked(stats)
+			d.stats.vlogBytes.Add(vlogSizes(vlogs))
+			if invariants.Enabled && p.Kind != compaction.KindMove {
+				err = checkCompactionLedger(p, outputs, vlogs, stats)
+				if err != nil {
+					d.setBackgroundErrorLocked(err)
+				}
+			}
+			d.scheduleGCLocked()
 		}
 	} else {
 		// The inputs are intact; but a compaction that fails (a read error,
@@ -151,9 +167,10 @@ func setCompacting(p *compaction.Pick, on bool) {
 	}
 }
 
-// runCompaction merges the inputs of p into new tables for its output
-// level.
-func (d *DB) runCompaction(p *compaction.Pick, snaps []base.SeqNum) ([]compaction.Output, compaction.Stats, error) {
+// runCompaction merges the inputs of p (from version v, pinned) into new
+// tables for its output level, moving the values that pointers into the
+// target value logs locate into new value logs, which it returns.
+func (d *DB) runCompaction(p *compaction.Pick, v *manifest.Version, snaps []base.SeqNum, targets map[base.FileNum]bool) ([]compaction.Output, []*manifest.VlogMetadata, compaction.Stats, error) {
 	var (
 		iters  []base.InternalIterator
 		tombs  []base.RangeTombstone
@@ -168,14 +185,14 @@ func (d *DB) runCompaction(p *compaction.Pick, snaps []base.SeqNum) ([]compactio
 		for _, f := range in.Files {
 			h, err := d.tableCache.get(f)
 			if err != nil {
-				return nil, compaction.Stats{}, err
+				return nil, nil, compaction.Stats{}, err
 			}
 			tombs = append(tombs, h.reader.RangeTombstones()...)
 			d.tableCache.release(h)
 			if in.Level == 0 {
 				it, err := d.newFileIter(f)
 				if err != nil {
-					return nil, compaction.Stats{}, err
+					return nil, nil, compaction.Stats{}, err
 				}
 				iters = append(iters, it)
 			} else {
@@ -193,28 +210,92 @@ func (d *DB) runCompaction(p *compaction.Pick, snaps []base.SeqNum) ([]compactio
 	}
 	merged := merging.New(iters...)
 	iters = []base.InternalIterator{merged} // Close closes the children
-	target := uint64(d.opts.TargetFileSize)
-	outputs, stats, err := compaction.Run(compaction.Config{
+	cfg := compaction.Config{
 		Input:                 merged,
 		RangeDels:             rangedel.Build(tombs),
 		Snapshots:             snaps,
 		Bottommost:            p.Bottommost,
 		NewFile:               d.newTableFile,
 		Writer:                d.opts.writerOptions(),
-		TargetFileSize:        target,
+		TargetFileSize:        uint64(d.opts.TargetFileSize),
 		Grandparents:          p.Grandparents,
 		MaxGrandparentOverlap: d.opts.pickerOptions().MaxGrandparentOverlap(),
-	})
+	}
+	var rel *relocator
+	if len(targets) > 0 {
+		rel = d.newRelocator(v, targets)
+		defer rel.close()
+		cfg.Relocate = rel.relocate
+	}
+	outputs, stats, err := compaction.Run(cfg)
+	var vlogs []*manifest.VlogMetadata
+	if err == nil && rel != nil {
+		vlogs, err = rel.sep.Finish()
+	}
 	if err == nil && len(outputs) > 0 {
 		err = syncDirErr(d)
 	}
 	if err != nil {
+		if rel != nil {
+			rel.sep.Abort()
+		}
 		for _, o := range outputs {
 			d.removeFile(base.FileTypeTable, o.FileNum)
 		}
-		return nil, stats, err
+		return nil, nil, stats, err
 	}
-	return outputs, stats, nil
+	return outputs, vlogs, stats, nil
+}
+
+// recordRelocationLocked adds what a compaction relocated to the GC
+// counters. d.mu held.
+func (d *DB) recordRelocationLocked(stats compaction.Stats) {
+	for _, n := range stats.VlogRelocated {
+		d.gc.stats.relocatedBytes += n
+	}
+	d.gc.stats.relocated += stats.Relocated
+}
+
+// checkCompactionLedger verifies, for a compaction p with outputs and new
+// value logs, that for every value log the inputs' references less the
+// outputs' equal the garbage the compaction metered plus what it
+// relocated, and that the new value logs are referenced by exactly the
+// bytes relocated (an invariants-build self-check).
+func checkCompactionLedger(p *compaction.Pick, outputs []compaction.Output, vlogs []*manifest.VlogMetadata, stats compaction.Stats) error {
+	delta := make(map[base.FileNum]int64)
+	for _, in := range p.Inputs {
+		for _, f := range in.Files {
+			for _, r := range f.VlogRefs {
+				delta[r.FileNum] += int64(r.Bytes)
+			}
+		}
+	}
+	for _, o := range outputs {
+		for _, r := range o.VlogRefs {
+			delta[r.FileNum] -= int64(r.Bytes)
+		}
+	}
+	var relocated int64
+	for num, n := range stats.VlogRelocated {
+		relocated += int64(n)
+		delta[num] -= int64(n)
+	}
+	for num, n := range stats.VlogGarbage {
+		delta[num] -= int64(n)
+	}
+	for _, vm := range vlogs {
+		relocated += delta[vm.FileNum]
+		delete(delta, vm.FileNum)
+	}
+	for num, n := range delta {
+		if n != 0 {
+			return fmt.Errorf("strata: invariant: compaction %s: value log %s references off by %d bytes from the metered garbage", p, num, n)
+		}
+	}
+	if relocated != 0 {
+		return fmt.Errorf("strata: invariant: compaction %s: new value logs referenced %d bytes off from what was relocated", p, relocated)
+	}
+	return nil
 }
 
 func syncDirErr(d *DB) error {

@@ -11,7 +11,16 @@ type compactionState struct {
 	// manual counts manual compactions waiting or running; while it is
 	// positive no automatic compaction starts.
 	manual int
+	// passedOverMarked counts the automatic compactions picked in a row
+	// while files marked by garbage collection waited.
+	passedOverMarked int
 }
+
+// maxPassedOverMarked is how many compactions in a row may go ahead of a
+// marked file before the marked file goes first, so that a steady stream
+// of level compactions never starves garbage collection (unless L0 is
+// close to stopping writes: foreground writes come first).
+const maxPassedOverMarked = 3
 
 // pickerOptions are the options of o that shape the tree.
 func (o *Options) pickerOptions() compaction.PickerOptions {
@@ -31,9 +40,21 @@ func (d *DB) maybeScheduleCompactionLocked() {
 		return
 	}
 	for d.compactions.running < d.opts.MaxConcurrentCompactions {
-		p := compaction.PickAuto(d.vs.Current(), d.opts.pickerOptions(), d.compactions.busy)
+		v, o := d.vs.Current(), d.opts.pickerOptions()
+		p := compaction.PickAuto(v, o, d.compactions.busy)
 		if p == nil {
 			return
+		}
+		if p.Reason != compaction.ReasonMarked {
+			if m := compaction.PickMarked(v, o, d.compactions.busy); m != nil {
+				d.compactions.passedOverMarked++
+				if d.compactions.passedOverMarked > maxPassedOverMarked && int(d.l0Files.Load()) < d.opts.L0SlowdownWritesThreshold {
+					p = m
+				}
+			}
+		}
+		if p.Reason == compaction.ReasonMarked {
+			d.compactions.passedOverMarked = 0
 		}
 		d.compactions.running++
 		d.compactions.busy[p.Level] = true

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -29,6 +30,12 @@ func TestCrashRecovery(t *testing.T) {
 		{"wal", Options{MemTableSize: 64 << 10, TargetFileSize: 32 << 10}},
 		{"wal-torn", Options{MemTableSize: 64 << 10, BlockSize: 1024, ValueThreshold: 64}},
 		{"no-wal", Options{MemTableSize: 64 << 10, DisableWAL: true, ValueThreshold: 100}},
+		// Garbage collection at thresholds that keep it busy: a crash can
+		// fall in the middle of a relocation, a rewrite or a deletion.
+		{"gc-recompact", Options{MemTableSize: 32 << 10, TargetFileSize: 8 << 10, LBaseMaxBytes: 32 << 10, ValueThreshold: 32,
+			GCPolicy: &gc.ReverseLookupPolicy{Ratio: 0.3, MaxSpaceAmp: 1.1, MaxInFlight: 8}}},
+		{"gc-rewrite", Options{MemTableSize: 32 << 10, TargetFileSize: 8 << 10, LBaseMaxBytes: 32 << 10, ValueThreshold: 32,
+			GCPolicy: &gc.RewritePolicy{Ratio: 0.2, MaxSpaceAmp: 1.1, MaxInFlight: 8}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, seed := range modelSeeds(t, seeds) {

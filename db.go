@@ -176,6 +176,7 @@ type dbStats struct {
 	compactInBytes  atomic.Uint64
 	compactOutBytes atomic.Uint64
 	walBytes        atomic.Uint64
+	vlogBytes       atomic.Uint64 // bytes of value logs written (flush, GC)
 	userBytes       atomic.Uint64
 	writeStalls     atomic.Uint64
 	stallNanos      atomic.Int64

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -23,6 +24,12 @@ func TestFaultInjection(t *testing.T) {
 	}{
 		{"wal", Options{MemTableSize: 64 << 10, ValueThreshold: 64}},
 		{"no-wal", Options{MemTableSize: 64 << 10, DisableWAL: true}},
+		// Every filesystem operation of garbage collection fails in turn:
+		// relocation during compaction, rewrite, value-log deletion.
+		{"gc-recompact", Options{MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, ValueThreshold: 32,
+			GCPolicy: &gc.ReverseLookupPolicy{Ratio: 0.3, MaxSpaceAmp: 1.1, MaxInFlight: 8}}},
+		{"gc-rewrite", Options{MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, ValueThreshold: 32,
+			GCPolicy: &gc.RewritePolicy{Ratio: 0.2, MaxSpaceAmp: 1.1, MaxInFlight: 8}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			count := runFaultWorkload(t, tc.opts, -1)

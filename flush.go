@@ -122,6 +122,7 @@ func (d *DB) flushAll() {
 
 		d.stats.flushes.Add(1)
 		d.stats.flushBytes.Add(info.Bytes)
+		d.stats.vlogBytes.Add(vlogSizes(vm))
 		for _, num := range obsoleteLogs {
 			d.removeFile(base.FileTypeLog, num)
 		}
@@ -175,6 +176,15 @@ func (d *DB) newSeparator(policy vlog.Policy) *vlog.Separator {
 		Policy:     policy,
 		FileSize:   d.opts.ValueLogFileSize,
 	})
+}
+
+// vlogSizes returns the total size of value logs.
+func vlogSizes(vlogs []*manifest.VlogMetadata) uint64 {
+	var n uint64
+	for _, vm := range vlogs {
+		n += vm.Size
+	}
+	return n
 }
 
 func fileMetadata(o compaction.Output) *manifest.FileMetadata {

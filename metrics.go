@@ -1,13 +1,16 @@
 package strata
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/compaction"
+	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/lsm/manifest"
 )
 
@@ -60,14 +63,48 @@ type Metrics struct {
 	WriteStalls      uint64
 	StallDuration    time.Duration
 	SlowdownDuration time.Duration
-	// ValueLogs describes the value-log files: how many, their bytes, and
-	// the values they hold.
+	// ValueLogs describes the value-log files: how many, their bytes, the
+	// values they hold, and the garbage ledger's totals (Live: record bytes
+	// tables point to; Garbage: record bytes none does). BytesWritten is
+	// what flushes and garbage collection wrote to value logs since Open.
+	// Files lists them by file number.
 	ValueLogs struct {
-		Files      int
-		Bytes      uint64
-		Records    uint64
-		ValueBytes uint64
+		Files        int
+		Bytes        uint64
+		Records      uint64
+		ValueBytes   uint64
+		Live         uint64
+		Garbage      uint64
+		BytesWritten uint64
+		Open         int // readers open
+		List         []ValueLogMetrics
 	}
+	// GC describes value-log garbage collection since Open.
+	GC struct {
+		Policy string
+		// Passes run, value logs deleted (and their bytes), collections
+		// started, rewrite jobs completed.
+		Passes       uint64
+		DeletedFiles uint64
+		DeletedBytes uint64
+		Collections  uint64
+		Rewrites     uint64
+		// Relocated records and their bytes: live values copied out of
+		// value logs being collected (by recompaction or rewrite).
+		Relocated      uint64
+		RelocatedBytes uint64
+		// InProgress collections; Draining value logs (rewritten, waiting
+		// for their old entries to leave the tree).
+		InProgress int
+		Draining   int
+		// WriteAmp is RelocatedBytes over DeletedBytes: bytes GC wrote per
+		// byte it freed.
+		WriteAmp float64
+	}
+	// SpaceAmp estimates space amplification: the bytes of tables and
+	// value logs over the bytes the data needs (tables plus live value-log
+	// records).
+	SpaceAmp float64
 	// BaseLevel is the level L0 compacts into; CompactionDebt estimates the
 	// bytes compaction is behind.
 	BaseLevel      int
@@ -80,6 +117,17 @@ type Metrics struct {
 	BackgroundE string // the sticky background error, if any
 }
 
+// ValueLogMetrics is one value log's line of the garbage ledger.
+type ValueLogMetrics struct {
+	FileNum  uint64
+	Size     uint64
+	Live     uint64
+	Garbage  uint64
+	Pointers uint64
+	// State is "", "pinned", "collecting" or "draining".
+	State string
+}
+
 // Metrics returns current metrics.
 func (d *DB) Metrics() *Metrics {
 	m := &Metrics{}
@@ -90,6 +138,22 @@ func (d *DB) Metrics() *Metrics {
 			m.ValueLogs.Bytes += vl.Size
 			m.ValueLogs.Records += vl.Records
 			m.ValueLogs.ValueBytes += vl.ValueBytes
+		}
+		l := gc.NewLedger(v, d.gcFileStateLocked)
+		m.SpaceAmp = l.SpaceAmp()
+		for _, f := range l.Files {
+			m.ValueLogs.Live += f.Live
+			m.ValueLogs.Garbage += f.Garbage()
+			vm := ValueLogMetrics{FileNum: uint64(f.FileNum), Size: f.Size, Live: f.Live, Garbage: f.Garbage(), Pointers: f.Pointers}
+			switch {
+			case f.Pinned:
+				vm.State = "pinned"
+			case f.Draining:
+				vm.State = "draining"
+			case f.Collecting:
+				vm.State = "collecting"
+			}
+			m.ValueLogs.List = append(m.ValueLogs.List, vm)
 		}
 		st := compaction.Compute(v, d.opts.pickerOptions())
 		m.BaseLevel = st.BaseLevel
@@ -115,6 +179,19 @@ func (d *DB) Metrics() *Metrics {
 		m.MemTable.ImmSize += int64(im.Size())
 	}
 	m.Snapshots = d.snapshots.l.Len()
+	g := d.gc.stats
+	m.GC.Policy = d.opts.GCPolicy.Name()
+	if d.opts.DisableGC {
+		m.GC.Policy = "off"
+	}
+	m.GC.Passes, m.GC.DeletedFiles, m.GC.DeletedBytes = g.passes, g.deletedFiles, g.deletedBytes
+	m.GC.Collections, m.GC.Rewrites = g.collections, g.rewrites
+	m.GC.Relocated, m.GC.RelocatedBytes = g.relocated, g.relocatedBytes
+	m.GC.Draining = len(d.gc.draining)
+	m.GC.InProgress = len(d.gc.collecting) - m.GC.Draining
+	if g.deletedBytes > 0 {
+		m.GC.WriteAmp = float64(g.relocatedBytes) / float64(g.deletedBytes)
+	}
 	m.Compact.InProgress = d.compactions.running
 	if d.bgErr != nil {
 		m.BackgroundE = d.bgErr.Error()
@@ -128,8 +205,9 @@ func (d *DB) Metrics() *Metrics {
 	m.Compact.BytesRead = d.stats.compactInBytes.Load()
 	m.Compact.BytesWritten = d.stats.compactOutBytes.Load()
 	m.UserBytes = d.stats.userBytes.Load()
+	m.ValueLogs.BytesWritten = d.stats.vlogBytes.Load()
 	if m.UserBytes > 0 {
-		m.WriteAmp = float64(m.WAL.BytesWritten+m.Flush.BytesWritten+m.Compact.BytesWritten) / float64(m.UserBytes)
+		m.WriteAmp = float64(m.WAL.BytesWritten+m.Flush.BytesWritten+m.Compact.BytesWritten+m.ValueLogs.BytesWritten) / float64(m.UserBytes)
 	}
 	m.WriteStalls = d.stats.writeStalls.Load()
 	m.StallDuration = time.Duration(d.stats.stallNanos.Load())
@@ -138,9 +216,13 @@ func (d *DB) Metrics() *Metrics {
 		m.BlockCache = d.cache.Metrics()
 	}
 	m.TablesOpen = d.tableCache.size()
+	m.ValueLogs.Open = d.vlogs.Open()
 	m.VisibleSeq = d.visibleSeq.Load()
 	return m
 }
+
+// maxValueLogRows bounds the value logs String lists.
+const maxValueLogRows = 10
 
 func humanBytes(n uint64) string {
 	const unit = 1024
@@ -188,8 +270,35 @@ func (m *Metrics) String() string {
 		total.Duration.Round(time.Millisecond))
 	tw.Flush()
 	fmt.Fprintf(&b, "base level: L%d, compaction debt: %s\n", m.BaseLevel, humanBytes(m.CompactionDebt))
-	fmt.Fprintf(&b, "value logs: %d files, %s, %d values (%s)\n", m.ValueLogs.Files, humanBytes(m.ValueLogs.Bytes),
-		m.ValueLogs.Records, humanBytes(m.ValueLogs.ValueBytes))
+	fmt.Fprintf(&b, "value logs: %d files, %s, %d values (%s), live %s, garbage %s, written %s, %d open\n",
+		m.ValueLogs.Files, humanBytes(m.ValueLogs.Bytes), m.ValueLogs.Records, humanBytes(m.ValueLogs.ValueBytes),
+		humanBytes(m.ValueLogs.Live), humanBytes(m.ValueLogs.Garbage), humanBytes(m.ValueLogs.BytesWritten), m.ValueLogs.Open)
+	if len(m.ValueLogs.List) > 0 {
+		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "value log\tsize\tlive\tgarbage\tpointers\tstate\t")
+		// The most garbage-laden first, at most maxValueLogRows of them.
+		list := slices.Clone(m.ValueLogs.List)
+		slices.SortStableFunc(list, func(a, b ValueLogMetrics) int { return cmp.Compare(b.Garbage, a.Garbage) })
+		for i, vl := range list {
+			if i == maxValueLogRows {
+				fmt.Fprintf(tw, "(%d more)\t\t\t\t\t\t\n", len(list)-i)
+				break
+			}
+			pct := 0.0
+			if vl.Live+vl.Garbage > 0 {
+				pct = 100 * float64(vl.Garbage) / float64(vl.Live+vl.Garbage)
+			}
+			state := vl.State
+			if state == "" {
+				state = "-"
+			}
+			fmt.Fprintf(tw, "%06d.vlog\t%s\t%s\t%.0f%%\t%d\t%s\t\n", vl.FileNum, humanBytes(vl.Size), humanBytes(vl.Live), pct, vl.Pointers, state)
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(&b, "gc (%s): %d passes, %d value logs deleted (%s), %d collections (%d in progress, %d draining), %d rewrites, relocated %d values (%s), gc write-amp %.2f, space-amp %.2f\n",
+		m.GC.Policy, m.GC.Passes, m.GC.DeletedFiles, humanBytes(m.GC.DeletedBytes), m.GC.Collections, m.GC.InProgress, m.GC.Draining,
+		m.GC.Rewrites, m.GC.Relocated, humanBytes(m.GC.RelocatedBytes), m.GC.WriteAmp, m.SpaceAmp)
 	fmt.Fprintf(&b, "memtable: %s, %d immutable (%s)\n",
 		humanBytes(uint64(m.MemTable.Size)), m.MemTable.Immutable, humanBytes(uint64(m.MemTable.ImmSize)))
 	fmt.Fprintf(&b, "writes: user %s, WAL %s, flushed %s in %d flushes, compacted %s -> %s in %d compactions, write-amp %.2f\n",

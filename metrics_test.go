@@ -29,6 +29,14 @@ func TestMetricsString(t *testing.T) {
 	m.WriteStalls, m.StallDuration, m.SlowdownDuration = 2, 250*time.Millisecond, 40*time.Millisecond
 	m.BlockCache.Size, m.BlockCache.Capacity, m.BlockCache.Hits, m.BlockCache.Misses = 8<<20, 64<<20, 3, 1
 	m.TablesOpen, m.Snapshots, m.VisibleSeq = 12, 1, 4242
+	m.ValueLogs.Live, m.ValueLogs.Garbage, m.ValueLogs.BytesWritten, m.ValueLogs.Open = 40<<20, 24<<20, 96<<20, 2
+	m.ValueLogs.List = []ValueLogMetrics{
+		{FileNum: 7, Size: 32 << 20, Live: 30 << 20, Garbage: 2 << 20, Pointers: 7500},
+		{FileNum: 9, Size: 32 << 20, Live: 10 << 20, Garbage: 22 << 20, Pointers: 2500, State: "collecting"},
+	}
+	m.GC.Policy, m.GC.Passes, m.GC.DeletedFiles, m.GC.DeletedBytes = "reverse-lookup", 31, 4, 128<<20
+	m.GC.Collections, m.GC.InProgress, m.GC.Relocated, m.GC.RelocatedBytes, m.GC.WriteAmp = 5, 1, 3000, 12<<20, 0.09
+	m.SpaceAmp = 1.42
 	want := `  level  files       size     target  score      read    written    moved  compactions  time
      L0      2    3.0 MiB          -   0.50       0 B   90.0 MiB      0 B            0    0s
      L1      0        0 B          -      -       0 B        0 B      0 B            0    0s
@@ -39,7 +47,11 @@ func TestMetricsString(t *testing.T) {
      L6     10  640.0 MiB  600.0 MiB      -  50.0 MiB   60.0 MiB      0 B            2    2s
   total     15  713.0 MiB                    70.0 MiB  230.0 MiB  4.0 MiB            9  3.5s
 base level: L5, compaction debt: 12.0 MiB
-value logs: 2 files, 64.0 MiB, 16000 values (62.5 MiB)
+value logs: 2 files, 64.0 MiB, 16000 values (62.5 MiB), live 40.0 MiB, garbage 24.0 MiB, written 96.0 MiB, 2 open
+    value log      size      live  garbage  pointers       state
+  000009.vlog  32.0 MiB  10.0 MiB      69%      2500  collecting
+  000007.vlog  32.0 MiB  30.0 MiB       6%      7500           -
+gc (reverse-lookup): 31 passes, 4 value logs deleted (128.0 MiB), 5 collections (1 in progress, 0 draining), 0 rewrites, relocated 3000 values (12.0 MiB), gc write-amp 0.09, space-amp 1.42
 memtable: 1.0 MiB, 1 immutable (64.0 MiB)
 writes: user 100.0 MiB, WAL 110.0 MiB, flushed 90.0 MiB in 3 flushes, compacted 70.0 MiB -> 140.0 MiB in 9 compactions, write-amp 3.40
 stalls: 2 (250ms), slowed 40ms

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -78,6 +79,8 @@ type modelTest struct {
 	iters []modelIter
 
 	compactions uint64 // automatic and manual compactions over all sessions
+	gcDeleted   uint64 // value logs garbage collection deleted, over all sessions
+	gcMoved     uint64 // values it relocated
 }
 
 type modelSnap struct {
@@ -237,7 +240,10 @@ func (mt *modelTest) closeAll() {
 
 func (mt *modelTest) reopen() {
 	mt.closeAll()
-	mt.compactions += mt.db.Metrics().Compact.Count
+	m := mt.db.Metrics()
+	mt.compactions += m.Compact.Count
+	mt.gcDeleted += m.GC.DeletedFiles
+	mt.gcMoved += m.GC.Relocated
 	if err := mt.db.Close(); err != nil {
 		mt.fatalf("Close: %v", err)
 	}
@@ -282,7 +288,7 @@ func (mt *modelTest) fullCheck() {
 
 // runModel runs one seed and returns the number of compactions it ran (for
 // the leveled configurations' check that compaction really happened).
-func runModel(t *testing.T, seed uint64, ops int, opts *Options) uint64 {
+func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 	fs := vfs.NewMem()
 	o := *opts
 	o.FS = fs
@@ -434,8 +440,9 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) uint64 {
 	mt.fullCheck()
 	mt.reopen()
 	mt.fullCheck()
-	t.Logf("seed %d: ops by kind %v, %d compactions\n%s", seed, counts[:14], mt.compactions, strings.TrimSpace(mt.db.Metrics().String()))
-	return mt.compactions
+	t.Logf("seed %d: ops by kind %v, %d compactions, gc deleted %d value logs and moved %d values\n%s",
+		seed, counts[:14], mt.compactions, mt.gcDeleted, mt.gcMoved, strings.TrimSpace(mt.db.Metrics().String()))
+	return mt
 }
 
 func TestModel(t *testing.T) {
@@ -458,14 +465,32 @@ func TestModel(t *testing.T) {
 		"leveled-concurrent": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 4,
 			L0CompactionThreshold: 2, MaxConcurrentCompactions: 3, DisableWAL: true, ValueThreshold: -1},
 		"no-wal": {MemTableSize: 64 << 10, DisableWAL: true, Compression: "none", CacheSize: -1},
-		"zstd":   {MemTableSize: 128 << 10, Compression: "zstd", BloomBitsPerKey: -1, BlockRestartInterval: 1},
+		// Garbage collection on, at thresholds that keep it busy: value logs
+		// are deleted, recompacted and rewritten while snapshots and
+		// iterators hold older states.
+		"gc-reverse-lookup": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 3,
+			L0CompactionThreshold: 2, ValueThreshold: 32, MaxOpenFiles: 16,
+			GCPolicy: &gc.ReverseLookupPolicy{Ratio: 0.3, MaxSpaceAmp: 1.1, MaxInFlight: 8}},
+		"gc-rewrite": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 3,
+			L0CompactionThreshold: 2, ValueThreshold: 32, MaxConcurrentCompactions: 2,
+			GCPolicy: &gc.RewritePolicy{Ratio: 0.2, MaxSpaceAmp: 1.1, MaxInFlight: 8}},
+		"gc-cost-no-wal": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 3,
+			L0CompactionThreshold: 2, ValueThreshold: 32, DisableWAL: true,
+			GCPolicy: &gc.CostPolicy{Budget: 1.05, MaxInFlight: 8}},
+		"zstd": {MemTableSize: 128 << 10, Compression: "zstd", BloomBitsPerKey: -1, BlockRestartInterval: 1},
 	}
 	for name, opts := range configs {
 		t.Run(name, func(t *testing.T) {
 			for _, seed := range modelSeeds(t, seeds) {
-				n := runModel(t, seed, ops, &opts)
-				if strings.HasPrefix(name, "leveled") && !testing.Short() && n < 100 {
-					t.Fatalf("seed %d ran only %d compactions", seed, n)
+				mt := runModel(t, seed, ops, &opts)
+				if strings.HasPrefix(name, "leveled") && !testing.Short() && mt.compactions < 100 {
+					t.Fatalf("seed %d ran only %d compactions", seed, mt.compactions)
+				}
+				// The GC configurations must collect for real: delete value
+				// logs and move live values, while snapshots and iterators
+				// hold older states.
+				if strings.HasPrefix(name, "gc-") && (mt.gcDeleted < 10 || mt.gcMoved == 0) {
+					t.Fatalf("seed %d: gc deleted only %d value logs and moved %d values", seed, mt.gcDeleted, mt.gcMoved)
 				}
 			}
 		})

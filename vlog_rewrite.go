@@ -188,6 +188,7 @@ func (d *DB) rewriteVlog(v *manifest.Version, m *manifest.VlogMetadata) error {
 			return err
 		}
 	}
+	d.stats.vlogBytes.Add(vlogSizes(vlogs))
 	nums := make([]base.FileNum, 0, len(vlogs))
 	for _, vm := range vlogs {
 		nums = append(nums, vm.FileNum)

@@ -35,6 +35,7 @@ type Stats struct {
 	// less the outputs' equal the sum of the two.
 	VlogGarbage   map[base.FileNum]uint64
 	VlogRelocated map[base.FileNum]uint64
+	Relocated     uint64 // pointers relocated
 }
 
 // addVlog adds the record bytes of p to the per-value-log map *m.

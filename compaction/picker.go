@@ -121,7 +121,7 @@ type Busy [manifest.NumLevels]bool
 //
 // The pick is KindAuto, or KindMove when its one input file can go down
 // without being rewritten (see isTrivialMove), or KindRewrite when it
-// rewrites a marked file of the bottom level in place.
+// rewrites a marked file in place.
 func PickAuto(v *manifest.Version, o PickerOptions, busy Busy) *Pick {
 	o = o.EnsureDefaults()
 	s := Compute(v, o)
@@ -149,21 +149,12 @@ func PickAuto(v *manifest.Version, o PickerOptions, busy Busy) *Pick {
 		}
 	}
 	if p == nil {
-		p = pickMarked(v, s, busy)
+		p = pickMarked(v, busy)
 	}
 	if p == nil {
 		return nil
 	}
-	p.Grandparents = grandparents(v, p)
-	p.Bottommost = IsBottommost(v, p)
-	switch {
-	case p.OutputLevel == p.Level:
-		p.Kind = KindRewrite
-	case isTrivialMove(p, o):
-		p.Kind = KindMove
-	default:
-		p.Kind = KindAuto
-	}
+	finishPick(v, p, o)
 	return p
 }
 
@@ -236,42 +227,56 @@ func pickLevel(v *manifest.Version, level int, busy Busy) *Pick {
 	return best
 }
 
-// pickMarked compacts one file marked for compaction into the next level
-// (or rewrites it in place in the bottom level).
-func pickMarked(v *manifest.Version, s State, busy Busy) *Pick {
+// pickMarked rewrites in place one file marked for compaction (garbage
+// collection marks the tables that point into a value log it collects; the
+// rewrite moves their values out): the output goes back to the file's own
+// level, so nothing else is merged and the rewrite costs the file alone.
+func pickMarked(v *manifest.Version, busy Busy) *Pick {
 	for level, files := range v.Levels {
+		if busy[level] {
+			continue
+		}
 		for _, f := range files {
 			if !f.MarkedForCompaction || f.Compacting {
 				continue
 			}
-			out := level + 1
-			switch {
-			case level == 0:
-				out = s.BaseLevel
-			case level == manifest.NumLevels-1:
-				out = level
-			}
-			if busy[level] || busy[out] {
-				continue
-			}
-			if level == 0 {
-				// Older L0 files overlapping it must go first or with it.
-				p := pickL0(v, s, busy)
-				if p == nil {
-					continue
-				}
-				p.Reason = ReasonMarked
-				return p
-			}
-			p := &Pick{Level: level, OutputLevel: out, Reason: ReasonMarked}
+			p := &Pick{Level: level, OutputLevel: level, Reason: ReasonMarked}
 			p.add(level, f)
-			if !addOutputLevel(v, p) {
-				continue
-			}
 			return p
 		}
 	}
 	return nil
+}
+
+// PickMarked returns the in-place rewrite of a file marked for compaction,
+// or nil: what PickAuto picks when no level needs compacting, for a caller
+// that must not let marked files wait any longer.
+func PickMarked(v *manifest.Version, o PickerOptions, busy Busy) *Pick {
+	p := pickMarked(v, busy)
+	if p != nil {
+		finishPick(v, p, o.EnsureDefaults())
+	}
+	return p
+}
+
+// finishPick fills in what every automatic pick carries: grandparents,
+// bottommost and kind.
+func finishPick(v *manifest.Version, p *Pick, o PickerOptions) {
+	p.Grandparents = grandparents(v, p)
+	p.Bottommost = IsBottommost(v, p)
+	switch {
+	case p.OutputLevel == p.Level:
+		p.Kind = KindRewrite
+		if p.Level == 0 {
+			// Older L0 files may hold older versions of its keys: its
+			// tombstones must stay.
+			p.Bottommost = false
+		}
+	case isTrivialMove(p, o):
+		p.Kind = KindMove
+	default:
+		p.Kind = KindAuto
+	}
 }
 
 // addOutputLevel adds the output-level files overlapping the start-level

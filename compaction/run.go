@@ -127,6 +127,7 @@ func (r *runner) add(k base.InternalKey, value []byte) error {
 			}
 			if ok {
 				r.stats.addVlog(&r.stats.VlogRelocated, p)
+				r.stats.Relocated++
 				p = np
 				r.ptrBuf = p.Encode(r.ptrBuf[:0])
 				value = r.ptrBuf
