@@ -102,6 +102,7 @@ func (d *DB) collectGarbage() {
 		err = fmt.Errorf("strata: value-log garbage collection: %w", err)
 		d.setBackgroundErrorLocked(err)
 	}
+	d.cond.Broadcast() // for waiters on GC progress (tests, Close)
 	d.mu.Unlock()
 	for _, e := range events {
 		if e.decision != nil {
@@ -201,6 +202,22 @@ func (d *DB) markCollectingLocked(v *manifest.Version) {
 			r.File.MarkedForCompaction = true
 		}
 	}
+}
+
+// gcIdleLocked reports whether garbage collection has nothing running and
+// nothing due: no pass pending, no rewrite job, no compaction running, and
+// no collection by recompaction waiting for its tables. Value logs
+// draining after a rewrite may remain. d.mu held.
+func (d *DB) gcIdleLocked() bool {
+	if d.gc.due || d.gc.rewriting || d.compactions.running > 0 || len(d.imm) > 0 {
+		return false
+	}
+	for num, c := range d.gc.collecting {
+		if c.Mechanism == gc.ByRecompaction && !d.gc.draining[num] {
+			return false
+		}
+	}
+	return true
 }
 
 // relocationTargetsLocked returns the value logs whose values compactions
