@@ -14,6 +14,9 @@ type compactionState struct {
 	// passedOverMarked counts the automatic compactions picked in a row
 	// while files marked by garbage collection waited.
 	passedOverMarked int
+	// compactL0 is garbage collection's request for an L0 compaction below
+	// L0's threshold (see gc.Decision.CompactL0).
+	compactL0 bool
 }
 
 // maxPassedOverMarked is how many compactions in a row may go ahead of a
@@ -42,8 +45,17 @@ func (d *DB) maybeScheduleCompactionLocked() {
 	for d.compactions.running < d.opts.MaxConcurrentCompactions {
 		v, o := d.vs.Current(), d.opts.pickerOptions()
 		p := compaction.PickAuto(v, o, d.compactions.busy)
+		if p == nil && d.compactions.compactL0 {
+			p = compaction.PickL0(v, o, d.compactions.busy)
+			if p != nil || len(v.Levels[0]) == 0 {
+				d.compactions.compactL0 = false
+			}
+		}
 		if p == nil {
 			return
+		}
+		if p.Level == 0 {
+			d.compactions.compactL0 = false
 		}
 		if p.Reason != compaction.ReasonMarked {
 			if m := compaction.PickMarked(v, o, d.compactions.busy); m != nil {

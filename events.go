@@ -114,7 +114,10 @@ type GCInfo struct {
 	SpaceAmp float64 // space amplification before the decision
 	Deleted  []uint64
 	Collect  []GCCollection
-	Duration time.Duration
+	// CompactL0: the policy asked for L0 to be compacted, to reveal the
+	// garbage its keys shadow.
+	CompactL0 bool
+	Duration  time.Duration
 }
 
 // GCCollection is one value log whose collection starts.

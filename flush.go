@@ -39,94 +39,101 @@ func (d *DB) stopBackground() {
 	d.bgMu.Unlock()
 }
 
-// backgroundLoop flushes frozen memtables and deletes obsolete files until
-// the DB closes.
+// backgroundLoop flushes frozen memtables, runs garbage-collection passes
+// and deletes obsolete files until the DB closes. Under a steady stream of
+// writes there is always a memtable to flush: a pass and the deletions run
+// after each flush, so they are never starved.
 func (d *DB) backgroundLoop() {
 	defer d.bgWG.Done()
 	for range d.flushCh {
-		d.flushAll()
-		d.collectGarbage()
-		d.deleteObsoleteFiles()
+		for {
+			flushed := d.flushOne()
+			d.collectGarbage()
+			d.deleteObsoleteFiles()
+			if !flushed {
+				break
+			}
+		}
 	}
 }
 
-// flushAll flushes the frozen memtables, oldest first.
-func (d *DB) flushAll() {
-	for {
-		d.mu.Lock()
-		if len(d.imm) == 0 || d.bgErr != nil {
-			d.mu.Unlock()
-			return
-		}
-		m := d.imm[0]
-		snaps := d.snapshots.seqsLocked()
+// flushOne flushes the oldest frozen memtable and reports whether there was
+// one (and no background error).
+func (d *DB) flushOne() bool {
+	d.mu.Lock()
+	if len(d.imm) == 0 || d.bgErr != nil {
 		d.mu.Unlock()
+		return false
+	}
+	m := d.imm[0]
+	snaps := d.snapshots.seqsLocked()
+	d.mu.Unlock()
 
-		d.opts.EventListener.flushBegin(FlushInfo{})
-		start := time.Now()
-		meta, vm, err := d.writeL0(m, snaps)
+	d.opts.EventListener.flushBegin(FlushInfo{})
+	start := time.Now()
+	meta, vm, err := d.writeL0(m, snaps)
 
-		d.mu.Lock()
-		if err == nil {
-			ve := &manifest.VersionEdit{}
-			ve.SetLastSeq(base.SeqNum(m.maxSeq.Load()))
-			next := d.mem
-			if len(d.imm) > 1 {
-				next = d.imm[1]
-			}
-			if next.logNum != 0 {
-				ve.SetLogNum(next.logNum)
-			}
-			if meta != nil {
-				ve.NewFiles = []manifest.NewFile{{Level: 0, Meta: meta}}
-			}
-			ve.NewVlogs = vm
-			err = d.vs.LogAndApply(ve)
+	d.mu.Lock()
+	if err == nil {
+		ve := &manifest.VersionEdit{}
+		ve.SetLastSeq(base.SeqNum(m.maxSeq.Load()))
+		next := d.mem
+		if len(d.imm) > 1 {
+			next = d.imm[1]
 		}
-		info := FlushInfo{Duration: time.Since(start), Err: err}
+		if next.logNum != 0 {
+			ve.SetLogNum(next.logNum)
+		}
 		if meta != nil {
-			info.Bytes = meta.Size
+			ve.NewFiles = []manifest.NewFile{{Level: 0, Meta: meta}}
 		}
-		if err != nil {
-			// writeL0 cleaned up after itself. A failed manifest write leaves
-			// the table in place: the edit may have reached the disk, and the
-			// next Open removes the table if it did not.
-			err = fmt.Errorf("strata: flush: %w", err)
-			d.setBackgroundErrorLocked(err)
-			d.mu.Unlock()
-			d.opts.EventListener.flushEnd(info)
-			d.opts.EventListener.backgroundError(err)
-			return
-		}
-		n := copy(d.imm, d.imm[1:])
-		d.imm[n] = nil
-		d.imm = d.imm[:n]
-		d.unpinMemtableLocked(m)
-		m.unref() // the DB's reference; read states may still hold it
-		// WALs below the new log number hold only flushed writes.
-		var obsoleteLogs []base.FileNum
-		logNum := d.vs.LogNum()
-		for len(d.walNums) > 0 && d.walNums[0] < logNum {
-			obsoleteLogs = append(obsoleteLogs, d.walNums[0])
-			d.walNums = d.walNums[1:]
-		}
-		d.flushedGen++
-		d.stats.levels[0].bytesWritten += info.Bytes
-		d.updateReadStateLocked()
-		d.updateL0CountLocked()
-		d.maybeScheduleCompactionLocked()
-		d.scheduleGCLocked()
-		d.cond.Broadcast()
+		ve.NewVlogs = vm
+		err = d.vs.LogAndApply(ve)
+	}
+	info := FlushInfo{Duration: time.Since(start), Err: err}
+	if meta != nil {
+		info.Bytes = meta.Size
+	}
+	if err != nil {
+		// writeL0 cleaned up after itself. A failed manifest write leaves
+		// the table in place: the edit may have reached the disk, and the
+		// next Open removes the table if it did not.
+		err = fmt.Errorf("strata: flush: %w", err)
+		d.setBackgroundErrorLocked(err)
 		d.mu.Unlock()
 		d.opts.EventListener.flushEnd(info)
-
-		d.stats.flushes.Add(1)
-		d.stats.flushBytes.Add(info.Bytes)
-		d.stats.vlogBytes.Add(vlogSizes(vm))
-		for _, num := range obsoleteLogs {
-			d.removeFile(base.FileTypeLog, num)
-		}
+		d.opts.EventListener.backgroundError(err)
+		return false
 	}
+	n := copy(d.imm, d.imm[1:])
+	d.imm[n] = nil
+	d.imm = d.imm[:n]
+	d.unpinMemtableLocked(m)
+	m.unref() // the DB's reference; read states may still hold it
+	// WALs below the new log number hold only flushed writes.
+	var obsoleteLogs []base.FileNum
+	logNum := d.vs.LogNum()
+	for len(d.walNums) > 0 && d.walNums[0] < logNum {
+		obsoleteLogs = append(obsoleteLogs, d.walNums[0])
+		d.walNums = d.walNums[1:]
+	}
+	d.flushedGen++
+	d.stats.levels[0].bytesWritten += info.Bytes
+	d.updateReadStateLocked()
+	d.updateL0CountLocked()
+	d.maybeScheduleCompactionLocked()
+	d.scheduleGCLocked()
+	d.cond.Broadcast()
+	d.mu.Unlock()
+	d.opts.EventListener.flushEnd(info)
+
+	d.stats.flushes.Add(1)
+	d.stats.flushBytes.Add(info.Bytes)
+	d.stats.vlogBytes.Add(vlogSizes(vm))
+	for _, num := range obsoleteLogs {
+		d.removeFile(base.FileTypeLog, num)
+	}
+	return true
 }
 
 // writeL0 writes memtable m as an L0 table, moving the values the

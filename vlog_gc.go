@@ -171,8 +171,12 @@ func (d *DB) collectGarbageLocked(events *[]gcEvent) error {
 			}
 		}
 		d.markCollectingLocked(v)
+		if dec.CompactL0 {
+			d.compactions.compactL0 = true
+			info.CompactL0 = true
+		}
 		info.Duration = time.Since(start)
-		if len(info.Deleted) > 0 || len(info.Collect) > 0 {
+		if len(info.Deleted) > 0 || len(info.Collect) > 0 || info.CompactL0 {
 			*events = append(*events, gcEvent{decision: info})
 		}
 		if len(deleted) == 0 {

@@ -61,6 +61,9 @@ const (
 	// ReasonMarked: a file is marked for compaction and no level needs
 	// compacting.
 	ReasonMarked
+	// ReasonGarbage: garbage collection asked for L0 to be compacted, so
+	// that the older versions its keys shadow become garbage it can see.
+	ReasonGarbage
 	numReasons
 )
 
@@ -69,6 +72,7 @@ var reasonNames = [numReasons]string{
 	ReasonL0Files:   "L0 files",
 	ReasonLevelSize: "level size",
 	ReasonMarked:    "marked",
+	ReasonGarbage:   "garbage",
 }
 
 // String returns the reason as reported in CompactionInfo.Reason, such as

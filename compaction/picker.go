@@ -248,6 +248,20 @@ func pickMarked(v *manifest.Version, busy Busy) *Pick {
 	return nil
 }
 
+// PickL0 returns the compaction of every L0 file into the base level,
+// whatever L0's score (garbage collection asks for it), or nil when L0 is
+// empty or busy.
+func PickL0(v *manifest.Version, o PickerOptions, busy Busy) *Pick {
+	o = o.EnsureDefaults()
+	p := pickL0(v, Compute(v, o), busy)
+	if p == nil {
+		return nil
+	}
+	p.Reason = ReasonGarbage
+	finishPick(v, p, o)
+	return p
+}
+
 // PickMarked returns the in-place rewrite of a file marked for compaction,
 // or nil: what PickAuto picks when no level needs compacting, for a caller
 // that must not let marked files wait any longer.

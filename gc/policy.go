@@ -51,10 +51,40 @@ type Decision struct {
 	Delete []base.FileNum
 	// Collect lists value logs to collect.
 	Collect []Collection
+	// CompactL0 asks for L0 to be compacted into the base level even below
+	// its compaction threshold. L0 tables hold the newest versions of keys
+	// whose older versions the levels below still point to; both count as
+	// live until they meet in a compaction. Compacting L0 (tables of keys
+	// and pointers, cheap to rewrite) turns the shadowed ones into garbage
+	// the next decision can see.
+	CompactL0 bool
 }
 
 // Empty reports whether the decision asks for nothing.
-func (d Decision) Empty() bool { return len(d.Delete) == 0 && len(d.Collect) == 0 }
+func (d Decision) Empty() bool { return len(d.Delete) == 0 && len(d.Collect) == 0 && !d.CompactL0 }
+
+// l0ShadowShare is the share of the live bytes that L0's tables must point
+// to before an amplification over the ceiling asks for an L0 compaction.
+const l0ShadowShare = 0.05
+
+// wantL0Compaction reports whether, with space amplification still over
+// maxAmp once the decision is carried out, L0 points to enough of the live
+// bytes that compacting it may reveal garbage.
+func wantL0Compaction(v *manifest.Version, l Ledger, projectedAmp, maxAmp float64) bool {
+	if maxAmp <= 0 || projectedAmp <= maxAmp || len(v.Levels[0]) == 0 {
+		return false
+	}
+	var l0 uint64
+	for _, f := range v.Levels[0] {
+		if f.Compacting {
+			return false
+		}
+		for _, r := range f.VlogRefs {
+			l0 += r.Bytes
+		}
+	}
+	return float64(l0) >= l0ShadowShare*float64(l.LiveBytes())
+}
 
 // Policy decides, from a version and its ledger, which value logs to delete
 // and which to collect. It must be a pure function of its arguments (and
@@ -218,6 +248,9 @@ func thresholdDecision(v *manifest.Version, l Ledger, ratio, maxAmp float64, max
 		disk -= float64(f.Size - f.Live)
 	}
 	d.Collect = collections(v, chosen, func(File, []TableRef) Mechanism { return m })
+	if live > 0 {
+		d.CompactL0 = wantL0Compaction(v, l, disk/live, maxAmp)
+	}
 	return d
 }
 
@@ -324,6 +357,7 @@ func (p *CostPolicy) Decide(v *manifest.Version, l Ledger) Decision {
 		d.Collect = append(d.Collect, c)
 		disk -= float64(c.Frees)
 	}
+	d.CompactL0 = wantL0Compaction(v, l, disk/live, p.Budget)
 	return d
 }
 

@@ -204,6 +204,9 @@ func decide(t *testing.T, env testEnv, line string) string {
 		fmt.Fprintf(&b, "collect %s (garbage %.0f%%) by %s: frees %d, writes %d, tables %s\n",
 			c.FileNum, 100*lf.GarbageRatio(), c.Mechanism, c.Frees, c.Writes, strings.Join(tables, " "))
 	}
+	if d.CompactL0 {
+		b.WriteString("compact L0\n")
+	}
 	if d.Empty() {
 		b.WriteString("nothing\n")
 	}
