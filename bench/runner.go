@@ -49,7 +49,7 @@ func Run(ctx context.Context, spec Spec, progress Progress) (*Report, error) {
 				continue
 			}
 		}
-		dir := filepath.Join(root, name)
+		dir := filepath.Join(root, DirName(name))
 		if err := os.RemoveAll(dir); err != nil {
 			return rep, err
 		}

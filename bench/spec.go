@@ -3,8 +3,11 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/strata-db/strata/gc"
 )
 
 // Benchmark names, as db_bench spells them where it has them.
@@ -82,12 +85,21 @@ type Config struct {
 	DisableWAL bool `json:"disable_wal"`
 	// Sync makes every write durable before it returns.
 	Sync bool `json:"sync"`
+	// GCBudget is the space-amplification budget of Strata's cost GC
+	// policy (the engine strata/cost); 0 means gc.DefaultBudget (1.3). The
+	// peers' value-log GC keeps its own settings (see their descriptions).
+	GCBudget float64 `json:"gc_budget,omitempty"`
 }
 
 // Spec is a benchmark run.
 type Spec struct {
 	Engines    []string `json:"engines"`
 	Benchmarks []string `json:"benchmarks"`
+	// GCPolicies runs Strata once per value-log GC policy (kvbench's
+	// --gc_policy; names from GCPolicyNames): Normalize replaces "strata"
+	// in Engines by "strata/<policy>" for each policy, in order, so each
+	// runs as an engine of its own. Empty keeps Strata's default policy.
+	GCPolicies []string `json:"gc_policies,omitempty"`
 	// Num is the number of keys (fills and overwrites write Num keys).
 	Num int64 `json:"num"`
 	// Reads is the number of operations of read benchmarks and YCSB mixes
@@ -206,13 +218,61 @@ func (s *Spec) Normalize() error {
 	if len(s.Benchmarks) == 0 {
 		errs = append(errs, errors.New("no benchmarks given"))
 	}
+	if s.Config.GCBudget == 0 {
+		s.Config.GCBudget = gc.DefaultBudget
+	}
+	if s.Config.GCBudget < 1 {
+		errs = append(errs, fmt.Errorf("gc_budget is a space amplification, at least 1, got %v", s.Config.GCBudget))
+	}
+	errs = append(errs, s.expandGCPolicies()...)
+	seen := map[string]bool{}
 	for _, e := range s.Engines {
-		if _, ok := LookupEngine(e); !ok {
-			errs = append(errs, fmt.Errorf("unknown engine %q (known: %s)", e, strings.Join(EngineNames(), ", ")))
+		if seen[e] {
+			errs = append(errs, fmt.Errorf("engine %q is listed twice", e))
+		}
+		seen[e] = true
+		if _, err := ResolveEngine(e); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(s.Engines) == 0 {
 		errs = append(errs, errors.New("no engines given"))
 	}
 	return errors.Join(errs...)
+}
+
+// expandGCPolicies replaces "strata" in Engines by a Strata variant per GC
+// policy (whose names are checked with the other engines). It is
+// idempotent: once expanded, no "strata" is left, and every policy's
+// variant must be among the engines.
+func (s *Spec) expandGCPolicies() []error {
+	if len(s.GCPolicies) == 0 {
+		return nil
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, p := range s.GCPolicies {
+		if seen[p] {
+			errs = append(errs, fmt.Errorf("gc policy %q is listed twice", p))
+		}
+		seen[p] = true
+	}
+	var engines []string
+	for _, e := range s.Engines {
+		if e != "strata" {
+			engines = append(engines, e)
+			continue
+		}
+		for _, p := range s.GCPolicies {
+			engines = append(engines, "strata/"+p)
+		}
+	}
+	s.Engines = engines
+	for _, p := range s.GCPolicies {
+		if !slices.Contains(s.Engines, "strata/"+p) {
+			errs = append(errs, fmt.Errorf("gc policies are given but strata is not among the engines"))
+			break
+		}
+	}
+	return errs
 }
