@@ -43,6 +43,16 @@ type Settler interface {
 	WaitForBackgroundWork(ctx context.Context) error
 }
 
+// WriteCounter is implemented by engines that count the bytes they write
+// to storage themselves. The runner reads the count after a benchmark and
+// its settle, before closing the engine (which it opens for each
+// benchmark, so the count covers one benchmark) into
+// Result.EngineWritten, beside the process's own I/O accounting. What the
+// count covers is the engine's: each implementation says.
+type WriteCounter interface {
+	BytesWritten() int64
+}
+
 // External is an engine that runs a whole spec itself (RocksDB's db_bench),
 // returning one Result per benchmark, in order.
 type External interface {

@@ -42,6 +42,12 @@ func WritesData(benchmark string) bool {
 var AllBenchmarks = []string{FillSeq, FillRandom, Overwrite, ReadRandom, ReadSeq, SeekRandom,
 	ReadWhileWriting, DeleteRandom, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF}
 
+// Key distributions of overwrite (Spec.KeyDist).
+const (
+	KeyUniform = "uniform"
+	KeyZipfian = "zipfian"
+)
+
 // ValueDist says how value sizes are drawn.
 type ValueDist struct {
 	// Kind is "fixed" (every value Size bytes), "uniform" (uniform in
@@ -114,8 +120,20 @@ type Spec struct {
 	Threads int `json:"threads"`
 	// SeekNexts is the number of Next calls after each seek (100).
 	SeekNexts int `json:"seek_nexts"`
-	// ZipfTheta skews YCSB key choice (0.99).
+	// ZipfTheta skews YCSB key choice (0.99), and overwrite's when KeyDist
+	// is zipfian.
 	ZipfTheta float64 `json:"zipf_theta"`
+	// OverwriteRounds runs overwrite that many times in a row, each round
+	// Num writes measured on its own (kvbench's --overwrite_rounds; 0:
+	// off): Normalize appends the rounds to Benchmarks when they have no
+	// overwrite, and repeats an overwrite they have once. Benchmarks that
+	// repeat overwrite themselves (fillrandom,overwrite,overwrite) are
+	// rounds without it. See Rounds.
+	OverwriteRounds int `json:"overwrite_rounds,omitempty"`
+	// KeyDist chooses the keys overwrite writes: KeyUniform (the default)
+	// or KeyZipfian (skewed by ZipfTheta, the popular keys scattered over
+	// the key space as YCSB's scrambled zipfian does).
+	KeyDist string `json:"key_dist,omitempty"`
 	// Seed makes key order and values repeatable.
 	Seed uint64 `json:"seed"`
 	// Dir holds one subdirectory per engine; empty means a temporary
@@ -140,6 +158,7 @@ func DefaultSpec() Spec {
 		Threads:        1,
 		SeekNexts:      100,
 		ZipfTheta:      0.99,
+		KeyDist:        KeyUniform,
 		Seed:           1,
 		ReportInterval: time.Second,
 		Config: Config{
@@ -194,6 +213,14 @@ func (s *Spec) Normalize() error {
 	if s.ReportInterval <= 0 {
 		s.ReportInterval = time.Second
 	}
+	switch s.KeyDist {
+	case "":
+		s.KeyDist = KeyUniform
+	case KeyUniform, KeyZipfian:
+	default:
+		errs = append(errs, fmt.Errorf("key_dist %q is not %s or %s", s.KeyDist, KeyUniform, KeyZipfian))
+	}
+	errs = append(errs, s.expandRounds()...)
 	if s.Config.MemTableSize == 0 {
 		s.Config.MemTableSize = 64 << 20
 	}
@@ -275,4 +302,90 @@ func (s *Spec) expandGCPolicies() []error {
 		}
 	}
 	return errs
+}
+
+// expandRounds puts OverwriteRounds overwrites into Benchmarks (see
+// OverwriteRounds). It is idempotent: once expanded, Benchmarks hold as
+// many overwrites as there are rounds.
+func (s *Spec) expandRounds() []error {
+	n := s.OverwriteRounds
+	if n < 0 {
+		return []error{fmt.Errorf("overwrite_rounds must not be negative, got %d", n)}
+	}
+	if n == 0 {
+		return nil
+	}
+	have := 0
+	for _, b := range s.Benchmarks {
+		if b == Overwrite {
+			have++
+		}
+	}
+	switch have {
+	case n:
+	case 0:
+		for range n {
+			s.Benchmarks = append(s.Benchmarks, Overwrite)
+		}
+	case 1:
+		var out []string
+		for _, b := range s.Benchmarks {
+			if b != Overwrite {
+				out = append(out, b)
+				continue
+			}
+			for range n {
+				out = append(out, Overwrite)
+			}
+		}
+		s.Benchmarks = out
+	default:
+		return []error{fmt.Errorf("overwrite_rounds %d conflicts with the %d overwrites in benchmarks "+
+			"(repeated overwrites are rounds already)", n, have)}
+	}
+	return nil
+}
+
+// Rounds is the number of overwrite rounds of the run: the overwrites in
+// Benchmarks when OverwriteRounds is set or overwrite is repeated; 0
+// otherwise (a lone overwrite is a benchmark like any other). Rounds are
+// numbered in the order they run, whatever runs between them.
+func (s *Spec) Rounds() int {
+	n := 0
+	for _, b := range s.Benchmarks {
+		if b == Overwrite {
+			n++
+		}
+	}
+	if n >= 2 || s.OverwriteRounds > 0 {
+		return n
+	}
+	return 0
+}
+
+// RoundOf is the round (from 1) that the i-th benchmark of Benchmarks is,
+// or 0 when it is not a round.
+func (s *Spec) RoundOf(i int) int {
+	if i < 0 || i >= len(s.Benchmarks) || s.Benchmarks[i] != Overwrite || s.Rounds() == 0 {
+		return 0
+	}
+	r := 0
+	for _, b := range s.Benchmarks[:i+1] {
+		if b == Overwrite {
+			r++
+		}
+	}
+	return r
+}
+
+// Label names the i-th benchmark for progress reports: its name, and for a
+// round its number, as in "overwrite 2/5".
+func (s *Spec) Label(i int) string {
+	if r := s.RoundOf(i); r > 0 {
+		return fmt.Sprintf("%s %d/%d", s.Benchmarks[i], r, s.Rounds())
+	}
+	if i < 0 || i >= len(s.Benchmarks) {
+		return ""
+	}
+	return s.Benchmarks[i]
 }
