@@ -2,7 +2,6 @@ package bench_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
@@ -54,10 +53,8 @@ func TestRunRounds(t *testing.T) {
 			require.Positive(t, r.DiskBytesBeforeSettle)
 			require.Positive(t, r.SpaceAmpBeforeSettle)
 			require.GreaterOrEqual(t, r.BytesWritten, int64(0))
-			if strings.HasPrefix(se.Engine, "strata/") {
-				require.Positive(t, r.EngineBytesWritten, "strata counts its own writes")
-				require.InDelta(t, float64(r.EngineBytesWritten)/float64(r.UserBytes), r.EngineWriteAmp, 1e-9)
-			}
+			require.Positive(t, r.EngineBytesWritten, "strata and pebble count their own writes")
+			require.InDelta(t, float64(r.EngineBytesWritten)/float64(r.UserBytes), r.EngineWriteAmp, 1e-9)
 		}
 	}
 }
