@@ -10,12 +10,19 @@
 //   - Engines (engine.go): an in-process Engine interface the runner drives
 //     operation by operation, and the External interface for engines that
 //     run a whole workload themselves (RocksDB's db_bench). Engines register
-//     by name; one that is not installed is skipped with a note.
+//     by name; one that is not installed is skipped with a note. An engine
+//     may derive variants named "base/variant": "strata/<policy>" is Strata
+//     with one value-log GC policy (strata.go, Spec.GCPolicies).
 //   - Workloads (workload.go, keys.go, zipf.go): key order, value sizes,
 //     the YCSB mixes and the zipfian generator.
 //   - Runner (runner.go): runs every benchmark on every engine, measuring
 //     throughput, latency percentiles, throughput over time, bytes written
-//     to disk (the process's own I/O accounting), and disk space after.
+//     to disk (the process's own I/O accounting, and the engine's own count
+//     where it keeps one), and disk space before and after the engine
+//     settles.
+//   - Overwrite rounds (rounds.go, Spec.OverwriteRounds): overwrite run
+//     again and again, measured after each round, gathered into one series
+//     per engine (Report.Rounds): the GC lab.
 //   - Reports (package bench/report): a terminal table, JSON, an HTML page
 //     with SVG charts, and the progress bar. The peers' adapters live in
 //     bench/peers (Pebble, Badger) and bench/rocksdb (db_bench).

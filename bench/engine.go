@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 )
 
@@ -41,6 +43,16 @@ type Settler interface {
 	WaitForBackgroundWork(ctx context.Context) error
 }
 
+// WriteCounter is implemented by engines that count the bytes they write
+// to storage themselves. The runner reads the count after a benchmark and
+// its settle, before closing the engine (which it opens for each
+// benchmark, so the count covers one benchmark) into
+// Result.EngineWritten, beside the process's own I/O accounting. What the
+// count covers is the engine's: each implementation says.
+type WriteCounter interface {
+	BytesWritten() int64
+}
+
 // External is an engine that runs a whole spec itself (RocksDB's db_bench),
 // returning one Result per benchmark, in order.
 type External interface {
@@ -60,6 +72,14 @@ type EngineInfo struct {
 	// Available returns nil when the engine can run here, or an error
 	// saying why not (shown as a skip note, never a failure).
 	Available func() error
+	// Variant derives a variant of the engine, named by what follows a
+	// slash in an engine name: "strata/passive" is the variant "passive"
+	// of "strata" (Strata with that value-log GC policy). It returns an
+	// error naming the variants it knows when variant is not one of them.
+	// Nil for engines without variants. Variants are not registered: any
+	// number of them can be asked for by name, and each runs as an engine
+	// of its own, with its own row in the reports.
+	Variant func(variant string) (EngineInfo, error)
 }
 
 var registry struct {
@@ -75,8 +95,45 @@ func RegisterEngine(e EngineInfo) {
 	registry.engines = append(registry.engines, e)
 }
 
-// LookupEngine finds a registered engine by name.
+// LookupEngine finds an engine by name: a registered engine, or a variant
+// "base/variant" of one (see EngineInfo.Variant).
 func LookupEngine(name string) (EngineInfo, bool) {
+	e, err := ResolveEngine(name)
+	return e, err == nil
+}
+
+// ResolveEngine is LookupEngine with an error saying why a name is not an
+// engine. A variant gets the name asked for, and its base engine's
+// Available when it has none of its own.
+func ResolveEngine(name string) (EngineInfo, error) {
+	if e, ok := registered(name); ok {
+		return e, nil
+	}
+	unknown := fmt.Errorf("unknown engine %q (known: %s)", name, strings.Join(EngineNames(), ", "))
+	baseName, variant, ok := strings.Cut(name, "/")
+	if !ok {
+		return EngineInfo{}, unknown
+	}
+	base, ok := registered(baseName)
+	if !ok || base.Variant == nil {
+		return EngineInfo{}, unknown
+	}
+	if variant == "" {
+		return EngineInfo{}, fmt.Errorf("engine %q: no variant after the slash", name)
+	}
+	e, err := base.Variant(variant)
+	if err != nil {
+		return EngineInfo{}, fmt.Errorf("engine %q: %w", name, err)
+	}
+	e.Name = name
+	if e.Available == nil {
+		e.Available = base.Available
+	}
+	return e, nil
+}
+
+// registered finds an engine registered under name.
+func registered(name string) (EngineInfo, bool) {
 	registry.Lock()
 	defer registry.Unlock()
 	for _, e := range registry.engines {
@@ -87,7 +144,14 @@ func LookupEngine(name string) (EngineInfo, bool) {
 	return EngineInfo{}, false
 }
 
-// EngineNames lists the registered engines, sorted.
+// DirName is the name of an engine's database directory under the run's
+// directory: the engine name with slashes made dashes, so that a variant
+// ("strata/passive") gets a directory beside its base engine's rather than
+// inside it.
+func DirName(engine string) string { return strings.ReplaceAll(engine, "/", "-") }
+
+// EngineNames lists the registered engines, sorted (variants, which are
+// derived on demand, are not listed).
 func EngineNames() []string {
 	registry.Lock()
 	defer registry.Unlock()

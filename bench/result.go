@@ -8,6 +8,9 @@ import (
 type Result struct {
 	Engine    string `json:"engine"`
 	Benchmark string `json:"benchmark"`
+	// Round numbers the overwrite rounds of a run from 1 (see
+	// Spec.Rounds); 0 for every other benchmark.
+	Round int `json:"round,omitempty"`
 	// Skipped is set when the engine or benchmark could not run here; Note
 	// says why.
 	Skipped bool   `json:"skipped,omitempty"`
@@ -39,12 +42,28 @@ type Result struct {
 	DiskWritten int64 `json:"disk_written"`
 	// WriteAmp is DiskWritten / UserBytes (0 when nothing was written).
 	WriteAmp float64 `json:"write_amp"`
+	// EngineWritten is what the engine itself counts as written during the
+	// benchmark, for engines that count (see WriteCounter; what each count
+	// covers is said there); EngineWriteAmp is it over UserBytes. 0 for
+	// engines without a count.
+	EngineWritten  int64   `json:"engine_written,omitempty"`
+	EngineWriteAmp float64 `json:"engine_write_amp,omitempty"`
 	// DiskSize is the size of the database directory after the benchmark;
 	// LiveBytes the key and value bytes of the live keys; SpaceAmp their
 	// ratio.
 	DiskSize  int64   `json:"disk_size"`
 	LiveBytes int64   `json:"live_bytes"`
 	SpaceAmp  float64 `json:"space_amp"`
+	// DiskSizeBeforeSettle is the size of the database directory right
+	// after a writing benchmark's last operation, before the runner waited
+	// for the engine's background work (Settler), and SpaceAmpBeforeSettle
+	// it over LiveBytes; DiskSize is measured after the settle and the
+	// close. 0 when not measured (db_bench settles inside its own process).
+	DiskSizeBeforeSettle int64   `json:"disk_size_before_settle,omitempty"`
+	SpaceAmpBeforeSettle float64 `json:"space_amp_before_settle,omitempty"`
+	// Settle is how long the runner waited for the engine's background
+	// work after the benchmark (not part of Duration).
+	Settle time.Duration `json:"settle_ns,omitempty"`
 
 	// Timeline is throughput sampled every Spec.ReportInterval.
 	Timeline []Sample `json:"timeline,omitempty"`
@@ -68,8 +87,12 @@ func (r *Result) Finish(movedBytes int64) {
 	if r.UserBytes > 0 {
 		r.WriteAmp = float64(r.DiskWritten) / float64(r.UserBytes)
 	}
+	if r.UserBytes > 0 && r.EngineWritten > 0 {
+		r.EngineWriteAmp = float64(r.EngineWritten) / float64(r.UserBytes)
+	}
 	if r.LiveBytes > 0 {
 		r.SpaceAmp = float64(r.DiskSize) / float64(r.LiveBytes)
+		r.SpaceAmpBeforeSettle = float64(r.DiskSizeBeforeSettle) / float64(r.LiveBytes)
 	}
 }
 
@@ -79,6 +102,9 @@ type Report struct {
 	Machine Machine   `json:"machine"`
 	Started time.Time `json:"started"`
 	Results []Result  `json:"results"`
+	// Rounds are the overwrite rounds (Spec.Rounds) as one series per
+	// engine, in engine order; empty when the run had no rounds.
+	Rounds []RoundSeries `json:"rounds,omitempty"`
 }
 
 // Machine describes where the run happened.

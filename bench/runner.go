@@ -39,9 +39,10 @@ func Run(ctx context.Context, spec Spec, progress Progress) (*Report, error) {
 		}
 		info, _ := LookupEngine(name)
 		skipAll := func(note string) {
-			for _, b := range spec.Benchmarks {
-				rep.Results = append(rep.Results, Result{Engine: name, Benchmark: b, Skipped: true, Note: note})
+			for i, b := range spec.Benchmarks {
+				rep.Results = append(rep.Results, Result{Engine: name, Benchmark: b, Round: spec.RoundOf(i), Skipped: true, Note: note})
 			}
+			rep.Rounds = BuildRounds(&spec, rep.Results)
 		}
 		if info.Available != nil {
 			if err := info.Available(); err != nil {
@@ -49,7 +50,7 @@ func Run(ctx context.Context, spec Spec, progress Progress) (*Report, error) {
 				continue
 			}
 		}
-		dir := filepath.Join(root, name)
+		dir := filepath.Join(root, DirName(name))
 		if err := os.RemoveAll(dir); err != nil {
 			return rep, err
 		}
@@ -63,24 +64,21 @@ func Run(ctx context.Context, spec Spec, progress Progress) (*Report, error) {
 		} else {
 			results, err = runEngine(ctx, &spec, info, dir, progress)
 		}
+		if err != nil {
+			// Mark the benchmarks that did not run: engines return the
+			// results of the benchmarks before the failure, in order.
+			for i := len(results); i < len(spec.Benchmarks); i++ {
+				results = append(results, Result{Benchmark: spec.Benchmarks[i], Skipped: true, Note: "failed: " + err.Error()})
+			}
+		}
 		for i := range results {
 			results[i].Engine = name
+			results[i].Round = spec.RoundOf(i)
 		}
 		rep.Results = append(rep.Results, results...)
-		if err != nil {
-			// Mark the benchmarks that did not run.
-			done := map[string]bool{}
-			for _, r := range results {
-				done[r.Benchmark] = true
-			}
-			for _, b := range spec.Benchmarks {
-				if !done[b] {
-					rep.Results = append(rep.Results, Result{Engine: name, Benchmark: b, Skipped: true, Note: "failed: " + err.Error()})
-				}
-			}
-			if ctx.Err() != nil {
-				return rep, ctx.Err()
-			}
+		rep.Rounds = BuildRounds(&spec, rep.Results)
+		if err != nil && ctx.Err() != nil {
+			return rep, ctx.Err()
 		}
 		if !spec.KeepDB {
 			os.RemoveAll(dir)
@@ -93,6 +91,12 @@ func Run(ctx context.Context, spec Spec, progress Progress) (*Report, error) {
 // db_bench run once per benchmark, the engine is opened before each
 // benchmark and closed after it, and the bytes written between the open
 // and the end of the close are charged to the benchmark.
+//
+// After a benchmark that writes, the disk size is taken twice: right after
+// the last operation (DiskSizeBeforeSettle), and once the engine settled
+// and closed (DiskSize), so that space amplification "at the end" is
+// measured after the engine's background work, GC included, and how much
+// that work reclaimed shows.
 func runEngine(ctx context.Context, spec *Spec, info EngineInfo, dir string, progress Progress) ([]Result, error) {
 	st := newKeyState(spec)
 	var results []Result
@@ -106,8 +110,16 @@ func runEngine(ctx context.Context, spec *Spec, info EngineInfo, dir string, pro
 			return results, fmt.Errorf("open: %w", err)
 		}
 		res, runErr := runBenchmark(ctx, spec, info.Name, eng, name, bi, st, progress)
+		if WritesData(name) {
+			res.DiskSizeBeforeSettle = DirSize(dir)
+		}
 		if s, ok := eng.(Settler); ok && runErr == nil && WritesData(name) {
+			start := time.Now()
 			runErr = s.WaitForBackgroundWork(ctx)
+			res.Settle = time.Since(start)
+		}
+		if c, ok := eng.(WriteCounter); ok {
+			res.EngineWritten = c.BytesWritten()
 		}
 		if s, ok := eng.(Stater); ok {
 			res.EngineStats = s.Stats()
@@ -180,7 +192,7 @@ func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, n
 			done:   &done,
 		}
 	}
-	progress.Start(engName, name, w.total)
+	progress.Start(engName, spec.Label(benchIndex), w.total)
 	res := runResult{Result: Result{Benchmark: name}}
 
 	stopSampler := make(chan struct{})

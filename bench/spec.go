@@ -3,8 +3,11 @@ package bench
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/strata-db/strata/gc"
 )
 
 // Benchmark names, as db_bench spells them where it has them.
@@ -38,6 +41,12 @@ func WritesData(benchmark string) bool {
 // AllBenchmarks lists the benchmarks in the order they are documented.
 var AllBenchmarks = []string{FillSeq, FillRandom, Overwrite, ReadRandom, ReadSeq, SeekRandom,
 	ReadWhileWriting, DeleteRandom, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF}
+
+// Key distributions of overwrite (Spec.KeyDist).
+const (
+	KeyUniform = "uniform"
+	KeyZipfian = "zipfian"
+)
 
 // ValueDist says how value sizes are drawn.
 type ValueDist struct {
@@ -82,12 +91,21 @@ type Config struct {
 	DisableWAL bool `json:"disable_wal"`
 	// Sync makes every write durable before it returns.
 	Sync bool `json:"sync"`
+	// GCBudget is the space-amplification budget of Strata's cost GC
+	// policy (the engine strata/cost); 0 means gc.DefaultBudget (1.3). The
+	// peers' value-log GC keeps its own settings (see their descriptions).
+	GCBudget float64 `json:"gc_budget,omitempty"`
 }
 
 // Spec is a benchmark run.
 type Spec struct {
 	Engines    []string `json:"engines"`
 	Benchmarks []string `json:"benchmarks"`
+	// GCPolicies runs Strata once per value-log GC policy (kvbench's
+	// --gc_policy; names from GCPolicyNames): Normalize replaces "strata"
+	// in Engines by "strata/<policy>" for each policy, in order, so each
+	// runs as an engine of its own. Empty keeps Strata's default policy.
+	GCPolicies []string `json:"gc_policies,omitempty"`
 	// Num is the number of keys (fills and overwrites write Num keys).
 	Num int64 `json:"num"`
 	// Reads is the number of operations of read benchmarks and YCSB mixes
@@ -102,8 +120,20 @@ type Spec struct {
 	Threads int `json:"threads"`
 	// SeekNexts is the number of Next calls after each seek (100).
 	SeekNexts int `json:"seek_nexts"`
-	// ZipfTheta skews YCSB key choice (0.99).
+	// ZipfTheta skews YCSB key choice (0.99), and overwrite's when KeyDist
+	// is zipfian.
 	ZipfTheta float64 `json:"zipf_theta"`
+	// OverwriteRounds runs overwrite that many times in a row, each round
+	// Num writes measured on its own (kvbench's --overwrite_rounds; 0:
+	// off): Normalize appends the rounds to Benchmarks when they have no
+	// overwrite, and repeats an overwrite they have once. Benchmarks that
+	// repeat overwrite themselves (fillrandom,overwrite,overwrite) are
+	// rounds without it. See Rounds.
+	OverwriteRounds int `json:"overwrite_rounds,omitempty"`
+	// KeyDist chooses the keys overwrite writes: KeyUniform (the default)
+	// or KeyZipfian (skewed by ZipfTheta, the popular keys scattered over
+	// the key space as YCSB's scrambled zipfian does).
+	KeyDist string `json:"key_dist,omitempty"`
 	// Seed makes key order and values repeatable.
 	Seed uint64 `json:"seed"`
 	// Dir holds one subdirectory per engine; empty means a temporary
@@ -128,6 +158,7 @@ func DefaultSpec() Spec {
 		Threads:        1,
 		SeekNexts:      100,
 		ZipfTheta:      0.99,
+		KeyDist:        KeyUniform,
 		Seed:           1,
 		ReportInterval: time.Second,
 		Config: Config{
@@ -182,6 +213,14 @@ func (s *Spec) Normalize() error {
 	if s.ReportInterval <= 0 {
 		s.ReportInterval = time.Second
 	}
+	switch s.KeyDist {
+	case "":
+		s.KeyDist = KeyUniform
+	case KeyUniform, KeyZipfian:
+	default:
+		errs = append(errs, fmt.Errorf("key_dist %q is not %s or %s", s.KeyDist, KeyUniform, KeyZipfian))
+	}
+	errs = append(errs, s.expandRounds()...)
 	if s.Config.MemTableSize == 0 {
 		s.Config.MemTableSize = 64 << 20
 	}
@@ -206,13 +245,147 @@ func (s *Spec) Normalize() error {
 	if len(s.Benchmarks) == 0 {
 		errs = append(errs, errors.New("no benchmarks given"))
 	}
+	if s.Config.GCBudget == 0 {
+		s.Config.GCBudget = gc.DefaultBudget
+	}
+	if s.Config.GCBudget < 1 {
+		errs = append(errs, fmt.Errorf("gc_budget is a space amplification, at least 1, got %v", s.Config.GCBudget))
+	}
+	errs = append(errs, s.expandGCPolicies()...)
+	seen := map[string]bool{}
 	for _, e := range s.Engines {
-		if _, ok := LookupEngine(e); !ok {
-			errs = append(errs, fmt.Errorf("unknown engine %q (known: %s)", e, strings.Join(EngineNames(), ", ")))
+		if seen[e] {
+			errs = append(errs, fmt.Errorf("engine %q is listed twice", e))
+		}
+		seen[e] = true
+		if _, err := ResolveEngine(e); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(s.Engines) == 0 {
 		errs = append(errs, errors.New("no engines given"))
 	}
 	return errors.Join(errs...)
+}
+
+// expandGCPolicies replaces "strata" in Engines by a Strata variant per GC
+// policy (whose names are checked with the other engines). It is
+// idempotent: once expanded, no "strata" is left, and every policy's
+// variant must be among the engines.
+func (s *Spec) expandGCPolicies() []error {
+	if len(s.GCPolicies) == 0 {
+		return nil
+	}
+	var errs []error
+	seen := map[string]bool{}
+	for _, p := range s.GCPolicies {
+		if seen[p] {
+			errs = append(errs, fmt.Errorf("gc policy %q is listed twice", p))
+		}
+		seen[p] = true
+	}
+	var engines []string
+	for _, e := range s.Engines {
+		if e != "strata" {
+			engines = append(engines, e)
+			continue
+		}
+		for _, p := range s.GCPolicies {
+			engines = append(engines, "strata/"+p)
+		}
+	}
+	s.Engines = engines
+	for _, p := range s.GCPolicies {
+		if !slices.Contains(s.Engines, "strata/"+p) {
+			errs = append(errs, fmt.Errorf("gc policies are given but strata is not among the engines"))
+			break
+		}
+	}
+	return errs
+}
+
+// expandRounds puts OverwriteRounds overwrites into Benchmarks (see
+// OverwriteRounds). It is idempotent: once expanded, Benchmarks hold as
+// many overwrites as there are rounds.
+func (s *Spec) expandRounds() []error {
+	n := s.OverwriteRounds
+	if n < 0 {
+		return []error{fmt.Errorf("overwrite_rounds must not be negative, got %d", n)}
+	}
+	if n == 0 {
+		return nil
+	}
+	have := 0
+	for _, b := range s.Benchmarks {
+		if b == Overwrite {
+			have++
+		}
+	}
+	switch have {
+	case n:
+	case 0:
+		for range n {
+			s.Benchmarks = append(s.Benchmarks, Overwrite)
+		}
+	case 1:
+		var out []string
+		for _, b := range s.Benchmarks {
+			if b != Overwrite {
+				out = append(out, b)
+				continue
+			}
+			for range n {
+				out = append(out, Overwrite)
+			}
+		}
+		s.Benchmarks = out
+	default:
+		return []error{fmt.Errorf("overwrite_rounds %d conflicts with the %d overwrites in benchmarks "+
+			"(repeated overwrites are rounds already)", n, have)}
+	}
+	return nil
+}
+
+// Rounds is the number of overwrite rounds of the run: the overwrites in
+// Benchmarks when OverwriteRounds is set or overwrite is repeated; 0
+// otherwise (a lone overwrite is a benchmark like any other). Rounds are
+// numbered in the order they run, whatever runs between them.
+func (s *Spec) Rounds() int {
+	n := 0
+	for _, b := range s.Benchmarks {
+		if b == Overwrite {
+			n++
+		}
+	}
+	if n >= 2 || s.OverwriteRounds > 0 {
+		return n
+	}
+	return 0
+}
+
+// RoundOf is the round (from 1) that the i-th benchmark of Benchmarks is,
+// or 0 when it is not a round.
+func (s *Spec) RoundOf(i int) int {
+	if i < 0 || i >= len(s.Benchmarks) || s.Benchmarks[i] != Overwrite || s.Rounds() == 0 {
+		return 0
+	}
+	r := 0
+	for _, b := range s.Benchmarks[:i+1] {
+		if b == Overwrite {
+			r++
+		}
+	}
+	return r
+}
+
+// Label names the i-th benchmark for progress reports: its name, and for a
+// round its number, as in "overwrite 2/5".
+func (s *Spec) Label(i int) string {
+	if r := s.RoundOf(i); r > 0 {
+		return fmt.Sprintf("%s %d/%d", s.Benchmarks[i], r, s.Rounds())
+	}
+	if i < 0 || i >= len(s.Benchmarks) {
+		return ""
+	}
+	return s.Benchmarks[i]
 }

@@ -178,7 +178,13 @@ func planWorkload(spec *Spec, name string, st *keyState) workload {
 		}}
 	case Overwrite:
 		return workload{threads: 1, total: num, run: func(ctx context.Context, eng Engine, t *thread) error {
-			return loop(ctx, num, func(int64) error { return t.put(eng, st, t.rng.Uint64N(st.keyRange())) })
+			pick := func() uint64 { return t.rng.Uint64N(st.keyRange()) }
+			if spec.KeyDist == KeyZipfian {
+				n := st.keyRange()
+				z := newZipfian(n, spec.ZipfTheta)
+				pick = func() uint64 { return fnv64(z.next(t.rng)) % n }
+			}
+			return loop(ctx, num, func(int64) error { return t.put(eng, st, pick()) })
 		}}
 	case DeleteRandom:
 		return workload{threads: 1, total: num, run: func(ctx context.Context, eng Engine, t *thread) error {

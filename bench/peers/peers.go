@@ -50,7 +50,8 @@ func init() {
 		Name: "badger",
 		Description: "Badger " + badgerVersion + ", values >= threshold (capped at 1 MiB) in the value log; " +
 			fmt.Sprintf("%d queued memtables, %d compactors; ", badgerNumMemtables, badgerNumCompactors) +
-			"DisableWAL has no effect (its memtable log cannot be turned off); no value-log GC is run",
+			"DisableWAL has no effect (its memtable log cannot be turned off); " +
+			fmt.Sprintf("value-log GC after each writing benchmark: RunValueLogGC(%.1f) until ErrNoRewrite", badgerGCDiscardRatio),
 		Open:      openBadger,
 		Available: available,
 	})

@@ -3,6 +3,8 @@ package report
 import (
 	"html/template"
 	"math"
+	"slices"
+	"strconv"
 
 	"github.com/strata-db/strata/bench"
 )
@@ -10,12 +12,18 @@ import (
 // engineColors are the fixed colors of the known engines. Strata's is the
 // strongest; related engines get related hues.
 var engineColors = map[string]string{
-	strataName:     "#e4491c",
-	"pebble":       "#3f6fb5",
-	"pebble-vs":    "#6cb4d9",
-	"badger":       "#8e6bb8",
-	"rocksdb":      "#3d9a50",
-	"rocksdb-blob": "#9ccc65",
+	strataName: "#e4491c",
+	// Strata's GC-policy variants: warm hues beside Strata's own.
+	"strata/passive":        "#f4a259",
+	"strata/reverse-lookup": "#b8290f",
+	"strata/rewrite":        "#e0b000",
+	"strata/cost":           "#d6336c",
+	"strata/off":            "#7b4b2a",
+	"pebble":                "#3f6fb5",
+	"pebble-vs":             "#6cb4d9",
+	"badger":                "#8e6bb8",
+	"rocksdb":               "#3d9a50",
+	"rocksdb-blob":          "#9ccc65",
 }
 
 // spareColors go to engines without a fixed color, in the order they appear.
@@ -88,7 +96,7 @@ func barChart(title string, items []barItem, colors map[string]string) template.
 	s := newSVG(chartWidth, top+plotH+axisH, title)
 
 	for i, it := range items {
-		if it.engine == strataName {
+		if isStrata(it.engine) {
 			s.rect(0, top+float64(i)*rowH, chartWidth, rowH, "#fdf0ea", "")
 		}
 	}
@@ -100,7 +108,7 @@ func barChart(title string, items []barItem, colors map[string]string) template.
 	for i, it := range items {
 		y := top + float64(i)*rowH
 		class := "label"
-		if it.engine == strataName {
+		if isStrata(it.engine) {
 			class = "label strong"
 		}
 		s.text(labelW-8, y+rowH/2+4, "end", class, truncate(it.engine, int((labelW-10)/charW)))
@@ -120,7 +128,7 @@ func barChart(title string, items []barItem, colors map[string]string) template.
 		}
 		s.rect(labelW, y+(rowH-barH)/2, w, barH, colors[it.engine], tip)
 		vc := "value"
-		if it.engine == strataName {
+		if isStrata(it.engine) {
 			vc = "value strong"
 		}
 		s.raw(`<text x="` + num(labelW+w+6) + `" y="` + num(y+rowH/2+4) + `" class="` + vc + `">` + esc(it.label))
@@ -170,7 +178,7 @@ func lineChart(title, unit string, all []series, colors map[string]string) templ
 	top := 8 + legend.height + 22
 	h := top + plotH + bottom
 	s := newSVG(chartWidth, h, title)
-	s.legend(left, 8, legend, cols, strataName)
+	s.legend(left, 8, legend, cols, isStrata)
 	plotW := chartWidth - left - right
 
 	xTop, xTicks := niceTicks(maxX, 6)
@@ -194,24 +202,14 @@ func lineChart(title, unit string, all []series, colors map[string]string) templ
 	s.line(left, top, left, top+plotH, "#52525b", 1)
 
 	// Strata last, so it is drawn on top.
-	order := make([]series, 0, len(all))
-	for _, se := range all {
-		if se.engine != strataName {
-			order = append(order, se)
-		}
-	}
-	for _, se := range all {
-		if se.engine == strataName {
-			order = append(order, se)
-		}
-	}
+	order := strataLast(all, func(se series) string { return se.engine })
 	for _, se := range order {
 		if len(se.points) == 0 {
 			continue
 		}
 		c := colors[se.engine]
 		w := 1.75
-		if se.engine == strataName {
+		if isStrata(se.engine) {
 			w = 2.75
 		}
 		xs := make([]float64, len(se.points))
@@ -231,6 +229,127 @@ func lineChart(title, unit string, all []series, colors map[string]string) templ
 			for i, p := range se.points {
 				s.circle(xs[i], ys[i], r, c, se.engine+" at "+fmtElapsed(p.Elapsed)+": "+fmtCompact(p.OpsPerSec)+" "+unit)
 			}
+		}
+	}
+	return s.html()
+}
+
+// strataLast returns items with Strata's (and its variants') moved to the
+// end, keeping the order otherwise, so that they are drawn on top.
+func strataLast[T any](items []T, engine func(T) string) []T {
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		if !isStrata(engine(it)) {
+			out = append(out, it)
+		}
+	}
+	for _, it := range items {
+		if isStrata(engine(it)) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// roundLine is one engine's values per overwrite round; dashed lines are a
+// second measure of the same engine (space amplification before settling).
+type roundLine struct {
+	engine string
+	rounds []int
+	values []float64
+	dashed bool
+	what   string // for tooltips: what a dashed value is
+}
+
+// roundChart draws values per overwrite round: the rounds as evenly spaced
+// categories on the x axis, a line per engine (solid, and dashed for a
+// second measure), with a legend of the engines above. format writes a
+// value for tooltips.
+func roundChart(title, unit string, lines []roundLine, colors map[string]string, format func(float64) string) template.HTML {
+	var names, cols []string
+	maxRound, maxY := 0, 0.0
+	points := 0
+	for _, l := range lines {
+		if len(l.rounds) == 0 {
+			continue
+		}
+		if !l.dashed && !slices.Contains(names, l.engine) {
+			names = append(names, l.engine)
+			cols = append(cols, colors[l.engine])
+		}
+		for i, r := range l.rounds {
+			maxRound = max(maxRound, r)
+			maxY = max(maxY, finite(l.values[i]))
+			points++
+		}
+	}
+	if points == 0 {
+		return placeholder("no rounds measured")
+	}
+	const (
+		left   = 52.0
+		right  = 18.0
+		bottom = 38.0
+		plotH  = 190.0
+	)
+	legend := layoutLegend(names, chartWidth-left-right)
+	top := 8 + legend.height + 22
+	s := newSVG(chartWidth, top+plotH+bottom, title)
+	s.legend(left, 8, legend, cols, isStrata)
+	plotW := chartWidth - left - right
+
+	yTop, yTicks := niceTicks(maxY, 4)
+	px := func(round int) float64 { return left + plotW*(float64(round)-0.5)/float64(maxRound) }
+	py := func(v float64) float64 { return top + plotH - plotH*max(finite(v), 0)/yTop }
+	for _, t := range yTicks {
+		y := py(t)
+		s.line(left, y, left+plotW, y, "#e4e4e7", 1)
+		s.text(left-6, y+4, "end", "tick", fmtCompact(t))
+	}
+	s.text(left-6, top-10, "end", "tick", unit)
+	step := max(1, (maxRound+11)/12) // at most about 12 labels
+	for r := 1; r <= maxRound; r++ {
+		x := px(r)
+		s.line(x, top+plotH, x, top+plotH+4, "#52525b", 1)
+		if (r-1)%step == 0 || r == maxRound {
+			s.text(x, top+plotH+16, "middle", "tick", strconv.Itoa(r))
+		}
+	}
+	s.text(left+plotW, top+plotH+32, "end", "tick", "round")
+	s.line(left, top+plotH, left+plotW, top+plotH, "#52525b", 1)
+	s.line(left, top, left, top+plotH, "#52525b", 1)
+
+	for _, l := range strataLast(lines, func(l roundLine) string { return l.engine }) {
+		if len(l.rounds) == 0 {
+			continue
+		}
+		c := colors[l.engine]
+		w := 1.75
+		if isStrata(l.engine) {
+			w = 2.75
+		}
+		xs := make([]float64, len(l.rounds))
+		ys := make([]float64, len(l.rounds))
+		for i, r := range l.rounds {
+			xs[i], ys[i] = px(r), py(l.values[i])
+		}
+		if len(xs) > 1 {
+			dash := ""
+			if l.dashed {
+				dash, w = "5 4", w*0.7
+			}
+			s.polylineDash(xs, ys, c, w, dash)
+		}
+		r := 3.0
+		if l.dashed {
+			r = 2.0
+		}
+		for i, round := range l.rounds {
+			tip := l.engine + " round " + strconv.Itoa(round) + ": " + format(l.values[i])
+			if l.what != "" {
+				tip += " (" + l.what + ")"
+			}
+			s.circle(xs[i], ys[i], r, c, tip)
 		}
 	}
 	return s.html()

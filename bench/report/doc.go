@@ -8,4 +8,13 @@
 // and lists engines in the spec's engine order. Throughput is compared as a
 // ratio to Strata's in the same run, since the machines benchmarks run on are
 // shared and noisy: a ratio taken in one run says more than an absolute rate.
+// Strata's GC-policy variants ("strata/passive") are Strata too: highlighted
+// like it, and when plain Strata did not run, the first of them is what the
+// others are compared with.
+//
+// Overwrite rounds (bench.Spec.Rounds) get one view of their own instead of
+// one per round: a table with a row per engine and round, and in the HTML
+// line charts per round of space amplification (after settling, solid, and
+// before, dashed), bytes written and throughput, and throughput over time
+// through all rounds.
 package report

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -135,6 +136,22 @@ func fmtMiB(n int64) string {
 	return groupDigits(int64(math.Round(m)))
 }
 
+// fmtMiBOrDash writes a byte count in MiB, "-" for none (not measured).
+func fmtMiBOrDash(n int64) string {
+	if n <= 0 {
+		return "-"
+	}
+	return fmtMiB(n)
+}
+
+// fmtSettle writes how long a settle took, "-" for none.
+func fmtSettle(d time.Duration) string {
+	if d <= 0 {
+		return "-"
+	}
+	return fmtElapsed(d)
+}
+
 // fmtAmp writes an amplification factor; "-" when undefined (0).
 func fmtAmp(f float64) string {
 	f = finite(f)
@@ -211,6 +228,18 @@ func specLine(s *bench.Spec) string {
 	}
 	if s.ZipfTheta > 0 {
 		parts = append(parts, "zipf "+strconv.FormatFloat(s.ZipfTheta, 'g', -1, 64))
+	}
+	if n := s.Rounds(); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d overwrite rounds", n))
+	}
+	if s.KeyDist != "" && s.KeyDist != bench.KeyUniform {
+		parts = append(parts, "overwrite keys "+s.KeyDist)
+	}
+	if len(s.GCPolicies) > 0 {
+		parts = append(parts, "strata gc policies "+strings.Join(s.GCPolicies, " "))
+	}
+	if s.Config.GCBudget > 0 && slices.Contains(s.Engines, "strata/cost") {
+		parts = append(parts, "gc budget "+strconv.FormatFloat(s.Config.GCBudget, 'g', -1, 64))
 	}
 	parts = append(parts, fmt.Sprintf("seed %d", s.Seed))
 	return strings.Join(parts, ", ")

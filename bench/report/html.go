@@ -13,7 +13,10 @@ import (
 // WriteHTML writes r as one self-contained HTML page: the spec and machine,
 // a summary of Strata's throughput relative to each peer, and for every
 // benchmark a throughput bar chart, a throughput-over-time line chart and
-// bar charts of write and space amplification, all inline SVG; then every
+// bar charts of write and space amplification, all inline SVG; for
+// overwrite rounds one section of per-round line charts (space
+// amplification after and before settling, bytes written, throughput) and
+// throughput over time through the rounds, with their numbers; then every
 // number in a table. Engines keep one color throughout, Strata's the
 // strongest. Missing data (skipped engines, no samples, nothing written)
 // is drawn as a note rather than as a chart.
@@ -37,9 +40,32 @@ type page struct {
 	Peers      []string
 	Summary    []summaryRow
 	Benchmarks []section
+	Rounds     *roundsSection
 	Table      []tableGroup
 	Stats      []statsItem
 }
+
+// roundsSection is the overwrite rounds: their charts and numbers.
+type roundsSection struct {
+	Anchor, Lead                            string
+	SpaceAmp, Written, Throughput, Timeline template.HTML
+	Rows                                    []roundRow
+	Notes                                   []string
+}
+
+type roundRow struct {
+	Engine, Color string
+	Strong        bool
+	Skipped       string // why the engine has no rounds
+	Cells         []string
+}
+
+// roundHeaders are the columns of the rounds table after the engine.
+var roundHeaders = []string{"round", "ops/s", "time", "user MiB", "written MiB", "w-amp", "engine MiB", "engine w-amp",
+	"disk MiB", "live MiB", "s-amp", "disk MiB before settle", "s-amp before settle", "settle"}
+
+// roundsAnchor is the id of the rounds section.
+const roundsAnchor = "rounds"
 
 type legendItem struct {
 	Name, Color string
@@ -95,16 +121,25 @@ func newPage(r *bench.Report) *page {
 		p.Started = r.Started.Format("2006-01-02 15:04:05 MST")
 	}
 	for _, e := range m.engines {
-		p.Legend = append(p.Legend, legendItem{Name: e, Color: colors[e], Strong: e == strataName})
-		if e != strataName {
+		p.Legend = append(p.Legend, legendItem{Name: e, Color: colors[e], Strong: isStrata(e)})
+		if !isStrata(e) {
 			p.Peers = append(p.Peers, e)
 		}
+	}
+	if m.hasRounds() {
+		p.Rounds = roundsSectionOf(r, colors)
 	}
 
 	for i, g := range m.benchmarks {
 		anchor := "b" + strconv.Itoa(i) + "-" + g.name
+		if g.round > 0 {
+			// Rounds have one section for all of them.
+			anchor = roundsAnchor
+		}
 		p.Summary = append(p.Summary, summaryRowOf(g, anchor, p.Peers))
-		p.Benchmarks = append(p.Benchmarks, sectionOf(m, g, anchor, colors))
+		if g.round == 0 {
+			p.Benchmarks = append(p.Benchmarks, sectionOf(m, g, anchor, colors))
+		}
 		tg := tableGroup{Benchmark: g.name, Anchor: anchor}
 		for _, res := range g.rows {
 			tg.Rows = append(tg.Rows, tableRowOf(g, res, colors))
@@ -137,7 +172,7 @@ func summaryRowOf(g *group, anchor string, peers []string) summaryRow {
 		row.Cells = append(row.Cells, summaryCell{
 			Text:  fmtRatio(ratio),
 			Color: ratioColor(ratio),
-			Title: "strata's " + g.unit() + " over " + e + "'s",
+			Title: g.baseline() + "'s " + g.unit() + " over " + e + "'s",
 		})
 	}
 	row.Best = summaryCell{Text: "-", Color: "#ffffff"}
@@ -145,7 +180,7 @@ func summaryRowOf(g *group, anchor string, peers []string) summaryRow {
 		row.Best = summaryCell{
 			Text:  fmtRatio(best.ratio) + " " + best.engine,
 			Color: ratioColor(best.ratio),
-			Title: "strata's " + g.unit() + " over the fastest peer's",
+			Title: g.baseline() + "'s " + g.unit() + " over the fastest peer's",
 		}
 	}
 	return row
@@ -160,9 +195,9 @@ func sectionOf(m *model, g *group, anchor string, colors map[string]string) sect
 		}
 	}
 	if all, best := g.peers(); best.engine != "" {
-		sec.Lead = "strata " + fmtRatio(best.ratio) + " the fastest peer (" + best.engine + ")"
+		sec.Lead = g.baseline() + " " + fmtRatio(best.ratio) + " the fastest peer (" + best.engine + ")"
 		if len(all) == 1 {
-			sec.Lead = "strata " + fmtRatio(best.ratio) + " " + best.engine
+			sec.Lead = g.baseline() + " " + fmtRatio(best.ratio) + " " + best.engine
 		}
 	} else if g.strata == nil {
 		sec.Lead = g.noStrata()
@@ -190,8 +225,8 @@ func sectionOf(m *model, g *group, anchor string, colors map[string]string) sect
 		if rate <= 0 {
 			it.label = "-"
 		}
-		if ratio, ok := g.vsStrata(res); ok && e != strataName {
-			it.aside = fmtRatio(ratio) + " strata"
+		if ratio, ok := g.vsStrata(res); ok && e != g.baseline() {
+			it.aside = fmtRatio(ratio) + " " + g.baseline()
 		}
 		thr = append(thr, it)
 
@@ -221,7 +256,7 @@ func sectionOf(m *model, g *group, anchor string, colors map[string]string) sect
 }
 
 func tableRowOf(g *group, res *bench.Result, colors map[string]string) tableRow {
-	row := tableRow{Engine: res.Engine, Color: colors[res.Engine], Strong: res.Engine == strataName}
+	row := tableRow{Engine: res.Engine, Color: colors[res.Engine], Strong: isStrata(res.Engine)}
 	if res.Skipped {
 		row.Skipped = "skipped"
 		if res.Note != "" {
@@ -259,9 +294,106 @@ func tableRowOf(g *group, res *bench.Result, colors map[string]string) tableRow 
 	return row
 }
 
+// roundsOf is the report's rounds, built from its results when the report
+// does not carry them.
+func roundsOf(r *bench.Report) []bench.RoundSeries {
+	if len(r.Rounds) > 0 {
+		return r.Rounds
+	}
+	return bench.BuildRounds(&r.Spec, r.Results)
+}
+
+// roundsLead describes the rounds of a run.
+func roundsLead(s *bench.Spec, rounds int) string {
+	var before []string
+	for i, b := range s.Benchmarks {
+		if s.RoundOf(i) > 0 {
+			break
+		}
+		before = append(before, b)
+	}
+	after := "on an empty database"
+	if len(before) > 0 {
+		after = "after " + strings.Join(before, ", ")
+	}
+	keys := s.KeyDist
+	if keys == "" {
+		keys = bench.KeyUniform
+	}
+	if keys == bench.KeyZipfian {
+		keys += " " + strconv.FormatFloat(s.ZipfTheta, 'g', -1, 64)
+	}
+	return fmt.Sprintf("%d rounds of %s overwrites (%s keys), %s.", rounds, groupDigits(s.Num), keys, after)
+}
+
+func roundsSectionOf(r *bench.Report, colors map[string]string) *roundsSection {
+	all := roundsOf(r)
+	sec := &roundsSection{Anchor: roundsAnchor, Lead: roundsLead(&r.Spec, r.Spec.Rounds())}
+	var samp, written, thr []roundLine
+	var tl []series
+	for _, se := range all {
+		if se.Note != "" {
+			sec.Notes = append(sec.Notes, se.Engine+": "+se.Note)
+		}
+		if len(se.Rounds) == 0 {
+			skipped := "no rounds ran"
+			if se.Note != "" {
+				skipped += ": " + se.Note
+			}
+			sec.Rows = append(sec.Rows, roundRow{Engine: se.Engine, Color: colors[se.Engine], Strong: isStrata(se.Engine), Skipped: skipped})
+			continue
+		}
+		after := roundLine{engine: se.Engine, what: "after settling"}
+		before := roundLine{engine: se.Engine, dashed: true, what: "before settling"}
+		proc := roundLine{engine: se.Engine, what: "I/O accounting"}
+		own := roundLine{engine: se.Engine, dashed: true, what: "the engine's own count"}
+		ops := roundLine{engine: se.Engine}
+		for _, rd := range se.Rounds {
+			after.rounds, after.values = append(after.rounds, rd.Round), append(after.values, rd.SpaceAmp)
+			if rd.SpaceAmpBeforeSettle > 0 {
+				before.rounds, before.values = append(before.rounds, rd.Round), append(before.values, rd.SpaceAmpBeforeSettle)
+			}
+			proc.rounds, proc.values = append(proc.rounds, rd.Round), append(proc.values, float64(rd.BytesWritten)/(1<<20))
+			if rd.EngineBytesWritten > 0 {
+				own.rounds, own.values = append(own.rounds, rd.Round), append(own.values, float64(rd.EngineBytesWritten)/(1<<20))
+			}
+			ops.rounds, ops.values = append(ops.rounds, rd.Round), append(ops.values, rd.OpsPerSec)
+			sec.Rows = append(sec.Rows, roundRow{Engine: se.Engine, Color: colors[se.Engine], Strong: isStrata(se.Engine), Cells: []string{
+				strconv.Itoa(rd.Round),
+				fmtRate(rd.OpsPerSec),
+				fmtElapsed(rd.Duration),
+				fmtMiB(rd.UserBytes),
+				fmtMiB(rd.BytesWritten),
+				fmtAmp(rd.WriteAmp),
+				fmtMiBOrDash(rd.EngineBytesWritten),
+				fmtAmp(rd.EngineWriteAmp),
+				fmtMiB(rd.DiskBytes),
+				fmtMiB(rd.LiveBytes),
+				fmtAmp(rd.SpaceAmp),
+				fmtMiBOrDash(rd.DiskBytesBeforeSettle),
+				fmtAmp(rd.SpaceAmpBeforeSettle),
+				fmtSettle(rd.Settle),
+			}})
+		}
+		samp = append(samp, after, before)
+		written = append(written, proc, own)
+		thr = append(thr, ops)
+		tl = append(tl, series{engine: se.Engine, points: se.Timeline})
+	}
+	sec.SpaceAmp = roundChart("overwrite rounds: space amplification per round", "s-amp", samp, colors, fmtAmp)
+	sec.Written = roundChart("overwrite rounds: bytes written per round", "MiB", written, colors,
+		func(v float64) string { return fmtCompact(v) + " MiB" })
+	sec.Throughput = roundChart("overwrite rounds: throughput per round", "ops/s", thr, colors,
+		func(v float64) string { return fmtCompact(v) + " ops/s" })
+	sec.Timeline = lineChart("overwrite rounds: throughput over time", "ops/s", tl, colors)
+	return sec
+}
+
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"headers": func() []string { return tableHeaders },
-	"span":    func() int { return len(tableHeaders) },
+	"headers":      func() []string { return tableHeaders },
+	"span":         func() int { return len(tableHeaders) },
+	"roundHeaders": func() []string { return roundHeaders },
+	"roundSpan":    func() int { return len(roundHeaders) },
 }).Parse(pageHTML))
 
 const pageHTML = `<!DOCTYPE html>
@@ -325,12 +457,12 @@ pre { background: #fafafa; border: 1px solid var(--line); padding: 8px; overflow
 <p class="meta"><b>spec</b> {{.Spec}}</p>
 <p class="meta"><b>settings</b> {{.Settings}} (every engine)</p>
 <div class="legend-row">{{range .Legend}}<span{{if .Strong}} style="font-weight:700"{{end}}><span class="swatch" style="background:{{.Color}}"></span>{{.Name}}</span>{{end}}</div>
-<nav>{{range .Benchmarks}}<a href="#{{.Anchor}}">{{.Name}}</a>{{end}}<a href="#numbers">all numbers</a></nav>
+<nav>{{range .Benchmarks}}<a href="#{{.Anchor}}">{{.Name}}</a>{{end}}{{if .Rounds}}<a href="#{{.Rounds.Anchor}}">overwrite rounds</a>{{end}}<a href="#numbers">all numbers</a></nav>
 </header>
 
 <section class="card">
 <h2>Strata vs peers</h2>
-<p class="lead">Strata's throughput over each peer's in the same run: above 1.00x Strata is faster.</p>
+<p class="lead">Strata's throughput over each peer's in the same run: above 1.00x Strata is faster. Where Strata ran only as variants (strata/&lt;GC policy&gt;), the first of them stands for it.</p>
 {{if .Peers}}<div class="scroll"><table>
 <thead><tr><th>benchmark</th>{{range .Peers}}<th style="text-align:center">{{.}}</th>{{end}}<th style="text-align:center">vs fastest peer</th></tr></thead>
 <tbody>{{range .Summary}}<tr><td><a href="#{{.Anchor}}">{{.Benchmark}}</a> <span style="color:#71717a">{{.Unit}}</span></td>{{range .Cells}}<td class="center" style="background:{{.Color}}" title="{{.Title}}">{{.Text}}</td>{{end}}<td class="center" style="background:{{.Best.Color}}" title="{{.Best.Title}}">{{.Best.Text}}</td></tr>
@@ -347,6 +479,22 @@ pre { background: #fafafa; border: 1px solid var(--line); padding: 8px; overflow
 <figure><figcaption>Space amplification <span>(disk size / live bytes)</span></figcaption>{{.SpaceAmp}}</figure>
 </div>
 </section>
+{{end}}
+{{with .Rounds}}<section class="card" id="{{.Anchor}}">
+<h2>Overwrite rounds</h2>
+<p class="lead">{{.Lead}} Space amplification is the size of the database directory over the live key and value bytes, measured after each round once the engine settled (solid lines; what is reported at the end) and right after the round's last write (dashed). Bytes written are the process's I/O accounting, the settle's writes included.</p>
+<div class="grid">
+<figure><figcaption>Space amplification per round <span>(disk / live; solid after settling, dashed before)</span></figcaption>{{.SpaceAmp}}</figure>
+<figure><figcaption>Bytes written per round <span>(MiB; solid: I/O accounting, dashed: the engine's own count)</span></figcaption>{{.Written}}</figure>
+<figure><figcaption>Throughput per round <span>(ops/s)</span></figcaption>{{.Throughput}}</figure>
+<figure><figcaption>Throughput over time <span>(ops/s per interval, the rounds one after another)</span></figcaption>{{.Timeline}}</figure>
+</div>
+<div class="scroll" style="margin-top:12px"><table>
+<thead><tr><th>engine</th>{{range roundHeaders}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr{{if .Strong}} class="strata"{{end}}><td><span class="swatch" style="background:{{.Color}}"></span>{{.Engine}}</td>{{if .Skipped}}<td class="skipped" colspan="{{roundSpan}}">{{.Skipped}}</td>{{else}}{{range .Cells}}<td class="num">{{.}}</td>{{end}}{{end}}</tr>
+{{end}}</tbody></table></div>
+{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}</section>
 {{end}}
 <section class="card" id="numbers">
 <h2>All numbers</h2>

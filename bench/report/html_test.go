@@ -155,6 +155,17 @@ func TestPalette(t *testing.T) {
 	assert.Equal(t, engineColors["pebble"], p["pebble"])
 	assert.NotEqual(t, p["zeta"], p["alpha"])
 	assert.Equal(t, p, palette([]string{"zeta", "strata", "alpha", "pebble"}), "deterministic")
+
+	all := []string{"strata", "pebble", "pebble-vs", "badger", "rocksdb", "rocksdb-blob", "other"}
+	for _, v := range bench.GCPolicyNames {
+		all = append(all, "strata/"+v)
+		assert.Contains(t, engineColors, "strata/"+v, "every GC variant has a color of its own")
+	}
+	seen := map[string]string{}
+	for e, c := range palette(all) {
+		assert.Empty(t, seen[c], "%s and %s share %s", e, seen[c], c)
+		seen[c] = e
+	}
 }
 
 func TestNiceTicks(t *testing.T) {
@@ -185,4 +196,68 @@ func TestNiceTicks(t *testing.T) {
 	assert.Equal(t, "0", num(math.Inf(-1)))
 	assert.Equal(t, "0", num(-0.001))
 	assert.Equal(t, "12.35", num(12.345678))
+}
+
+func TestWriteHTMLRounds(t *testing.T) {
+	r := roundsReport()
+	// The fill's section, and one section of four charts for all rounds.
+	out := checkHTML(t, r, 2)
+	for _, title := range []string{
+		"overwrite rounds: space amplification per round",
+		"overwrite rounds: bytes written per round",
+		"overwrite rounds: throughput per round",
+		"overwrite rounds: throughput over time",
+	} {
+		assert.Contains(t, out, `aria-label="`+title+`"`)
+	}
+	assert.Equal(t, 1, strings.Count(out, `id="rounds"`))
+	assert.Contains(t, out, `<a href="#rounds">overwrite rounds</a>`)
+	assert.NotContains(t, out, `id="b1-overwrite round 1"`, "no section per round")
+	assert.Contains(t, out, "3 rounds of 20,000 overwrites (uniform keys), after fillrandom.")
+	// Solid after settling, dashed before; tooltips say which.
+	assert.Contains(t, out, "stroke-dasharray")
+	assert.Contains(t, out, "<title>strata/passive round 3: 2.00 (after settling)</title>")
+	assert.Contains(t, out, "<title>strata/passive round 3: 2.15 (before settling)</title>")
+	assert.Contains(t, out, "<title>badger round 2: 1.90 (after settling)</title>")
+	assert.NotContains(t, out, "rocksdb-blob round 1: 1.20 (before settling)", "not measured, not drawn")
+	// The rounds table, notes, the summary per round, every number per round.
+	assert.Contains(t, out, "disk MiB before settle")
+	assert.Contains(t, out, "rocksdb-blob: disk size measured after db_bench&#39;s waitforcompaction only")
+	assert.Contains(t, out, "no rounds ran: db_bench not found in PATH")
+	assert.Contains(t, out, `<a href="#rounds">overwrite round 2</a>`)
+	assert.Contains(t, out, "strata/passive after round 2: value logs 3 files")
+	// Strata's variants are Strata: highlighted, not peers, the first the baseline.
+	assert.Contains(t, out, "strata/passive 1.20x the fastest peer (pebble-vs)")
+	assert.NotContains(t, out, `<th style="text-align:center">strata/reverse-lookup</th>`)
+	assert.Contains(t, out, `font-weight:700"><span class="swatch" style="background:`+engineColors["strata/reverse-lookup"])
+
+	// An example page to look at (see TestWriteHTMLBig).
+	dir := t.TempDir()
+	if d := os.Getenv("STRATA_REPORT_EXAMPLE"); d != "" {
+		dir = d
+	}
+	f, err := os.Create(filepath.Join(dir, "rounds.html"))
+	require.NoError(t, err)
+	require.NoError(t, WriteHTML(f, r))
+	require.NoError(t, f.Close())
+}
+
+// TestWriteHTMLRoundsEmpty: rounds where nothing was measured draw notes,
+// not charts; rounds missing from the report are built from its results.
+func TestWriteHTMLRoundsEmpty(t *testing.T) {
+	r := roundsReport()
+	r.Rounds = nil
+	out := checkHTML(t, r, 2)
+	assert.Contains(t, out, `aria-label="overwrite rounds: space amplification per round"`)
+
+	for i := range r.Results {
+		if r.Results[i].Round > 0 {
+			r.Results[i] = bench.Result{Engine: r.Results[i].Engine, Benchmark: bench.Overwrite,
+				Round: r.Results[i].Round, Skipped: true, Note: "failed"}
+		}
+	}
+	r.Rounds = bench.BuildRounds(&r.Spec, r.Results)
+	out = checkHTML(t, r, 2)
+	assert.Contains(t, out, "no rounds measured")
+	assert.Contains(t, out, "no throughput samples")
 }

@@ -8,8 +8,14 @@ import (
 	"github.com/strata-db/strata/bench"
 )
 
-// WriteJSON writes r as indented JSON. Numbers JSON cannot carry (NaN and
-// infinities) are written as 0; r itself is not changed.
+// WriteJSON writes r as indented JSON: the spec, the machine, every result,
+// and the overwrite rounds as one series per engine ("rounds": each with
+// "engine", "rounds" of {"round", "ops_per_sec", "duration_ns",
+// "user_bytes", "bytes_written", "write_amp", "engine_bytes_written",
+// "engine_write_amp", "disk_bytes", "live_bytes", "space_amp",
+// "disk_bytes_before_settle", "space_amp_before_settle", "settle_ns"},
+// "timeline" and "note"; see bench.RoundSeries). Numbers JSON cannot carry
+// (NaN and infinities) are written as 0; r itself is not changed.
 func WriteJSON(w io.Writer, r *bench.Report) error {
 	if r == nil {
 		return errNilReport
@@ -21,16 +27,28 @@ func WriteJSON(w io.Writer, r *bench.Report) error {
 		res.RowsPerSec = finite(res.RowsPerSec)
 		res.MBPerSec = finite(res.MBPerSec)
 		res.WriteAmp = finite(res.WriteAmp)
+		res.EngineWriteAmp = finite(res.EngineWriteAmp)
 		res.SpaceAmp = finite(res.SpaceAmp)
-		if len(res.Timeline) > 0 {
-			tl := make([]bench.Sample, len(res.Timeline))
-			for j, s := range res.Timeline {
-				s.OpsPerSec = finite(s.OpsPerSec)
-				tl[j] = s
-			}
-			res.Timeline = tl
-		}
+		res.SpaceAmpBeforeSettle = finite(res.SpaceAmpBeforeSettle)
+		res.Timeline = finiteSamples(res.Timeline)
 		out.Results[i] = res
+	}
+	if r.Rounds != nil {
+		out.Rounds = make([]bench.RoundSeries, len(r.Rounds))
+		for i, se := range r.Rounds {
+			rounds := make([]bench.Round, len(se.Rounds))
+			for j, rd := range se.Rounds {
+				rd.OpsPerSec = finite(rd.OpsPerSec)
+				rd.WriteAmp = finite(rd.WriteAmp)
+				rd.EngineWriteAmp = finite(rd.EngineWriteAmp)
+				rd.SpaceAmp = finite(rd.SpaceAmp)
+				rd.SpaceAmpBeforeSettle = finite(rd.SpaceAmpBeforeSettle)
+				rounds[j] = rd
+			}
+			se.Rounds = rounds
+			se.Timeline = finiteSamples(se.Timeline)
+			out.Rounds[i] = se
+		}
 	}
 	out.Spec.ZipfTheta = finite(out.Spec.ZipfTheta)
 	enc := json.NewEncoder(w)
@@ -40,4 +58,17 @@ func WriteJSON(w io.Writer, r *bench.Report) error {
 		return fmt.Errorf("report: writing JSON: %w", err)
 	}
 	return nil
+}
+
+// finiteSamples returns a copy of samples with non-finite rates as 0.
+func finiteSamples(samples []bench.Sample) []bench.Sample {
+	if len(samples) == 0 {
+		return samples
+	}
+	out := make([]bench.Sample, len(samples))
+	for i, s := range samples {
+		s.OpsPerSec = finite(s.OpsPerSec)
+		out[i] = s
+	}
+	return out
 }

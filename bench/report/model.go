@@ -2,14 +2,24 @@ package report
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/strata-db/strata/bench"
 )
 
-// strataName is the engine every other engine is compared with.
+// strataName is the engine every other engine is compared with. Its
+// variants ("strata/passive": Strata with one value-log GC policy) are
+// Strata too: highlighted like it, and the first of them that ran is the
+// baseline when plain "strata" did not run.
 const strataName = "strata"
+
+// isStrata reports whether an engine is Strata or one of its variants.
+func isStrata(engine string) bool {
+	return engine == strataName || strings.HasPrefix(engine, strataName+"/")
+}
 
 var errNilReport = errors.New("report: nil report")
 
@@ -21,17 +31,32 @@ type model struct {
 	benchmarks []*group
 }
 
-// group is the results of one benchmark.
+// group is the results of one benchmark, or of one overwrite round.
 type group struct {
-	name string
+	// name is the benchmark's, with the round for a round ("overwrite
+	// round 2"); benchmark is the benchmark's alone.
+	name      string
+	benchmark string
+	// round is the overwrite round (from 1), 0 for other benchmarks.
+	round int
 	// rows are the results in engine order (several for one engine keep
 	// the order they appear in the report).
 	rows []*bench.Result
 	// rowsMetric says throughput is counted in rows read rather than in
 	// operations (scans, when every engine that ran reported rows).
 	rowsMetric bool
-	// strata is Strata's result when it ran with a positive throughput.
+	// strata is the result the others are compared with: Strata's, or
+	// the first Strata variant's in engine order, that ran with a positive
+	// throughput.
 	strata *bench.Result
+}
+
+// groupName names the group of a benchmark or round.
+func groupName(benchmark string, round int) string {
+	if round > 0 {
+		return fmt.Sprintf("%s round %d", benchmark, round)
+	}
+	return benchmark
 }
 
 // newModel groups r's results. Benchmarks and engines that appear in results
@@ -39,27 +64,37 @@ type group struct {
 func newModel(r *bench.Report) *model {
 	m := &model{report: r}
 	m.engines = mergeOrder(r.Spec.Engines, r.Results, func(res *bench.Result) string { return res.Engine })
-	names := mergeOrder(r.Spec.Benchmarks, r.Results, func(res *bench.Result) string { return res.Benchmark })
+	specGroups := make([]string, len(r.Spec.Benchmarks))
+	for i, b := range r.Spec.Benchmarks {
+		specGroups[i] = groupName(b, r.Spec.RoundOf(i))
+	}
+	names := mergeOrder(specGroups, r.Results, func(res *bench.Result) string { return groupName(res.Benchmark, res.Round) })
 	engineRank := make(map[string]int, len(m.engines))
 	for i, e := range m.engines {
 		engineRank[e] = i
 	}
 	byName := make(map[string]*group, len(names))
 	for _, n := range names {
-		g := &group{name: n}
+		g := &group{name: n, benchmark: n}
 		byName[n] = g
 		m.benchmarks = append(m.benchmarks, g)
 	}
 	for i := range r.Results {
 		res := &r.Results[i]
-		g := byName[res.Benchmark]
+		g := byName[groupName(res.Benchmark, res.Round)]
+		g.benchmark, g.round = res.Benchmark, res.Round
 		g.rows = append(g.rows, res)
+	}
+	for i, b := range r.Spec.Benchmarks {
+		if g := byName[specGroups[i]]; len(g.rows) == 0 {
+			g.benchmark, g.round = b, r.Spec.RoundOf(i)
+		}
 	}
 	for _, g := range m.benchmarks {
 		slices.SortStableFunc(g.rows, func(a, b *bench.Result) int {
 			return engineRank[a.Engine] - engineRank[b.Engine]
 		})
-		g.rowsMetric = isScan(g.name)
+		g.rowsMetric = isScan(g.benchmark)
 		ran := 0
 		for _, res := range g.rows {
 			if res.Skipped {
@@ -74,13 +109,31 @@ func newModel(r *bench.Report) *model {
 			g.rowsMetric = false
 		}
 		for _, res := range g.rows {
-			if res.Engine == strataName && !res.Skipped && g.rate(res) > 0 {
+			if isStrata(res.Engine) && !res.Skipped && g.rate(res) > 0 {
 				g.strata = res
 				break
 			}
 		}
 	}
 	return m
+}
+
+// hasRounds reports whether the model has overwrite rounds.
+func (m *model) hasRounds() bool {
+	for _, g := range m.benchmarks {
+		if g.round > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// baseline names the engine the group's ratios are to.
+func (g *group) baseline() string {
+	if g.strata == nil {
+		return strataName
+	}
+	return g.strata.Engine
 }
 
 // mergeOrder returns first, without duplicates, followed by the names results
@@ -142,7 +195,7 @@ func (g *group) vsStrata(res *bench.Result) (ratio float64, ok bool) {
 // noStrata says why the group has no Strata throughput to compare with.
 func (g *group) noStrata() string {
 	for _, res := range g.rows {
-		if res.Engine == strataName && !res.Skipped {
+		if isStrata(res.Engine) && !res.Skipped {
 			return "strata measured no throughput"
 		}
 	}
@@ -166,7 +219,7 @@ func (g *group) peers() (all []peerRatio, best peerRatio) {
 	seen := map[string]bool{}
 	for _, res := range g.rows {
 		v := g.rate(res)
-		if res.Engine == strataName || v <= 0 || seen[res.Engine] {
+		if isStrata(res.Engine) || v <= 0 || seen[res.Engine] {
 			continue
 		}
 		seen[res.Engine] = true

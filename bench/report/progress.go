@@ -16,8 +16,15 @@ import (
 const redrawEvery = 100 * time.Millisecond
 
 // barWidth is the number of cells of the bar itself; with the longest
-// engine and benchmark names the line stays within 80 columns.
-const barWidth = 16
+// engine and benchmark names the line stays within 80 columns: names
+// longer than nameCells together (Strata's GC variants with a round,
+// "strata/reverse-lookup overwrite 2/5") take cells from the bar, down to
+// minBarWidth.
+const (
+	barWidth    = 16
+	minBarWidth = 8
+	nameCells   = 12 + 1 + 16
+)
 
 // NewProgress returns a bench.Progress writing to w. When interactive (w is
 // a terminal) it keeps one line up to date with the engine, the benchmark, a
@@ -124,15 +131,21 @@ func (p *progress) Done() {
 func (p *progress) drawLocked(elapsed time.Duration) {
 	done := p.done.Load()
 	var b strings.Builder
-	b.WriteString(truncate(p.engine, 12) + " " + truncate(p.benchmark, 16) + " ")
+	engine, benchmark := truncate(p.engine, 21), truncate(p.benchmark, 16)
+	bar := barWidth - max(0, width(engine)+1+width(benchmark)-nameCells)
+	if bar < minBarWidth {
+		bar = minBarWidth
+		engine = truncate(engine, max(12, nameCells+barWidth-minBarWidth-1-width(benchmark)))
+	}
+	b.WriteString(engine + " " + benchmark + " ")
 	rate := 0.0
 	if s := elapsed.Seconds(); s > 0 {
 		rate = float64(done) / s
 	}
 	if p.total > 0 {
 		frac := min(max(float64(done)/float64(p.total), 0), 1)
-		fill := int(frac * barWidth)
-		b.WriteString("[" + strings.Repeat("#", fill) + strings.Repeat("-", barWidth-fill) + "] ")
+		fill := int(frac * float64(bar))
+		b.WriteString("[" + strings.Repeat("#", fill) + strings.Repeat("-", bar-fill) + "] ")
 		fmt.Fprintf(&b, "%5.1f%%", 100*frac)
 	} else {
 		b.WriteString(groupDigits(done) + " ops")

@@ -76,8 +76,17 @@ func TestProgressInteractive(t *testing.T) {
 	last := out[strings.LastIndex(out, "\r"):]
 	assert.Equal(t, "\rstrata fillrandom: 1000 ops in 2.0s (498 ops/s)", strings.TrimRight(last, " \n"))
 	assert.True(t, strings.HasSuffix(last, "\n"), "the summary line ends the line")
-	// The longest names still fit.
+	// The longest names still fit, Strata's GC variants in a round too.
 	p.Start("rocksdb-blob", "readwhilewriting", 1_000_000)
+	clock.advance(3 * time.Second)
+	p.Add(12_345)
+	p.Done()
+	p.Start("strata/reverse-lookup", "overwrite 12/20", 1_000_000)
+	clock.advance(3 * time.Second)
+	p.Add(12_345)
+	assert.Contains(t, buf.String(), "strata/reverse-lookup overwrite 12/20 [")
+	p.Done()
+	p.Start("a-very-long-engine-name/with-a-variant", "readwhilewriting", 1_000_000)
 	clock.advance(3 * time.Second)
 	p.Add(12_345)
 	out = buf.String()

@@ -65,6 +65,12 @@ func (s *svg) text(x, y float64, anchor, class, content string) {
 
 // polyline draws a series of points.
 func (s *svg) polyline(xs, ys []float64, stroke string, w float64) {
+	s.polylineDash(xs, ys, stroke, w, "")
+}
+
+// polylineDash draws a series of points, dashed by the stroke-dasharray
+// dash unless it is empty.
+func (s *svg) polylineDash(xs, ys []float64, stroke string, w float64, dash string) {
 	var pts strings.Builder
 	for i := range xs {
 		if i > 0 {
@@ -73,7 +79,11 @@ func (s *svg) polyline(xs, ys []float64, stroke string, w float64) {
 		pts.WriteString(num(xs[i]) + "," + num(ys[i]))
 	}
 	s.b.WriteString(`<polyline points="` + pts.String() + `" fill="none" stroke="` + esc(stroke) +
-		`" stroke-width="` + num(w) + `" stroke-linejoin="round" stroke-linecap="round"/>`)
+		`" stroke-width="` + num(w) + `" stroke-linejoin="round" stroke-linecap="round"`)
+	if dash != "" {
+		s.b.WriteString(` stroke-dasharray="` + esc(dash) + `"`)
+	}
+	s.b.WriteString("/>")
 }
 
 // circle draws a point with an optional tooltip.
@@ -112,13 +122,13 @@ func layoutLegend(names []string, maxW float64) legendLayout {
 }
 
 // legend draws a laid-out legend at (x, y) with one color per entry; the
-// entry named bold is in bold.
-func (s *svg) legend(x, y float64, l legendLayout, colors []string, bold string) {
+// entries bold says are in bold.
+func (s *svg) legend(x, y float64, l legendLayout, colors []string, bold func(string) bool) {
 	for i, n := range l.names {
 		ex, ey := x+l.xs[i], y+l.ys[i]
 		s.rect(ex, ey+3, 12, 12, colors[i], "")
 		class := "legend"
-		if n == bold {
+		if bold(n) {
 			class = "legend strong"
 		}
 		s.text(ex+18, ey+13, "start", class, n)

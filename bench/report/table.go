@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/strata-db/strata/bench"
@@ -16,7 +17,8 @@ const tableWidth = 110
 var tableColumns = []string{"engine", "ops/s", "MB/s", "p50", "p99", "written MiB", "w-amp", "disk MiB", "s-amp", "vs strata"}
 
 // WriteTable writes r as plain-text tables, one per benchmark with a row per
-// engine, followed by a summary of Strata's throughput relative to each peer
+// engine (and one for all overwrite rounds, with a row per engine and
+// round), followed by a summary of Strata's throughput relative to each peer
 // and the machine and spec the run used.
 //
 // Throughput is in operations per second, or in rows per second for
@@ -94,9 +96,18 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 		b.WriteByte('\n')
 	}
 
+	roundsDone := false
 	for gi, g := range m.benchmarks {
-		if gi > 0 {
+		if gi > 0 && !(g.round > 0 && roundsDone) {
 			b.WriteByte('\n')
+		}
+		if g.round > 0 {
+			// One table for all rounds, where the first one ran.
+			if !roundsDone {
+				writeRounds(&b, r)
+				roundsDone = true
+			}
+			continue
 		}
 		b.WriteString(g.name + "\n")
 		header := append([]string(nil), tableColumns...)
@@ -116,6 +127,12 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 	}
 
 	b.WriteString("\nStrata vs peers (Strata's throughput over each peer's; above 1.00x Strata is faster)\n")
+	for _, g := range m.benchmarks {
+		if g.baseline() != strataName {
+			b.WriteString(wrap(indent+"(where Strata ran only as variants, the first of them stands for it)", tableWidth, indent))
+			break
+		}
+	}
 	for _, g := range m.benchmarks {
 		b.WriteString(wrap(indent+g.name+": "+summary(g), tableWidth, indent+"    "))
 	}
@@ -148,6 +165,9 @@ func summary(g *group) string {
 		parts[i] = fmtRatio(p.ratio) + " " + p.engine
 	}
 	s := strings.Join(parts, ", ")
+	if g.baseline() != strataName {
+		s = g.baseline() + " " + s
+	}
 	if len(all) > 1 {
 		s += "; vs best (" + best.engine + "): " + fmtRatio(best.ratio)
 	}
@@ -179,4 +199,96 @@ func wrap(s string, n int, indent string) string {
 // oneLine folds a possibly multi-line note into one line.
 func oneLine(s string) string {
 	return strings.Join(strings.Fields(s), " ")
+}
+
+// roundColumns are the headers of the rounds table.
+var roundColumns = []string{"engine", "round", "ops/s", "written MiB", "w-amp", "eng MiB", "disk MiB", "s-amp",
+	"s-amp before", "settle"}
+
+// writeRounds writes the overwrite rounds as one table: a row per engine
+// and round, the engine named on its first row.
+func writeRounds(b *strings.Builder, r *bench.Report) {
+	const indent, gap = "  ", "  "
+	all := roundsOf(r)
+	b.WriteString(wrap("overwrite rounds: "+roundsLead(&r.Spec, r.Spec.Rounds()), tableWidth, indent))
+	b.WriteString(wrap(indent+"s-amp = disk / live bytes once the engine settled after the round; s-amp before: right "+
+		"after the round's last write; written: the process's I/O accounting, settle included; eng MiB: the "+
+		"engine's own count", tableWidth, indent+"  "))
+	type row struct {
+		cells []string
+		note  string
+	}
+	var rows []row
+	widths := make([]int, len(roundColumns))
+	for i, h := range roundColumns {
+		widths[i] = width(h)
+	}
+	for _, se := range all {
+		if len(se.Rounds) == 0 {
+			note := "no rounds ran"
+			if se.Note != "" {
+				note += ": " + oneLine(se.Note)
+			}
+			rows = append(rows, row{cells: []string{se.Engine}, note: note})
+			widths[0] = max(widths[0], width(se.Engine))
+			continue
+		}
+		for i, rd := range se.Rounds {
+			name := ""
+			if i == 0 {
+				name = se.Engine
+			}
+			cells := []string{
+				name,
+				strconv.Itoa(rd.Round),
+				fmtRate(rd.OpsPerSec),
+				fmtMiB(rd.BytesWritten),
+				fmtAmp(rd.WriteAmp),
+				fmtMiBOrDash(rd.EngineBytesWritten),
+				fmtMiB(rd.DiskBytes),
+				fmtAmp(rd.SpaceAmp),
+				fmtAmp(rd.SpaceAmpBeforeSettle),
+				fmtSettle(rd.Settle),
+			}
+			for j, c := range cells {
+				widths[j] = max(widths[j], width(c))
+			}
+			rows = append(rows, row{cells: cells})
+		}
+	}
+	line := func(cells []string) {
+		b.WriteString(indent)
+		for i, c := range cells {
+			if i > 0 {
+				b.WriteString(gap)
+			}
+			pad := strings.Repeat(" ", max(widths[i]-width(c), 0))
+			if i == 0 {
+				b.WriteString(c)
+				if i < len(cells)-1 {
+					b.WriteString(pad)
+				}
+			} else {
+				b.WriteString(pad + c)
+			}
+		}
+		b.WriteByte('\n')
+	}
+	line(roundColumns)
+	if len(rows) == 0 {
+		b.WriteString(indent + "no results\n")
+	}
+	for _, rw := range rows {
+		if rw.note == "" {
+			line(rw.cells)
+			continue
+		}
+		lead := indent + rw.cells[0] + strings.Repeat(" ", max(widths[0]-width(rw.cells[0]), 0)) + gap
+		b.WriteString(lead + truncate(rw.note, tableWidth-width(lead)) + "\n")
+	}
+	for _, se := range all {
+		if se.Note != "" && len(se.Rounds) > 0 {
+			b.WriteString(wrap(indent+"note: "+se.Engine+": "+oneLine(se.Note), tableWidth, indent+"  "))
+		}
+	}
 }

@@ -139,3 +139,39 @@ func TestFormat(t *testing.T) {
 		assert.Equal(t, c.want, c.got)
 	}
 }
+
+func TestWriteTableRounds(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, roundsReport()))
+	out := buf.String()
+	t.Logf("\n%s", out)
+
+	// The fill's table, then one table for the rounds instead of one per round.
+	fill := strings.Index(out, "fillrandom\n")
+	rounds := strings.Index(out, "overwrite rounds: 3 rounds of 20,000 overwrites (uniform keys), after fillrandom.")
+	require.True(t, fill >= 0 && rounds > fill)
+	assert.NotContains(t, out, "overwrite round 1\n")
+	header := lineWith(t, out, "  engine", "round", "s-amp before", "settle")
+	assert.Contains(t, header, "written MiB")
+
+	// A row per engine and round, the engine named on its first.
+	first := lineWith(t, out, "  strata/passive", "5,700")
+	for _, cell := range []string{"1.20", "1.35", "0.3s"} {
+		assert.Contains(t, first, cell)
+	}
+	third := lineWith(t, out, "3", "2.00", "2.15")
+	assert.NotContains(t, third, "strata/passive")
+	assert.Contains(t, lineWith(t, out, "  badger", "1.40", "1.55"), " - ", "no count of its own")
+	assert.Contains(t, lineWith(t, out, "no rounds ran"), "  rocksdb  ")
+	assert.Contains(t, out, "note: rocksdb-blob: disk size measured after db_bench's waitforcompaction only")
+
+	// The summary per round, against the first Strata variant.
+	assert.Contains(t, out, "where Strata ran only as variants")
+	assert.Contains(t, lineWith(t, out, "overwrite round 2: "), "strata/passive ")
+	assert.Contains(t, out, "3 overwrite rounds")
+	assert.Contains(t, strings.Join(strings.Fields(out), " "), "strata gc policies passive reverse-lookup")
+
+	for _, l := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, width(l), tableWidth, "line too wide: %q", l)
+	}
+}

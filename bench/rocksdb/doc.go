@@ -31,13 +31,21 @@
 //	spec benchmark    db_bench benchmark   flags of its own
 //	fillseq           fillseq              --threads=1 (fresh database)
 //	fillrandom        filluniquerandom     --threads=1 (fresh database; distinct keys in random order)
-//	overwrite         overwrite            --threads=1 --writes=Num
+//	overwrite         overwrite            --threads=1 --writes=Num (skipped with --key_dist zipfian:
+//	                                       db_bench's overwrite draws keys uniformly only)
 //	readrandom        readrandom           --threads=Threads --reads=Reads (per thread)
 //	readseq           readseq              --threads=1 --reads=Num (one full scan)
 //	seekrandom        seekrandom           --threads=Threads --reads=seeks --seek_nexts=SeekNexts+1
 //	readwhilewriting  readwhilewriting     --threads=Threads --reads=Reads (db_bench adds the writer)
 //	deleterandom      deleterandom         --threads=1 --deletes=Num
 //	ycsb-a ... ycsb-f (none)               skipped: db_bench has no YCSB workloads
+//
+// Overwrite rounds (bench.Spec.Rounds) are overwrite repeated, so each
+// round is a db_bench run of its own and gets its own I/O accounting and
+// disk size, measured between runs. The disk size is taken after the run's
+// waitforcompaction, as for every writing benchmark: the size right after
+// the last write, which the in-process engines also report, is not
+// available (the rounds' results say so in their note).
 //
 // seekrandom follows the core's semantics: each thread does
 // max(1, ceil(Reads/(SeekNexts+1))) seeks, and each seek reads SeekNexts+1

@@ -92,7 +92,7 @@ func (e *engine) Run(ctx context.Context, spec *bench.Spec, dir string, progress
 		args := runArgs(spec, e.blob, p, dbDir, reportFile, runSeed(spec, i), fresh)
 		interval := reportSeconds(spec.ReportInterval)
 
-		progress.Start(e.name, name, p.total)
+		progress.Start(e.name, spec.Label(i), p.total)
 		r, err := invoke(ctx, bin, args, reportFile, interval, p.total, progress)
 		var res bench.Result
 		if err == nil {
@@ -112,11 +112,20 @@ func (e *engine) Run(ctx context.Context, spec *bench.Spec, dir string, progress
 			// The in-process engines fill on top of what is there.
 			res.Note = "db_bench runs every fill on a fresh database"
 		}
+		if spec.RoundOf(i) > 0 {
+			res.Note = noteRounds
+		}
 		res.Finish(r.moved)
 		results = append(results, res)
 	}
 	return results, nil
 }
+
+// noteRounds says what overwrite rounds lack under db_bench: each round is
+// a db_bench run of its own, so its disk size is measured between runs,
+// but only after the run's waitforcompaction (closing the database
+// earlier would abort its compactions), never right after the last write.
+const noteRounds = "disk size measured after db_bench's waitforcompaction only, not before settling"
 
 // checkSpec rejects settings db_bench cannot be given.
 func checkSpec(spec *bench.Spec, blob bool) error {

@@ -325,3 +325,67 @@ func TestLastLines(t *testing.T) {
 	_, _ = tb.Write([]byte("gh"))
 	require.Equal(t, "efgh", tb.String())
 }
+
+// TestRunRounds: overwrite rounds are one db_bench run each, so each gets
+// its own disk size, measured between runs, and a note that the size
+// before settling is not available. The stand-in db_bench grows the
+// database by 100,000 bytes per run.
+func TestRunRounds(t *testing.T) {
+	bin := fakeDBBench(t, `for a in "$@"; do
+	case $a in
+	--db=*) db=${a#--db=} ;;
+	--benchmarks=*) b=${a#--benchmarks=} ;;
+	esac
+done
+mkdir -p "$db"
+head -c 100000 /dev/zero >> "$db/data"
+echo "${b%%,*} : 10.000 micros/op 100000 ops/sec 0.020 seconds 2000 operations; 21.6 MB/s"`)
+	e := &engine{name: "rocksdb-blob", blob: true, bin: bin}
+	spec := tinySpec()
+	spec.Benchmarks = []string{bench.FillRandom, bench.Overwrite, bench.Overwrite, bench.Overwrite}
+	progress := &recorder{}
+	results, err := e.Run(context.Background(), spec, t.TempDir(), progress)
+	require.NoError(t, err)
+	require.Len(t, results, 4)
+	require.Equal(t, []string{"rocksdb-blob/fillrandom", "rocksdb-blob/overwrite 1/3", "rocksdb-blob/overwrite 2/3",
+		"rocksdb-blob/overwrite 3/3"}, progress.starts)
+	for i, r := range results {
+		require.False(t, r.Skipped)
+		require.Equal(t, int64(100_000*(i+1)), r.DiskSize, "measured after each run")
+		require.Zero(t, r.DiskSizeBeforeSettle)
+		if i > 0 {
+			require.Equal(t, noteRounds, r.Note)
+			require.Equal(t, int64(2000), r.Ops)
+			require.Positive(t, r.SpaceAmp)
+		}
+	}
+	series := bench.BuildRounds(spec, withRounds(spec, results))
+	require.Len(t, series, 1)
+	require.Len(t, series[0].Rounds, 3)
+	require.Equal(t, noteRounds, series[0].Note)
+
+	// Zipfian overwrites are skipped: db_bench's overwrite has uniform keys only.
+	spec.KeyDist = bench.KeyZipfian
+	progress = &recorder{}
+	results, err = e.Run(context.Background(), spec, t.TempDir(), progress)
+	require.NoError(t, err)
+	require.Len(t, results, 4)
+	require.False(t, results[0].Skipped)
+	for _, r := range results[1:] {
+		require.True(t, r.Skipped)
+		require.Contains(t, r.Note, "uniformly only")
+	}
+	series = bench.BuildRounds(spec, withRounds(spec, results))
+	require.Empty(t, series[0].Rounds)
+	require.Contains(t, series[0].Note, "uniformly only")
+}
+
+// withRounds numbers the rounds of results as the runner does.
+func withRounds(spec *bench.Spec, results []bench.Result) []bench.Result {
+	out := append([]bench.Result(nil), results...)
+	for i := range out {
+		out[i].Engine = "rocksdb-blob"
+		out[i].Round = spec.RoundOf(i)
+	}
+	return out
+}

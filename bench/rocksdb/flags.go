@@ -59,6 +59,12 @@ func planFor(spec *bench.Spec, name string) plan {
 		// key once in random order, as the spec's fillrandom does.
 		return plan{dbBench: "filluniquerandom", kind: kindFill, threads: 1, op: "write", total: num}
 	case bench.Overwrite:
+		if spec.KeyDist == bench.KeyZipfian {
+			// Its zipfian options (--key_dist_a/b and friends) belong to
+			// the mixgraph benchmark; running uniform keys instead would
+			// compare different workloads.
+			return plan{note: "db_bench's overwrite draws keys uniformly only (--key_dist zipfian)"}
+		}
 		return plan{dbBench: "overwrite", kind: kindOverwrite, threads: 1, op: "write", total: num,
 			args: []string{"--writes=" + itoa(num)}}
 	case bench.ReadRandom:

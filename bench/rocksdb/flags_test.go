@@ -246,6 +246,10 @@ func TestPlanFor(t *testing.T) {
 		require.Equal(t, "db_bench has no YCSB workloads", p.note)
 	}
 	require.Equal(t, int64(1), bench.SeekCount(&bench.Spec{Reads: 5, SeekNexts: 100}))
+	spec.KeyDist = bench.KeyZipfian
+	p := planFor(spec, bench.Overwrite)
+	require.Empty(t, p.dbBench, "db_bench's overwrite has no zipfian keys")
+	require.Contains(t, p.note, "uniformly only")
 }
 
 func TestRunSeed(t *testing.T) {

@@ -8,8 +8,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strings"
@@ -19,58 +21,87 @@ import (
 	_ "github.com/strata-db/strata/bench/peers"
 	"github.com/strata-db/strata/bench/report"
 	_ "github.com/strata-db/strata/bench/rocksdb"
+	"github.com/strata-db/strata/gc"
 )
 
 func main() {
-	if err := run(); err != nil {
+	err := run(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "kvbench:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+// options is what the command line asks for.
+type options struct {
+	spec    bench.Spec
+	jsonOut string
+	htmlOut string
+}
+
+// parseFlags reads the command line into a normalized spec, writing usage
+// and flag errors to output.
+func parseFlags(args []string, output io.Writer) (*options, error) {
 	d := bench.DefaultSpec()
+	fs := flag.NewFlagSet("kvbench", flag.ContinueOnError)
+	fs.SetOutput(output)
 	var (
-		engines    = flag.String("engines", strings.Join(d.Engines, ","), "engines to compare: "+strings.Join(bench.EngineNames(), ","))
-		benchmarks = flag.String("benchmarks", strings.Join(d.Benchmarks, ","), "benchmarks to run in order: "+strings.Join(bench.AllBenchmarks, ","))
-		num        = flag.Int64("num", d.Num, "number of keys")
-		reads      = flag.Int64("reads", 0, "operations per thread of read benchmarks and YCSB mixes (default: --num)")
-		keySize    = flag.Int("key_size", d.KeySize, "key size in bytes")
-		valueSize  = flag.Int("value_size", d.Value.Size, "value size in bytes (fixed distribution)")
-		valueDist  = flag.String("value_size_distribution_type", "fixed", "value size distribution: fixed, uniform or normal")
-		valueMin   = flag.Int("value_size_min", 100, "smallest value for uniform and normal distributions")
-		valueMax   = flag.Int("value_size_max", 8192, "largest value for uniform and normal distributions")
-		threads    = flag.Int("threads", d.Threads, "reader threads for read benchmarks and YCSB mixes")
-		seekNexts  = flag.Int("seek_nexts", d.SeekNexts, "Next calls after each seek in seekrandom")
-		zipf       = flag.Float64("zipf_theta", d.ZipfTheta, "zipfian skew of YCSB key choice")
-		seed       = flag.Uint64("seed", d.Seed, "seed of key order and values")
-		dir        = flag.String("db", "", "directory for the databases (default: a temporary directory)")
-		keepDB     = flag.Bool("keep_db", false, "keep the databases after the run")
-		threshold  = flag.Int("value_threshold", d.Config.ValueThreshold, "value separation threshold in bytes for engines that separate")
-		memtable   = flag.Int64("write_buffer_size", d.Config.MemTableSize, "memtable size in bytes")
-		cacheSize  = flag.Int64("cache_size", d.Config.CacheSize, "block cache size in bytes")
-		compress   = flag.String("compression_type", d.Config.Compression, "block compression: none or snappy")
-		disableWAL = flag.Bool("disable_wal", false, "turn the write-ahead log off in every engine")
-		syncWrites = flag.Bool("sync", false, "sync every write")
-		interval   = flag.Duration("report_interval", d.ReportInterval, "spacing of throughput-over-time samples")
-		jsonOut    = flag.String("json", "kvbench-report.json", "write the JSON report here (empty: none)")
-		htmlOut    = flag.String("html", "kvbench-report.html", "write the HTML report here (empty: none)")
+		engines    = fs.String("engines", strings.Join(d.Engines, ","), "engines to compare: "+strings.Join(bench.EngineNames(), ",")+", and strata/<gc policy>")
+		benchmarks = fs.String("benchmarks", strings.Join(d.Benchmarks, ","), "benchmarks to run in order: "+strings.Join(bench.AllBenchmarks, ",")+" (overwrite repeated: overwrite rounds)")
+		num        = fs.Int64("num", d.Num, "number of keys")
+		reads      = fs.Int64("reads", 0, "operations per thread of read benchmarks and YCSB mixes (default: --num)")
+		keySize    = fs.Int("key_size", d.KeySize, "key size in bytes")
+		valueSize  = fs.Int("value_size", d.Value.Size, "value size in bytes (fixed distribution)")
+		valueDist  = fs.String("value_size_distribution_type", "fixed", "value size distribution: fixed, uniform or normal")
+		valueMin   = fs.Int("value_size_min", 100, "smallest value for uniform and normal distributions")
+		valueMax   = fs.Int("value_size_max", 8192, "largest value for uniform and normal distributions")
+		threads    = fs.Int("threads", d.Threads, "reader threads for read benchmarks and YCSB mixes")
+		seekNexts  = fs.Int("seek_nexts", d.SeekNexts, "Next calls after each seek in seekrandom")
+		zipf       = fs.Float64("zipf_theta", d.ZipfTheta, "zipfian skew of YCSB key choice (and of overwrite's with --key_dist zipfian)")
+		seed       = fs.Uint64("seed", d.Seed, "seed of key order and values")
+		dir        = fs.String("db", "", "directory for the databases (default: a temporary directory)")
+		keepDB     = fs.Bool("keep_db", false, "keep the databases after the run")
+		threshold  = fs.Int("value_threshold", d.Config.ValueThreshold, "value separation threshold in bytes for engines that separate")
+		memtable   = fs.Int64("write_buffer_size", d.Config.MemTableSize, "memtable size in bytes")
+		cacheSize  = fs.Int64("cache_size", d.Config.CacheSize, "block cache size in bytes")
+		compress   = fs.String("compression_type", d.Config.Compression, "block compression: none or snappy")
+		disableWAL = fs.Bool("disable_wal", false, "turn the write-ahead log off in every engine")
+		syncWrites = fs.Bool("sync", false, "sync every write")
+		interval   = fs.Duration("report_interval", d.ReportInterval, "spacing of throughput-over-time samples")
+		gcPolicies = fs.String("gc_policy", "", "value-log GC policies to run Strata with, each as an engine of its own "+
+			"(strata/<policy>): "+strings.Join(bench.GCPolicyNames, ",")+" (default: Strata's default policy, as engine strata)")
+		gcBudget = fs.Float64("gc_budget", gc.DefaultBudget, "space-amplification budget of the cost GC policy")
+		rounds   = fs.Int("overwrite_rounds", 0, "run overwrite this many times in a row, measuring space and write amplification after each round (0: off)")
+		keyDist  = fs.String("key_dist", bench.KeyUniform, "keys overwrite writes: uniform or zipfian (--zipf_theta)")
+		jsonOut  = fs.String("json", "kvbench-report.json", "write the JSON report here (empty: none)")
+		htmlOut  = fs.String("html", "kvbench-report.html", "write the HTML report here (empty: none)")
 	)
-	flag.Parse()
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
 
 	spec := bench.Spec{
-		Engines:    splitList(*engines),
-		Benchmarks: splitList(*benchmarks),
-		Num:        *num,
-		Reads:      *reads,
-		KeySize:    *keySize,
-		Value:      bench.ValueDist{Kind: *valueDist, Size: *valueSize, Min: *valueMin, Max: *valueMax},
-		Threads:    *threads,
-		SeekNexts:  *seekNexts,
-		ZipfTheta:  *zipf,
-		Seed:       *seed,
-		Dir:        *dir,
-		KeepDB:     *keepDB,
+		Engines:         splitList(*engines),
+		Benchmarks:      splitList(*benchmarks),
+		GCPolicies:      splitList(*gcPolicies),
+		Num:             *num,
+		Reads:           *reads,
+		KeySize:         *keySize,
+		Value:           bench.ValueDist{Kind: *valueDist, Size: *valueSize, Min: *valueMin, Max: *valueMax},
+		Threads:         *threads,
+		SeekNexts:       *seekNexts,
+		ZipfTheta:       *zipf,
+		OverwriteRounds: *rounds,
+		KeyDist:         *keyDist,
+		Seed:            *seed,
+		Dir:             *dir,
+		KeepDB:          *keepDB,
 
 		ReportInterval: *interval,
 		Config: bench.Config{
@@ -80,11 +111,21 @@ func run() error {
 			Compression:    *compress,
 			DisableWAL:     *disableWAL,
 			Sync:           *syncWrites,
+			GCBudget:       *gcBudget,
 		},
 	}
 	if err := spec.Normalize(); err != nil {
+		return nil, err
+	}
+	return &options{spec: spec, jsonOut: *jsonOut, htmlOut: *htmlOut}, nil
+}
+
+func run(args []string) error {
+	opts, err := parseFlags(args, os.Stderr)
+	if err != nil {
 		return err
 	}
+	spec := opts.spec
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -101,8 +142,8 @@ func run() error {
 		path  string
 		write func(f *os.File) error
 	}{
-		{*jsonOut, func(f *os.File) error { return report.WriteJSON(f, rep) }},
-		{*htmlOut, func(f *os.File) error { return report.WriteHTML(f, rep) }},
+		{opts.jsonOut, func(f *os.File) error { return report.WriteJSON(f, rep) }},
+		{opts.htmlOut, func(f *os.File) error { return report.WriteHTML(f, rep) }},
 	} {
 		if out.path == "" {
 			continue

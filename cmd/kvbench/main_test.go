@@ -1,0 +1,87 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/strata-db/strata/bench"
+)
+
+func parse(t *testing.T, args ...string) *options {
+	t.Helper()
+	var out bytes.Buffer
+	opts, err := parseFlags(args, &out)
+	require.NoError(t, err, out.String())
+	return opts
+}
+
+func TestParseDefaults(t *testing.T) {
+	opts := parse(t)
+	d := bench.DefaultSpec()
+	require.Equal(t, d.Engines, opts.spec.Engines, "one strata row with its default policy")
+	require.Equal(t, d.Benchmarks, opts.spec.Benchmarks)
+	require.Empty(t, opts.spec.GCPolicies)
+	require.Zero(t, opts.spec.OverwriteRounds)
+	require.Zero(t, opts.spec.Rounds(), "the default run's lone overwrite is no rounds")
+	require.Equal(t, bench.KeyUniform, opts.spec.KeyDist)
+	require.Equal(t, 1.3, opts.spec.Config.GCBudget)
+	require.Equal(t, "kvbench-report.json", opts.jsonOut)
+}
+
+func TestParseGCLab(t *testing.T) {
+	opts := parse(t, "--engines", "strata,pebble-vs,badger,rocksdb-blob",
+		"--gc_policy", "passive, reverse-lookup,rewrite,cost",
+		"--gc_budget", "1.5", "--benchmarks", "fillrandom", "--overwrite_rounds", "5",
+		"--key_dist", "zipfian", "--num", "2000", "--json", "", "--html", "out.html")
+	s := opts.spec
+	require.Equal(t, []string{"passive", "reverse-lookup", "rewrite", "cost"}, s.GCPolicies)
+	require.Equal(t, []string{"strata/passive", "strata/reverse-lookup", "strata/rewrite", "strata/cost",
+		"pebble-vs", "badger", "rocksdb-blob"}, s.Engines, "one engine per policy, in strata's place")
+	require.Equal(t, []string{"fillrandom", "overwrite", "overwrite", "overwrite", "overwrite", "overwrite"}, s.Benchmarks)
+	require.Equal(t, 5, s.Rounds())
+	require.Equal(t, bench.KeyZipfian, s.KeyDist)
+	require.Equal(t, 1.5, s.Config.GCBudget)
+	require.Equal(t, int64(2000), s.Num)
+	require.Empty(t, opts.jsonOut)
+	require.Equal(t, "out.html", opts.htmlOut)
+
+	// Repeated overwrites in --benchmarks are the same rounds.
+	s = parse(t, "--engines", "strata", "--benchmarks", "fillrandom,overwrite,overwrite,overwrite").spec
+	require.Equal(t, 3, s.Rounds())
+	require.Equal(t, []string{"strata"}, s.Engines)
+	// A variant can also be named directly.
+	s = parse(t, "--engines", "strata/off,strata/cost,pebble").spec
+	require.Equal(t, []string{"strata/off", "strata/cost", "pebble"}, s.Engines)
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--gc_policy", "sometimes"}, `engine "strata/sometimes": gc: unknown policy "sometimes"`},
+		{[]string{"--gc_policy", "passive,passive"}, `gc policy "passive" is listed twice`},
+		{[]string{"--engines", "pebble", "--gc_policy", "passive"}, "strata is not among the engines"},
+		{[]string{"--gc_budget", "0.5"}, "gc_budget is a space amplification, at least 1"},
+		{[]string{"--overwrite_rounds", "-2"}, "overwrite_rounds must not be negative"},
+		{[]string{"--benchmarks", "overwrite,overwrite", "--overwrite_rounds", "3"}, "conflicts with the 2 overwrites"},
+		{[]string{"--key_dist", "hotspot"}, `key_dist "hotspot" is not uniform or zipfian`},
+		{[]string{"--overwrite_rounds", "three"}, `invalid value "three" for flag -overwrite_rounds`},
+		{[]string{"--num", "10", "extra"}, "unexpected arguments: extra"},
+	} {
+		var out bytes.Buffer
+		_, err := parseFlags(c.args, &out)
+		require.Error(t, err, "%v", c.args)
+		require.Contains(t, err.Error()+out.String(), c.want, "%v", c.args)
+	}
+	var out bytes.Buffer
+	_, err := parseFlags([]string{"--help"}, &out)
+	require.True(t, errors.Is(err, flag.ErrHelp))
+	for _, name := range []string{"-gc_policy", "-gc_budget", "-overwrite_rounds", "-key_dist"} {
+		require.Contains(t, out.String(), name)
+	}
+}
