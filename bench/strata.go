@@ -131,11 +131,12 @@ func (e *strataEngine) Scan(start []byte, n int) (int, int64, error) {
 func (e *strataEngine) Close() error { return e.db.Close() }
 
 // WaitForBackgroundWork waits until no memtable waits for a flush, no
-// compaction runs and no level wants one, on several polls in a row.
+// compaction runs and no level wants one, and no value-log collection is
+// in progress, on several polls in a row.
 func (e *strataEngine) WaitForBackgroundWork(ctx context.Context) error {
 	for quiet := 0; quiet < 3; {
 		m := e.db.Metrics()
-		busy := m.MemTable.Immutable > 0 || m.Compact.InProgress > 0 || m.BackgroundE != ""
+		busy := m.MemTable.Immutable > 0 || m.Compact.InProgress > 0 || m.GC.InProgress > 0 || m.BackgroundE != ""
 		for level, l := range m.Levels {
 			busy = busy || (level < len(m.Levels)-1 && l.Score >= 1)
 		}
@@ -157,13 +158,11 @@ func (e *strataEngine) WaitForBackgroundWork(ctx context.Context) error {
 }
 
 // BytesWritten is what Strata's metrics count as written since Open: WAL,
-// flushed tables and compaction output, the numerator of its own
-// Metrics.WriteAmp. Its metrics do not count the bytes written to value
-// logs (by flushes or by GC), so for separated values this is far below
-// what reaches the disk; the process's I/O accounting has those.
+// flushed tables, compaction output and value logs (written by flushes and
+// by garbage collection), the numerator of its own Metrics.WriteAmp.
 func (e *strataEngine) BytesWritten() int64 {
 	m := e.db.Metrics()
-	return int64(m.WAL.BytesWritten + m.Flush.BytesWritten + m.Compact.BytesWritten)
+	return int64(m.WAL.BytesWritten + m.Flush.BytesWritten + m.Compact.BytesWritten + m.ValueLogs.BytesWritten)
 }
 
 func (e *strataEngine) Stats() string { return fmt.Sprint(e.db.Metrics()) }
