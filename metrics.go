@@ -100,6 +100,9 @@ type Metrics struct {
 		// WriteAmp is RelocatedBytes over DeletedBytes: bytes GC wrote per
 		// byte it freed.
 		WriteAmp float64
+		// Idle: no pass is due, no collection, rewrite or GC-requested
+		// compaction is pending, and no value log is draining.
+		Idle bool
 	}
 	// SpaceAmp estimates space amplification: the bytes of tables and
 	// value logs over the bytes the data needs (tables plus live value-log
@@ -189,6 +192,7 @@ func (d *DB) Metrics() *Metrics {
 	m.GC.Relocated, m.GC.RelocatedBytes = g.relocated, g.relocatedBytes
 	m.GC.Draining = len(d.gc.draining)
 	m.GC.InProgress = len(d.gc.collecting) - m.GC.Draining
+	m.GC.Idle = d.gcIdleLocked() && m.GC.Draining == 0 && !d.compactions.compactL0
 	if g.deletedBytes > 0 {
 		m.GC.WriteAmp = float64(g.relocatedBytes) / float64(g.deletedBytes)
 	}

@@ -195,6 +195,7 @@ func (d *DB) rewriteVlog(v *manifest.Version, m *manifest.VlogMetadata) error {
 	}
 
 	// Step 3: repoint, a batch at a time.
+	repointed := len(items) > 0
 	for len(items) > 0 {
 		n := min(len(items), repointBatchItems)
 		rw := &repointWork{items: items[:n], vlogs: nums}
@@ -206,6 +207,14 @@ func (d *DB) rewriteVlog(v *manifest.Version, m *manifest.VlogMetadata) error {
 		d.gc.stats.relocated += uint64(rw.applied)
 		d.gc.stats.relocatedBytes += rw.appliedBytes
 		d.mu.Unlock()
+	}
+	if repointed {
+		// The old file drains once its old entries meet the new ones in a
+		// compaction: freeze the memtable holding the new ones so that a
+		// flush puts them in L0, which the next pass asks to compact.
+		if err := d.writeOp(nil, false, opRotate); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -131,12 +131,12 @@ func (e *strataEngine) Scan(start []byte, n int) (int, int64, error) {
 func (e *strataEngine) Close() error { return e.db.Close() }
 
 // WaitForBackgroundWork waits until no memtable waits for a flush, no
-// compaction runs and no level wants one, and no value-log collection is
-// in progress, on several polls in a row.
+// compaction runs and no level wants one, and value-log garbage collection
+// is idle (Metrics.GC.Idle), on several polls in a row.
 func (e *strataEngine) WaitForBackgroundWork(ctx context.Context) error {
 	for quiet := 0; quiet < 3; {
 		m := e.db.Metrics()
-		busy := m.MemTable.Immutable > 0 || m.Compact.InProgress > 0 || m.GC.InProgress > 0 || m.BackgroundE != ""
+		busy := m.MemTable.Immutable > 0 || m.Compact.InProgress > 0 || !m.GC.Idle || m.BackgroundE != ""
 		for level, l := range m.Levels {
 			busy = busy || (level < len(m.Levels)-1 && l.Score >= 1)
 		}

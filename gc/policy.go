@@ -64,14 +64,24 @@ type Decision struct {
 func (d Decision) Empty() bool { return len(d.Delete) == 0 && len(d.Collect) == 0 && !d.CompactL0 }
 
 // l0ShadowShare is the share of the live bytes that L0's tables must point
-// to before an amplification over the ceiling asks for an L0 compaction.
+// to before an amplification over the ceiling asks for an L0 compaction
+// (a value log draining after its rewrite asks for one whatever L0 holds).
 const l0ShadowShare = 0.05
 
 // wantL0Compaction reports whether, with space amplification still over
 // maxAmp once the decision is carried out, L0 points to enough of the live
 // bytes that compacting it may reveal garbage.
 func wantL0Compaction(v *manifest.Version, l Ledger, projectedAmp, maxAmp float64) bool {
-	if maxAmp <= 0 || projectedAmp <= maxAmp || len(v.Levels[0]) == 0 {
+	if len(v.Levels[0]) == 0 {
+		return false
+	}
+	// A value log whose rewrite is done waits for its old entries to meet
+	// the new ones, which the rewrite put in memtables, then L0.
+	draining := false
+	for _, f := range l.Files {
+		draining = draining || (f.Draining && f.Live > 0)
+	}
+	if !draining && (maxAmp <= 0 || projectedAmp <= maxAmp) {
 		return false
 	}
 	var l0 uint64
@@ -83,7 +93,7 @@ func wantL0Compaction(v *manifest.Version, l Ledger, projectedAmp, maxAmp float6
 			l0 += r.Bytes
 		}
 	}
-	return float64(l0) >= l0ShadowShare*float64(l.LiveBytes())
+	return draining || float64(l0) >= l0ShadowShare*float64(l.LiveBytes())
 }
 
 // Policy decides, from a version and its ledger, which value logs to delete
@@ -280,20 +290,32 @@ func collections(v *manifest.Version, files []File, choose func(File, []TableRef
 	return out
 }
 
-// pointerEntryBytes estimates what repointing one key writes through the
-// write path (WAL record and the key's entry in a flushed table: key,
-// pointer and overhead).
-const pointerEntryBytes = 64
+// pointerEntryBytes estimates what repointing one key writes: the new
+// entry through the write path (WAL record, flushed table) and the old
+// entry's last rewrite by the compaction that drops it, which the file
+// must wait for before it can be deleted.
+const pointerEntryBytes = 128
 
 // estimateWrites estimates the bytes collecting f by m writes: the live
 // records copied, plus the tables rewritten (ByRecompaction) or the
-// repointed entries written through the write path (ByRewrite).
+// repointed entries (ByRewrite). A table rewritten for recompaction moves
+// the values of every value log being collected that it points into, so
+// each is charged the table's size in proportion to the bytes the table
+// points to in it.
 func estimateWrites(f File, tables []TableRef, m Mechanism) uint64 {
 	w := f.Live
 	switch m {
 	case ByRecompaction:
 		for _, t := range tables {
-			w += t.File.Size
+			var all uint64
+			for _, r := range t.File.VlogRefs {
+				all += r.Bytes
+			}
+			if all == 0 {
+				w += t.File.Size
+				continue
+			}
+			w += uint64(float64(t.File.Size) * float64(t.Bytes) / float64(all))
 		}
 	case ByRewrite:
 		w += f.Pointers * pointerEntryBytes
