@@ -113,7 +113,9 @@ type Options struct {
 	// SlowdownWriteRate is the rate in bytes per second writes are held to
 	// while slowed. Default: 32 MiB/s.
 	SlowdownWriteRate int64
-	// MaxOpenFiles bounds the SSTables kept open. Default: 1000.
+	// MaxOpenFiles bounds the files kept open for reading, tables and value
+	// logs together; files in use by a read or an iterator stay open past
+	// it until released. Default: 1000.
 	MaxOpenFiles int
 
 	// EventListener receives notifications of flushes, compactions, stalls

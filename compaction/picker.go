@@ -117,7 +117,8 @@ type Busy [manifest.NumLevels]bool
 
 // PickAuto returns the most urgent compaction of v, or nil. Levels marked
 // busy are neither read nor written by the pick. Files marked for compaction
-// (by GC, later) are picked when no level needs compacting.
+// (garbage collection marks the tables that point into a value log it
+// collects) are rewritten in place when no level needs compacting.
 //
 // The pick is KindAuto, or KindMove when its one input file can go down
 // without being rewritten (see isTrivialMove), or KindRewrite when it

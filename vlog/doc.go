@@ -6,10 +6,18 @@
 // encoding, and the separation Policy that decides which values leave the
 // tree.
 //
-// It does not own file naming, lifetimes or garbage accounting: the DB
-// allocates file numbers, records which files exist in the manifest, and
+// It also holds the code that writes and resolves value logs for the DB:
+// the Separator that a flush or a compaction writes values through (it
+// starts, rolls, finishes and, on failure, removes value logs), the
+// ReaderCache that keeps Readers open in the DB's file cache and resolves
+// pointers, and the RefsBlock that records in each table what it points to
+// in which value log.
+//
+// It does not own file lifetimes or garbage accounting: the DB records
+// which files exist in the manifest, with each table's references, and
 // deletes a file once no version, snapshot, iterator or checkpoint can
-// read it; the gc package keeps the ledger of dead bytes per file.
+// read it; the manifest's versions sum the references into each value
+// log's live bytes, and the gc package decides from them.
 //
 // # File layout
 //

@@ -19,8 +19,8 @@ const SeqNumMax SeqNum = 1<<56 - 1
 
 // Kind says what an internal key's entry means.
 //
-// The numeric values are persisted in WAL records, SSTables and (later) value
-// logs: never renumber them.
+// The numeric values are persisted in WAL records and SSTables: never
+// renumber them.
 type Kind uint8
 
 const (
@@ -31,7 +31,9 @@ const (
 	// KindMerge is a merge operand (reserved for the merge operator).
 	KindMerge Kind = 2
 	// KindValuePointer is a set whose value lives in a value-log file; the
-	// entry's value is an encoded value pointer (reserved for separation).
+	// entry's value is an encoded value pointer. Flushes write it into
+	// tables; garbage collection's rewrites write it through the WAL and
+	// memtables.
 	KindValuePointer Kind = 3
 	// KindRangeDelete deletes [key, value) at its sequence number; the entry's
 	// value is the exclusive end key.

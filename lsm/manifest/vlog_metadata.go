@@ -8,8 +8,8 @@ import (
 )
 
 // VlogMetadata describes one value-log file. The fields are fixed once the
-// file is in a version (garbage accounting arrives with garbage
-// collection, in the same record).
+// file is in a version. Its live bytes are not here: they depend on the
+// version (Version.VlogLive sums the references of its tables).
 type VlogMetadata struct {
 	FileNum base.FileNum
 	// Size is the file's length in bytes.
