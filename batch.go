@@ -119,6 +119,14 @@ type batchReader struct {
 	read  uint32
 }
 
+// reader returns a reader of b's entries before b is sequenced (its header
+// holds its count only once setSeq has run).
+func (b *Batch) reader() (batchReader, error) {
+	r, err := newBatchReader(b.repr)
+	r.count = b.count
+	return r, err
+}
+
 func newBatchReader(repr []byte) (batchReader, error) {
 	if len(repr) < batchHeaderLen {
 		return batchReader{}, fmt.Errorf("batch of %d bytes is shorter than its header", len(repr))

@@ -31,6 +31,7 @@ func TestCheckpointWhileWriting(t *testing.T) {
 			require.NoError(t, err)
 
 			var acked, started atomic.Int64 // keys [0, acked) are acknowledged
+			var writerFailed atomic.Bool
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
 			wg.Add(1)
@@ -45,6 +46,7 @@ func TestCheckpointWhileWriting(t *testing.T) {
 					started.Store(i + 1)
 					if err := db.Set(ckKey(i), ckValue(i), NoSync); err != nil {
 						t.Errorf("Set: %v", err)
+						writerFailed.Store(true)
 						return
 					}
 					acked.Store(i + 1)
@@ -52,6 +54,9 @@ func TestCheckpointWhileWriting(t *testing.T) {
 			}()
 			for c := 0; c < 5; c++ {
 				for acked.Load() < int64(2000*(c+1)) {
+					if writerFailed.Load() {
+						t.FailNow()
+					}
 					runtime.Gosched()
 				}
 				before := acked.Load()

@@ -29,6 +29,13 @@ type commitPipeline struct {
 	wal     *record.Writer // nil with the WAL disabled
 	lastSeq base.SeqNum
 	group   []*commitWriter
+	batches []*Batch
+	// With separation at commit: active is the value log the group's large
+	// values go to (nil until the first one), conv the batches that carry
+	// their pointers, and pinned the memtable that pins active.
+	active *vlog.LiveWriter
+	conv   []Batch
+	pinned *memTable
 	// closed is set by Close's opClose: every operation queued after it
 	// fails with ErrClosed, so nothing touches the WAL or the memtables
 	// once Close goes on to stop the background work.
@@ -152,7 +159,9 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 		return nil
 	case opClose:
 		c.closed = true
-		return nil
+		// The active value log is finished and recorded, so the WAL's
+		// pointers into it need no adoption at the next Open.
+		return d.sealActiveLog()
 	case opRotate:
 		if d.mem.Empty() {
 			return nil
@@ -177,30 +186,55 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 		d.mu.Unlock()
 		return err
 	}
+	// batches are what the WAL and the memtable receive: the group's
+	// batches, or, with separation at commit, copies whose large values
+	// went to the active value log and left pointers.
+	batches := c.batches[:0]
 	need, syncWAL := 0, false
+	sepAtCommit := d.sepAtCommit && group[0].op == opWrite
 	for _, w := range group {
-		need += w.batch.memSize
+		batches = append(batches, w.batch)
+		if sepAtCommit {
+			need += d.separatedMemSize(w.batch)
+		} else {
+			need += w.batch.memSize
+		}
 		syncWAL = syncWAL || w.sync
 	}
+	c.batches = batches
 	if err := d.makeRoomForWrite(need); err != nil {
 		return err
 	}
 	d.maybeSlowDown(group)
+	if sepAtCommit {
+		if err := d.separateAtCommit(batches); err != nil {
+			// Values may sit in the active value log without a WAL record:
+			// harmless garbage; but the log may be broken, so stop.
+			err = fmt.Errorf("strata: write value log: %w", err)
+			d.reportBackgroundError(err)
+			return err
+		}
+	}
 
 	seq := c.lastSeq + 1
-	for _, w := range group {
-		w.batch.setSeq(seq)
-		seq += base.SeqNum(w.batch.count)
+	for _, b := range batches {
+		b.setSeq(seq)
+		seq += base.SeqNum(b.count)
 	}
 	last := seq - 1
 
 	if c.wal != nil {
 		var err error
-		for _, w := range group {
-			if _, err = c.wal.WriteRecord(w.batch.repr); err != nil {
+		for _, b := range batches {
+			if _, err = c.wal.WriteRecord(b.repr); err != nil {
 				break
 			}
-			d.stats.walBytes.Add(uint64(len(w.batch.repr)))
+			d.stats.walBytes.Add(uint64(len(b.repr)))
+		}
+		if err == nil && syncWAL && c.active != nil {
+			// The values first: a synced WAL record must never point past
+			// what is durable in the value log.
+			err = c.active.Sync()
 		}
 		if err == nil {
 			if syncWAL {
@@ -223,18 +257,17 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	if group[0].op == opRepoint {
 		// The memtable now points into the new value logs: it pins them
 		// until it is flushed (their pointers are then in a table).
-		d.mu.Lock()
-		d.pinForMemtableLocked(mem, group[0].repoint.vlogs)
-		d.mu.Unlock()
+		d.pinForMemtable(mem, group[0].repoint.vlogs)
 	}
-	for _, w := range group {
-		if err := applyBatch(mem, w.batch, d.observer); err != nil {
+	for i, w := range group {
+		if err := applyBatch(mem, batches[i], d.observer); err != nil {
 			err = fmt.Errorf("strata: apply batch to memtable: %w", err)
 			d.reportBackgroundError(err)
 			return err
 		}
 		d.stats.userBytes.Add(w.batch.userBytes)
 	}
+	clear(c.batches)
 	c.lastSeq = last
 	mem.maxSeq.Store(uint64(last))
 	d.visibleSeq.Store(uint64(last))
@@ -271,9 +304,11 @@ func (d *DB) buildRepointBatch(w *commitWriter) error {
 	return nil
 }
 
-// pinForMemtableLocked records that memtable m holds pointers into vlogs,
-// pinning each once. d.mu held.
-func (d *DB) pinForMemtableLocked(m *memTable, vlogs []base.FileNum) {
+// pinForMemtable records that memtable m holds pointers into vlogs,
+// pinning each once, until m is released.
+func (d *DB) pinForMemtable(m *memTable, vlogs []base.FileNum) {
+	d.gc.pins.mu.Lock()
+	defer d.gc.pins.mu.Unlock()
 	for _, num := range vlogs {
 		if m.vlogs[num] {
 			continue
@@ -282,18 +317,20 @@ func (d *DB) pinForMemtableLocked(m *memTable, vlogs []base.FileNum) {
 			m.vlogs = make(map[base.FileNum]bool)
 		}
 		m.vlogs[num] = true
-		d.gc.pinned[num]++
+		d.gc.pins.addLocked(num, 1)
 	}
 }
 
-// unpinMemtableLocked drops the pins of a flushed memtable. d.mu held.
-func (d *DB) unpinMemtableLocked(m *memTable) {
+// releaseMemtable drops the pins of a memtable nothing can read any longer
+// (flushed, and no read state holds it): until then an iterator may still
+// read its pointers, so their value logs must stay.
+func (d *DB) releaseMemtable(m *memTable) {
+	d.gc.pins.mu.Lock()
 	for num := range m.vlogs {
-		if d.gc.pinned[num]--; d.gc.pinned[num] <= 0 {
-			delete(d.gc.pinned, num)
-		}
+		d.gc.pins.addLocked(num, -1)
 	}
 	m.vlogs = nil
+	d.gc.pins.mu.Unlock()
 }
 
 // applyBatch inserts a sequenced batch into m, telling observer (if any)
@@ -357,6 +394,11 @@ func (d *DB) rotateMemTable(need int) error {
 		return err
 	}
 	d.mu.Unlock()
+	// The frozen memtable's pointers must all be into value logs the
+	// version holds by the time it is flushed.
+	if err := d.sealActiveLog(); err != nil {
+		return err
+	}
 
 	c := &d.commit
 	var (

@@ -90,6 +90,10 @@ type DB struct {
 	snapshots      snapshotList
 	// gc is the value-log garbage collector's state (protected by d.mu).
 	gc gcState
+	// sepAtCommit: large values go to the active value log at commit (see
+	// commit_sep.go); live holds the value logs so written.
+	sepAtCommit bool
+	live        liveVlogs
 
 	// rsMu guards readState, the pointer readers take a reference through.
 	rsMu      sync.RWMutex

@@ -108,7 +108,6 @@ func (d *DB) flushOne() bool {
 	n := copy(d.imm, d.imm[1:])
 	d.imm[n] = nil
 	d.imm = d.imm[:n]
-	d.unpinMemtableLocked(m)
 	m.unref() // the DB's reference; read states may still hold it
 	// WALs below the new log number hold only flushed writes.
 	var obsoleteLogs []base.FileNum
@@ -231,6 +230,7 @@ func (d *DB) removeFile(t base.FileType, num base.FileNum) {
 		d.tableCache.evict(num)
 	case base.FileTypeVlog:
 		d.vlogs.Evict(num)
+		d.live.remove(num)
 	}
 	err := d.fs.Remove(d.path(t, num))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {

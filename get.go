@@ -132,13 +132,21 @@ func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq
 }
 
 // readSeparated fetches the value a pointer (stored in source) points to,
-// as a slice the caller owns.
+// as a slice the caller owns: from a value log of version v, or one written
+// at commit that v does not hold yet.
 func (d *DB) readSeparated(v *manifest.Version, key, ptr []byte, source string) ([]byte, error) {
 	p, m, err := vlog.Resolve(v.Vlogs, ptr, source)
-	if err != nil {
-		return nil, err
+	var value []byte
+	switch {
+	case m != nil:
+		value, err = d.vlogs.Value(m, p, key, make([]byte, 0, p.ValueLen))
+	case p.FileNum != 0:
+		var ok bool
+		var lerr error
+		if value, ok, lerr = d.liveValue(p, key, make([]byte, 0, p.ValueLen)); ok {
+			err = lerr
+		}
 	}
-	value, err := d.vlogs.Value(m, p, key, make([]byte, 0, p.ValueLen))
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,8 @@ type Iterator struct {
 	// it). readAhead serves forward scans per value log.
 	isPtr     bool
 	readAhead map[base.FileNum]iterVlog
-	rows      int // rows returned, and of them separated, for the policy
+	liveBuf   []byte // values read from the active value log
+	rows      int    // rows returned, and of them separated, for the policy
 	sepRows   int
 }
 
@@ -366,6 +367,23 @@ func (i *Iterator) Value() []byte {
 // fetch reads the value a pointer points to.
 func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 	p, m, err := vlog.Resolve(i.rs.version.Vlogs, ptr, "an SSTable")
+	if m == nil && p.FileNum != 0 {
+		// A memtable's pointer into a value log written at commit that the
+		// iterator's version does not hold (yet).
+		if lw := i.db.live.get(p.FileNum); lw != nil {
+			if m = lw.Finished(); m == nil {
+				v, lerr := lw.Get(p, i.key, i.liveBuf[:0])
+				if lerr == nil {
+					i.liveBuf = v
+					return v, nil
+				}
+				if m = lw.Finished(); m == nil {
+					return nil, lerr
+				}
+			}
+			err = nil
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -27,10 +27,12 @@ type memTable struct {
 	maxSeq atomic.Uint64
 
 	// vlogs are the value logs that pointer entries of this memtable point
-	// into (garbage collection's repointed keys, replayed or committed): each
-	// holds one pin on the value log until the memtable is flushed. Guarded
-	// by the DB's mutex.
-	vlogs map[base.FileNum]bool
+	// into (values separated at commit, garbage collection's repointed keys,
+	// replayed ones): each holds one pin on the value log until the
+	// memtable is released (release runs when the last reference goes).
+	// Guarded by the DB's pin lock.
+	vlogs   map[base.FileNum]bool
+	release func(*memTable)
 
 	// Range tombstones, fragmented on demand and cached until the next one
 	// is added. rangeDelCount is incremented after each Add of a tombstone.
@@ -52,16 +54,23 @@ func newMemTable(size int, logNum base.FileNum) *memTable {
 func (m *memTable) ref() { m.refs.Add(1) }
 
 func (m *memTable) unref() {
-	if m.refs.Add(-1) == 0 && m.pool != nil {
-		m.pool.put(m)
+	if m.refs.Add(-1) == 0 {
+		if m.release != nil {
+			m.release(m)
+		}
+		if m.pool != nil {
+			m.pool.put(m)
+		}
 	}
 }
 
 // memPool keeps one spare memtable of the standard size.
 type memPool struct {
-	size  int
-	mu    sync.Mutex
-	spare *memtable.MemTable
+	size int
+	// release is given to every memtable it hands out (see memTable).
+	release func(*memTable)
+	mu      sync.Mutex
+	spare   *memtable.MemTable
 }
 
 // get returns an empty memtable of at least size bytes, reusing the spare
@@ -73,13 +82,14 @@ func (p *memPool) get(size int, logNum base.FileNum) *memTable {
 		p.spare = nil
 		p.mu.Unlock()
 		if spare != nil {
-			m := &memTable{MemTable: spare, logNum: logNum, pool: p}
+			m := &memTable{MemTable: spare, logNum: logNum, pool: p, release: p.release}
 			m.refs.Store(1)
 			return m
 		}
 		size = p.size
 	}
 	m := newMemTable(size, logNum)
+	m.release = p.release
 	if size == p.size {
 		m.pool = p
 	}

@@ -66,7 +66,9 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	d.tableCache = newTableCache(fs, dirname, d.cache, d.files)
 	d.vlogs = vlog.NewReaderCache(fs, dirname, d.cache, d.files)
 	d.memPool.size = int(o.MemTableSize)
+	d.memPool.release = d.releaseMemtable
 	d.observer, _ = o.SeparationPolicy.(vlog.Observer)
+	d.sepAtCommit = o.SeparationTime == SeparateAtCommit || (o.SeparationTime == SeparateDefault && !o.DisableWAL)
 
 	names, err := fs.List(dirname)
 	if err != nil {
@@ -296,7 +298,11 @@ func (d *DB) replayWALs(names []string) (*walReplay, error) {
 		if err := rp.replay(num); err != nil {
 			return nil, err
 		}
+		if rp.torn {
+			break
+		}
 	}
+	rp.ve.NewVlogs = append(rp.ve.NewVlogs, rp.adoptedMetadata()...)
 	return rp, nil
 }
 
@@ -305,10 +311,12 @@ func (d *DB) replayWALs(names []string) (*walReplay, error) {
 // needed.
 func (d *DB) installRecovered(rp *walReplay) error {
 	o, ve := d.opts, rp.ve
-	if o.DisableWAL {
+	if o.DisableWAL || rp.torn {
 		// Writes replayed from the WALs of an earlier run with the WAL on
 		// must reach a table before the log number moves past those WALs
-		// (and they are deleted): no new WAL will protect them.
+		// (and they are deleted): no new WAL will protect them. After a
+		// torn value the WALs must go too: replayed again, they would stop
+		// at the same place and hide every write made after this Open.
 		if err := rp.flush(); err != nil {
 			return err
 		}
@@ -326,7 +334,7 @@ func (d *DB) installRecovered(rp *walReplay) error {
 		d.walFile.Store(wf)
 		d.walNums = append(d.walNums, newLog)
 		d.mem = d.memPool.get(int(o.MemTableSize), newLog)
-		if rp.mem != nil {
+		if rp.mem != nil && !rp.torn {
 			// The recovered writes become a frozen memtable that the
 			// background flush writes out after Open returns, so Open does
 			// not wait for it; their WALs stay until it is flushed. (Keeping
@@ -349,12 +357,15 @@ func (d *DB) installRecovered(rp *walReplay) error {
 		d.mem = d.memPool.get(int(o.MemTableSize), 0)
 	}
 	d.mu.Lock()
-	if rp.mem != nil && !o.DisableWAL {
+	if rp.mem != nil && !o.DisableWAL && !rp.torn {
 		// The recovered memtable's pointer entries pin their value logs
-		// until it is flushed.
+		// until it is released.
+		d.gc.pins.mu.Lock()
 		for num := range rp.mem.vlogs {
-			d.gc.pinned[num]++
+			d.gc.pins.addLocked(num, 1)
 		}
+		d.gc.pins.mu.Unlock()
+		rp.mem.release = d.releaseMemtable
 	}
 	err := d.vs.LogAndApply(ve)
 	if err == nil {
@@ -398,6 +409,12 @@ type walReplay struct {
 	firstLog base.FileNum
 	// logs are the WALs replayed, ascending.
 	logs []base.FileNum
+	// torn is set when a batch pointed to a value that did not survive: the
+	// replay stopped there (see pointersValid).
+	torn bool
+	// adopted are the value logs written at commit that WAL records point
+	// into and the manifest does not list (see recover_vlog.go).
+	adopted map[base.FileNum]*adoptedVlog
 }
 
 func (r *walReplay) flush() error {
@@ -449,6 +466,14 @@ func (r *walReplay) replay(num base.FileNum) error {
 		}
 		if seq+base.SeqNum(br.count)-1 <= r.flushedSeq {
 			continue
+		}
+		// A batch whose values were written at commit is applied only if
+		// every value it points to survived; otherwise the log ends here.
+		if ok, err := r.pointersValid(rec, name, offset); err != nil {
+			return err
+		} else if !ok {
+			r.torn = true
+			return nil
 		}
 		for {
 			kind, key, value, ok, err := br.next()
@@ -555,9 +580,11 @@ func (d *DB) Close() error {
 	if d.opts.DisableWAL {
 		err = d.flush()
 	}
-	// Wait for in-flight writes (opClose queues behind them) and refuse
-	// every operation queued after it.
-	_ = d.writeOp(nil, false, opClose)
+	// Wait for in-flight writes (opClose queues behind them), finish the
+	// active value log, and refuse every operation queued after it.
+	if cerr := d.writeOp(nil, false, opClose); err == nil {
+		err = cerr
+	}
 	// Running compactions and checkpoints finish (no new ones start once
 	// closed is set).
 	d.mu.Lock()

@@ -38,8 +38,15 @@ type Options struct {
 	// values leave the tree (see vlog.Policy; an adaptive policy that also
 	// implements vlog.Observer is told what the workload does).
 	SeparationPolicy vlog.Policy
-	// ValueLogFileSize is the size in bytes past which a flush starts a new
-	// value log. Default: 128 MiB.
+	// SeparationTime says when values leave the tree: SeparateAtCommit
+	// (written once, to a value log, when committed: the WAL and memtable
+	// hold pointers), or SeparateAtFlush (kept in the WAL and memtable,
+	// moved out when the memtable is flushed). Default (SeparateDefault):
+	// at commit with the WAL on, at flush with it off, where values
+	// overwritten in the memtable then never reach the disk.
+	SeparationTime SeparationTime
+	// ValueLogFileSize is the size in bytes past which a flush (or the
+	// commit pipeline) starts a new value log. Default: 128 MiB.
 	ValueLogFileSize int64
 	// ValueLogReadAhead is the largest window in bytes a forward scan reads
 	// from a value log at once when successive values are adjacent.

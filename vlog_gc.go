@@ -2,6 +2,7 @@ package strata
 
 import (
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/strata-db/strata/gc"
@@ -30,10 +31,11 @@ import (
 type gcState struct {
 	// collecting maps the value logs being collected to their decision.
 	collecting map[base.FileNum]gc.Collection
-	// pinned counts, per value log, the holders that may still add
+	// pins count, per value log, the holders that may read it or add
 	// references to it outside the tables (memtables with pointer entries,
-	// rewrite jobs writing it): a pinned value log is never deleted.
-	pinned map[base.FileNum]int
+	// until released; rewrite jobs writing it): a pinned value log is never
+	// deleted.
+	pins vlogPins
 	// draining are the value logs whose rewrite is done, waiting for their
 	// old entries to leave the tree.
 	draining map[base.FileNum]bool
@@ -60,7 +62,7 @@ type gcStats struct {
 
 func (s *gcState) init() {
 	s.collecting = make(map[base.FileNum]gc.Collection)
-	s.pinned = make(map[base.FileNum]int)
+	s.pins.n = make(map[base.FileNum]int)
 	s.draining = make(map[base.FileNum]bool)
 }
 
@@ -68,7 +70,10 @@ func (s *gcState) init() {
 // log. d.mu held.
 func (d *DB) gcFileStateLocked(num base.FileNum) gc.Status {
 	_, collecting := d.gc.collecting[num]
-	return gc.Status{Pinned: d.gc.pinned[num] > 0, Collecting: collecting, Draining: d.gc.draining[num]}
+	d.gc.pins.mu.Lock()
+	pinned := d.gc.pins.n[num] > 0
+	d.gc.pins.mu.Unlock()
+	return gc.Status{Pinned: pinned, Collecting: collecting, Draining: d.gc.draining[num]}
 }
 
 // scheduleGCLocked asks for a garbage-collection pass. d.mu held.
@@ -205,6 +210,20 @@ func (d *DB) markCollectingLocked(v *manifest.Version) {
 		for _, r := range refs {
 			r.File.MarkedForCompaction = true
 		}
+	}
+}
+
+// vlogPins counts pins per value log. Its lock may be taken with d.mu held
+// or alone (a memtable is released from wherever its last reference goes),
+// never the other way round.
+type vlogPins struct {
+	mu sync.Mutex
+	n  map[base.FileNum]int
+}
+
+func (p *vlogPins) addLocked(num base.FileNum, delta int) {
+	if p.n[num] += delta; p.n[num] <= 0 {
+		delete(p.n, num)
 	}
 }
 

@@ -106,12 +106,12 @@ func (d *DB) rewriteVlog(v *manifest.Version, m *manifest.VlogMetadata) error {
 	// The new value logs' numbers are pinned as they are allocated.
 	var pins []base.FileNum
 	defer func() {
-		d.mu.Lock()
+		d.gc.pins.mu.Lock()
 		for _, num := range pins {
-			if d.gc.pinned[num]--; d.gc.pinned[num] <= 0 {
-				delete(d.gc.pinned, num)
-			}
+			d.gc.pins.addLocked(num, -1)
 		}
+		d.gc.pins.mu.Unlock()
+		d.mu.Lock()
 		d.scheduleGCLocked()
 		d.mu.Unlock()
 	}()
@@ -120,9 +120,9 @@ func (d *DB) rewriteVlog(v *manifest.Version, m *manifest.VlogMetadata) error {
 		Dir: d.dirname,
 		NewFileNum: func() base.FileNum {
 			num := d.vs.NewFileNum()
-			d.mu.Lock()
-			d.gc.pinned[num]++
-			d.mu.Unlock()
+			d.gc.pins.mu.Lock()
+			d.gc.pins.addLocked(num, 1)
+			d.gc.pins.mu.Unlock()
 			pins = append(pins, num)
 			return num
 		},

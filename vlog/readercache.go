@@ -111,7 +111,8 @@ func (rc *ReaderCache) Open() int {
 // Resolve decodes a value pointer stored in source (a table, named in
 // errors) and finds the value log it points into among vlogs (a version's).
 // A pointer that does not decode, or into a value log the version does not
-// hold, is corruption of source.
+// hold, is corruption of source (in the second case the decoded pointer is
+// returned with the error).
 func Resolve(vlogs map[base.FileNum]*manifest.VlogMetadata, ptr []byte, source string) (Pointer, *manifest.VlogMetadata, error) {
 	p, err := DecodePointer(ptr)
 	if err != nil {
@@ -119,7 +120,8 @@ func Resolve(vlogs map[base.FileNum]*manifest.VlogMetadata, ptr []byte, source s
 	}
 	m := vlogs[p.FileNum]
 	if m == nil {
-		return Pointer{}, nil, base.CorruptionErrorf(source, -1, "value pointer into value log %s, which the database does not hold", p.FileNum)
+		// p is returned: the caller may know the value log by other means.
+		return p, nil, base.CorruptionErrorf(source, -1, "value pointer into value log %s, which the database does not hold", p.FileNum)
 	}
 	return p, m, nil
 }

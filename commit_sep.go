@@ -1,0 +1,257 @@
+package strata
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/lsm/memtable"
+	"github.com/strata-db/strata/vlog"
+)
+
+// Separation at commit: with the WAL on, a value the separation policy
+// moves out of the tree is written once, to the active value log, by the
+// commit leader; the WAL record and the memtable carry its pointer. Flush
+// then writes only keys and pointers.
+//
+// The steps for a group, and why each order holds:
+//
+//  1. The group's large values are appended to the active value log (its
+//     buffer; reads of memtable entries find them there until they reach
+//     the file). The memtable that will hold their pointers pins the value
+//     log first, so that no GC pass can delete it once it is in a version.
+//  2. The WAL records, with pointers, are written; for a Sync write the
+//     value log is synced before the WAL, so a synced WAL record never
+//     points past what is durable. Without Sync either may reach the disk
+//     first: recovery checks every pointer into a value log the manifest
+//     does not hold, and a pointer to bytes that did not survive is a torn
+//     tail (nothing after it was acknowledged as synced).
+//  3. The memtable is updated.
+//
+// The active value log is finished (footer, sync) and recorded in the
+// manifest when it reaches ValueLogFileSize, when the memtable is frozen
+// (so a flush always finds the value logs its table points into in the
+// version), and at Close. A new one is created lazily, with its directory
+// entry synced before any pointer into it can be acknowledged.
+
+// SeparationTime says when values leave the tree for value logs.
+type SeparationTime int
+
+const (
+	// SeparateDefault is at commit with the WAL on, at flush without it.
+	SeparateDefault SeparationTime = iota
+	// SeparateAtCommit writes a separated value once, to the active value
+	// log, when it is committed; the WAL and the memtable hold its pointer.
+	SeparateAtCommit
+	// SeparateAtFlush keeps values in the WAL and the memtable and
+	// separates them when the memtable is flushed: a value overwritten
+	// while in the memtable never reaches a value log (the right trade
+	// without a WAL), but with the WAL on each value is written twice.
+	SeparateAtFlush
+)
+
+// liveVlogs are the value logs written at commit that a read may find
+// pointers into before (or without) the version holding them: the active
+// one, read through its LiveWriter, and finished ones, read through the
+// reader cache with the metadata the LiveWriter kept. An entry goes when
+// its file is deleted.
+type liveVlogs struct {
+	mu sync.RWMutex
+	m  map[base.FileNum]*vlog.LiveWriter
+}
+
+func (l *liveVlogs) get(num base.FileNum) *vlog.LiveWriter {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.m[num]
+}
+
+func (l *liveVlogs) add(w *vlog.LiveWriter) {
+	l.mu.Lock()
+	if l.m == nil {
+		l.m = make(map[base.FileNum]*vlog.LiveWriter)
+	}
+	l.m[w.FileNum()] = w
+	l.mu.Unlock()
+}
+
+func (l *liveVlogs) remove(num base.FileNum) {
+	l.mu.Lock()
+	delete(l.m, num)
+	l.mu.Unlock()
+}
+
+// separatedMemSize returns the memtable bytes b needs once its large
+// values are pointers.
+func (d *DB) separatedMemSize(b *Batch) int {
+	r, err := b.reader()
+	if err != nil {
+		return b.memSize
+	}
+	n := 0
+	for {
+		kind, key, value, ok, err := r.next()
+		if err != nil {
+			return b.memSize
+		}
+		if !ok {
+			return n
+		}
+		if kind == base.KindSet && d.opts.SeparationPolicy.Separate(key, len(value)) {
+			n += memtable.EntrySize(len(key), vlog.MaxPointerLen)
+		} else {
+			n += memtable.EntrySize(len(key), len(value))
+		}
+	}
+}
+
+// separateAtCommit replaces, in batches, each batch holding values the
+// policy separates by a copy in which those values are pointers into the
+// active value log, where they were appended. Leader only.
+func (d *DB) separateAtCommit(batches []*Batch) error {
+	c := &d.commit
+	policy := d.opts.SeparationPolicy
+	for i, b := range batches {
+		r, err := b.reader()
+		if err != nil {
+			return err
+		}
+		var conv *Batch
+		for {
+			kind, key, value, ok, err := r.next()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				break
+			}
+			if kind != base.KindSet || !policy.Separate(key, len(value)) {
+				if conv != nil {
+					if err := conv.add(kind, key, value, kind != base.KindDelete); err != nil {
+						return err
+					}
+				}
+				continue
+			}
+			if conv == nil {
+				// The first separated value: copy what came before it.
+				if len(c.conv) <= i {
+					c.conv = append(c.conv, make([]Batch, i+1-len(c.conv))...)
+				}
+				conv = &c.conv[i]
+				conv.Reset()
+				pr, _ := b.reader()
+				for j := uint32(0); j < r.read-1; j++ {
+					k2, key2, value2, _, _ := pr.next()
+					if err := conv.add(k2, key2, value2, k2 != base.KindDelete); err != nil {
+						return err
+					}
+				}
+			}
+			p, err := d.appendCommitValue(key, value)
+			if err != nil {
+				return err
+			}
+			if err := conv.addPointer(key, p); err != nil {
+				return err
+			}
+			if d.observer != nil {
+				d.observer.ObserveWrite(len(key), len(value))
+			}
+		}
+		if conv != nil {
+			conv.userBytes = 0 // counted from the caller's batch
+			batches[i] = conv
+		}
+	}
+	return nil
+}
+
+// appendCommitValue appends key and value to the active value log,
+// starting or rolling it as needed, pinned by the current memtable. Leader
+// only.
+func (d *DB) appendCommitValue(key, value []byte) (vlog.Pointer, error) {
+	c := &d.commit
+	if c.active != nil && int64(c.active.Size()) >= d.opts.ValueLogFileSize {
+		if err := d.sealActiveLog(); err != nil {
+			return vlog.Pointer{}, err
+		}
+	}
+	if c.active == nil {
+		num := d.vs.NewFileNum()
+		f, err := d.fs.Create(d.path(base.FileTypeVlog, num))
+		if err != nil {
+			return vlog.Pointer{}, fmt.Errorf("strata: create value log: %w", err)
+		}
+		// The file's entry must be durable before a synced WAL record can
+		// point into it.
+		if err := syncDirErr(d); err != nil {
+			f.Close()
+			d.removeFile(base.FileTypeVlog, num)
+			return vlog.Pointer{}, err
+		}
+		c.active = vlog.NewLiveWriter(f, num)
+		d.live.add(c.active)
+	}
+	if c.pinned != d.mem {
+		// The memtable that receives this group pins the value log before
+		// any version can hold it (when it is finished).
+		d.pinForMemtable(d.mem, []base.FileNum{c.active.FileNum()})
+		c.pinned = d.mem
+	}
+	p, err := c.active.Add(key, value)
+	if err == nil {
+		d.stats.vlogBytes.Add(uint64(p.Length))
+	}
+	return p, err
+}
+
+// sealActiveLog finishes the active value log, if any, and records it in
+// the manifest. Leader only (or Close, once the pipeline is closed).
+func (d *DB) sealActiveLog() error {
+	c := &d.commit
+	if c.active == nil {
+		return nil
+	}
+	a := c.active
+	c.active, c.pinned = nil, nil
+	meta, err := a.Finish()
+	if err != nil {
+		err = fmt.Errorf("strata: finish value log: %w", err)
+		d.reportBackgroundError(err)
+		return err
+	}
+	d.mu.Lock()
+	err = d.vs.LogAndApply(&manifest.VersionEdit{NewVlogs: []*manifest.VlogMetadata{meta}})
+	if err == nil {
+		d.updateReadStateLocked()
+		d.scheduleGCLocked()
+	}
+	d.mu.Unlock()
+	if err != nil {
+		err = fmt.Errorf("strata: record value log: %w", err)
+		d.reportBackgroundError(err)
+	}
+	return err
+}
+
+// liveValue reads, for a pointer found in a memtable into a value log the
+// read's version does not hold, the value from the value logs written at
+// commit. ok is false when num is not one of them.
+func (d *DB) liveValue(p vlog.Pointer, key, dst []byte) (value []byte, ok bool, err error) {
+	lw := d.live.get(p.FileNum)
+	if lw == nil {
+		return nil, false, nil
+	}
+	if m := lw.Finished(); m != nil {
+		v, err := d.vlogs.Value(m, p, key, dst)
+		return v, true, err
+	}
+	v, err := lw.Get(p, key, dst)
+	if err != nil && lw.Finished() != nil {
+		// Finished between the two checks.
+		v, err = d.vlogs.Value(lw.Finished(), p, key, dst)
+	}
+	return v, true, err
+}

@@ -1,0 +1,157 @@
+package strata
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+func sepValue(i int) []byte {
+	v := bytes.Repeat([]byte{byte('a' + i%26)}, 2000+i%100)
+	copy(v, fmt.Sprintf("v%d/", i))
+	return v
+}
+
+// TestSeparateAtCommitWritesValuesOnce: with the WAL on, a large value is
+// written to a value log at commit and the WAL carries only its pointer;
+// reads find it in the active value log before any flush; a flush writes
+// only keys and pointers.
+func TestSeparateAtCommitWritesValuesOnce(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs})
+	require.NoError(t, err)
+	const n = 500
+	for i := 0; i < n; i++ {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("k%04d", i)), sepValue(i), NoSync))
+	}
+	for i := 0; i < n; i += 7 {
+		got, err := db.Get([]byte(fmt.Sprintf("k%04d", i)))
+		require.NoError(t, err)
+		require.Equal(t, sepValue(i), got)
+	}
+	m := db.Metrics()
+	var user uint64
+	for i := 0; i < n; i++ {
+		user += uint64(5 + len(sepValue(i)))
+	}
+	require.Less(t, m.WAL.BytesWritten, user/20, "the WAL carried the values")
+	require.GreaterOrEqual(t, m.ValueLogs.BytesWritten, user-uint64(5*n))
+	it, err := db.NewIter(nil)
+	require.NoError(t, err)
+	i := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		require.Equal(t, sepValue(i), it.Value())
+		i++
+	}
+	require.NoError(t, it.Close())
+	require.Equal(t, n, i)
+	require.NoError(t, db.Flush())
+	require.Less(t, db.Metrics().Flush.BytesWritten, user/20, "the flush rewrote the values")
+	require.NoError(t, db.Close())
+
+	db, err = Open("db", &Options{FS: fs})
+	require.NoError(t, err)
+	for i := 0; i < n; i++ {
+		got, err := db.Get([]byte(fmt.Sprintf("k%04d", i)))
+		require.NoError(t, err)
+		require.Equal(t, sepValue(i), got)
+	}
+	require.NoError(t, currentVersion(db).CheckLedger())
+	require.NoError(t, db.Close())
+}
+
+// TestTornValueLogTail: the WAL reached the disk but the values its last
+// records point to did not (they were still in the value log's buffer):
+// recovery keeps a prefix of the writes, never a wrong value, and the
+// writes made after that recovery survive the next one.
+func TestTornValueLogTail(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs})
+	require.NoError(t, err)
+	for i := 0; i < 50; i++ {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("k%04d", i)), sepValue(i), Sync))
+	}
+	// Unsynced writes whose WAL records are then synced on their own, as if
+	// the operating system had written the WAL but not the value log.
+	for i := 50; i < 80; i++ {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("k%04d", i)), sepValue(i), NoSync))
+	}
+	require.NoError(t, db.walFile.Load().Sync())
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+	require.NoError(t, db.Close())
+
+	db, err = Open("db", &Options{FS: crashed})
+	require.NoError(t, err)
+	got, err := readAll(t, db)
+	require.NoError(t, err)
+	for i := 0; i < 50; i++ {
+		require.Equal(t, string(sepValue(i)), got[fmt.Sprintf("k%04d", i)], "a synced write was lost")
+	}
+	for k, v := range got {
+		var i int
+		fmt.Sscanf(k, "k%04d", &i)
+		require.Equal(t, string(sepValue(i)), v, "wrong value for %s", k)
+	}
+	require.Less(t, len(got), 80, "values that never reached the disk were returned")
+	// Later writes must survive the next recovery, which must not stop at
+	// the same torn record again.
+	for i := 100; i < 120; i++ {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("k%04d", i)), sepValue(i), Sync))
+	}
+	crashed2 := crashed.CrashClone(vfs.CrashOptions{})
+	require.NoError(t, db.Close())
+	db, err = Open("db", &Options{FS: crashed2})
+	require.NoError(t, err)
+	for i := 100; i < 120; i++ {
+		v, err := db.Get([]byte(fmt.Sprintf("k%04d", i)))
+		require.NoError(t, err, "a synced write after recovery was lost")
+		require.Equal(t, sepValue(i), v)
+	}
+	require.NoError(t, currentVersion(db).CheckLedger())
+	require.NoError(t, db.Close())
+}
+
+// TestAdoptFinishedValueLog: a value log finished at commit whose
+// manifest edit failed is adopted at the next Open from the WAL's
+// pointers, not deleted as an orphan: every write acknowledged before the
+// failure is there.
+func TestAdoptFinishedValueLog(t *testing.T) {
+	mem := vfs.NewMem()
+	var failManifest atomic.Bool
+	fs := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		if failManifest.Load() && strings.Contains(op.Path, "MANIFEST") && op.Kind.IsWrite() {
+			return vfs.ErrInjected
+		}
+		return nil
+	}))
+	db, err := Open("db", &Options{FS: fs, ValueLogFileSize: 64 << 10})
+	require.NoError(t, err)
+	failManifest.Store(true)
+	acked := 0
+	for i := 0; i < 100; i++ { // the value log rolls at about 32 values
+		if err := db.Set([]byte(fmt.Sprintf("k%04d", i)), sepValue(i), Sync); err != nil {
+			require.ErrorIs(t, err, vfs.ErrInjected)
+			break
+		}
+		acked++
+	}
+	require.Less(t, acked, 100, "the value log never rolled")
+	require.Positive(t, acked)
+	_ = db.Close()
+	failManifest.Store(false)
+
+	db, err = Open("db", &Options{FS: mem})
+	require.NoError(t, err)
+	for i := 0; i < acked; i++ {
+		got, err := db.Get([]byte(fmt.Sprintf("k%04d", i)))
+		require.NoError(t, err, "acknowledged write %d lost", i)
+		require.Equal(t, sepValue(i), got)
+	}
+	require.NoError(t, currentVersion(db).CheckLedger())
+	require.NoError(t, db.Close())
+}

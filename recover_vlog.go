@@ -1,0 +1,147 @@
+package strata
+
+import (
+	"errors"
+	"os"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/vlog"
+)
+
+// Recovery of values written at commit. A WAL record may point into a value
+// log the manifest does not list: the active value log of the run that
+// crashed (unfinished, its tail possibly torn), or one it finished but
+// whose manifest edit did not reach the disk. Such a value log is adopted:
+// read once, its valid records found, and added to the version in the
+// recovery edit. A pointer to a record that did not survive is a torn
+// write: the WAL could not have been synced after it (a Sync write syncs
+// the value log first), so nothing acknowledged as synced follows, and the
+// replay ends at that batch.
+
+// adoptedVlog is a value log adopted by recovery.
+type adoptedVlog struct {
+	meta *manifest.VlogMetadata // nil when the file is missing or unreadable
+	// finished: the file has its footer, every record is valid. Otherwise
+	// records maps the offset of each valid record to its length.
+	finished bool
+	records  map[uint64]uint32
+}
+
+// pointersValid reports whether every pointer of the batch rec (from WAL
+// name at offset) locates a record that survived.
+func (r *walReplay) pointersValid(rec []byte, name string, offset int64) (bool, error) {
+	br, err := newBatchReader(rec)
+	if err != nil {
+		return false, base.CorruptionErrorf(name, offset, "%v", err)
+	}
+	var v *manifest.Version
+	for {
+		kind, _, value, ok, err := br.next()
+		if err != nil {
+			return false, base.CorruptionErrorf(name, offset, "%v", err)
+		}
+		if !ok {
+			return true, nil
+		}
+		if kind != base.KindValuePointer {
+			continue
+		}
+		p, err := vlog.DecodePointer(value)
+		if err != nil {
+			return false, base.CorruptionErrorf(name, offset, "batch entry: %v", err)
+		}
+		if v == nil {
+			r.d.mu.Lock()
+			v = r.d.vs.Current()
+			r.d.mu.Unlock()
+		}
+		if v.Vlogs[p.FileNum] != nil {
+			continue
+		}
+		a, err := r.adopt(p.FileNum)
+		if err != nil {
+			return false, err
+		}
+		if a.meta == nil {
+			return false, nil
+		}
+		if a.finished {
+			if p.End() > vlog.RecordBytes(a.meta.Size)+vlog.HeaderLen {
+				return false, nil
+			}
+			continue
+		}
+		if n, ok := a.records[p.Offset]; !ok || n != p.Length {
+			return false, nil
+		}
+	}
+}
+
+// adopt reads value log num, once, to learn which of its records survived.
+func (r *walReplay) adopt(num base.FileNum) (*adoptedVlog, error) {
+	if a := r.adopted[num]; a != nil {
+		return a, nil
+	}
+	if r.adopted == nil {
+		r.adopted = make(map[base.FileNum]*adoptedVlog)
+	}
+	a := &adoptedVlog{}
+	r.adopted[num] = a
+	d := r.d
+	name := d.path(base.FileTypeVlog, num)
+	st, err := d.fs.Stat(name)
+	if errors.Is(err, os.ErrNotExist) {
+		return a, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	f, err := d.fs.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := vlog.NewReader(f, num, st.Size(), vlog.ReaderOptions{})
+	if err != nil {
+		f.Close()
+		if errors.Is(err, base.ErrCorruption) {
+			// Not even a header: nothing in it survived.
+			return a, nil
+		}
+		return nil, err
+	}
+	defer rd.Close()
+	meta := &manifest.VlogMetadata{FileNum: num, Size: uint64(st.Size())}
+	if rd.Finished() {
+		a.finished = true
+	} else {
+		a.records = make(map[uint64]uint32)
+	}
+	// Count (and, for an unfinished file, list) the records that verify; a
+	// scan stops at the first that does not, the torn tail.
+	sc := rd.NewScanner()
+	for sc.Next() {
+		p := sc.Pointer()
+		meta.Records++
+		meta.ValueBytes += uint64(p.ValueLen)
+		if a.records != nil {
+			a.records[p.Offset] = p.Length
+		}
+	}
+	if err := sc.Err(); err != nil && a.finished {
+		return nil, err
+	}
+	a.meta = meta
+	return a, nil
+}
+
+// adoptedMetadata returns the adopted value logs for the recovery edit.
+func (r *walReplay) adoptedMetadata() []*manifest.VlogMetadata {
+	var out []*manifest.VlogMetadata
+	for _, a := range r.adopted {
+		if a.meta != nil {
+			out = append(out, a.meta)
+		}
+	}
+	return out
+}
