@@ -190,19 +190,21 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	// batches, or, with separation at commit, copies whose large values
 	// went to the active value log and left pointers.
 	batches := c.batches[:0]
-	need, syncWAL := 0, false
+	need, values, syncWAL := 0, 0, false
 	sepAtCommit := d.sepAtCommit && group[0].op == opWrite
 	for _, w := range group {
 		batches = append(batches, w.batch)
 		if sepAtCommit {
-			need += d.separatedMemSize(w.batch)
+			n, v := d.separatedMemSize(w.batch)
+			need += n
+			values += v
 		} else {
 			need += w.batch.memSize
 		}
 		syncWAL = syncWAL || w.sync
 	}
 	c.batches = batches
-	if err := d.makeRoomForWrite(need); err != nil {
+	if err := d.makeRoomForWrite(need, values); err != nil {
 		return err
 	}
 	d.maybeSlowDown(group)
@@ -364,11 +366,23 @@ func applyBatch(m *memTable, b *Batch, observer vlog.Observer) error {
 
 // makeRoomForWrite makes sure d.mem can take need more bytes, freezing it
 // (and waiting for flushes when too many memtables are frozen). Leader only.
-func (d *DB) makeRoomForWrite(need int) error {
-	if d.mem.Available() >= need {
+//
+// values is the bytes of the values the group writes to the active value
+// log. A memtable counts them toward MemTableSize although they are not in
+// its arena: it is frozen after as much user data as if they were, so the
+// pointers it holds reach tables, where garbage collection sees what they
+// shadow, no later than values kept inline would.
+func (d *DB) makeRoomForWrite(need, values int) error {
+	m := d.mem
+	if m.Available() >= need && (values == 0 || m.Size()+int(m.valueBytes.Load())+values <= int(d.opts.MemTableSize)) {
+		m.valueBytes.Add(int64(values))
 		return nil
 	}
-	return d.rotateMemTable(need)
+	if err := d.rotateMemTable(need); err != nil {
+		return err
+	}
+	d.mem.valueBytes.Add(int64(values))
+	return nil
 }
 
 // rotateMemTable freezes d.mem and installs a new memtable able to hold need

@@ -83,23 +83,23 @@ func (l *liveVlogs) remove(num base.FileNum) {
 }
 
 // separatedMemSize returns the memtable bytes b needs once its large
-// values are pointers.
-func (d *DB) separatedMemSize(b *Batch) int {
+// values are pointers, and the bytes of those values.
+func (d *DB) separatedMemSize(b *Batch) (n, values int) {
 	r, err := b.reader()
 	if err != nil {
-		return b.memSize
+		return b.memSize, 0
 	}
-	n := 0
 	for {
 		kind, key, value, ok, err := r.next()
 		if err != nil {
-			return b.memSize
+			return b.memSize, 0
 		}
 		if !ok {
-			return n
+			return n, values
 		}
 		if kind == base.KindSet && d.opts.SeparationPolicy.Separate(key, len(value)) {
 			n += memtable.EntrySize(len(key), vlog.MaxPointerLen)
+			values += len(value)
 		} else {
 			n += memtable.EntrySize(len(key), len(value))
 		}

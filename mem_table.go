@@ -22,6 +22,9 @@ type memTable struct {
 	pool *memPool
 	// logNum is the WAL holding this memtable's writes (0 with the WAL off).
 	logNum base.FileNum
+	// valueBytes counts the bytes of the values its pointer entries locate
+	// in value logs written at commit (see makeRoomForWrite).
+	valueBytes atomic.Int64
 	// maxSeq is the largest sequence number applied (set by the commit
 	// leader before the memtable is frozen).
 	maxSeq atomic.Uint64

@@ -10,7 +10,6 @@ import (
 
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/compaction"
-	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/lsm/manifest"
 )
 
@@ -142,7 +141,7 @@ func (d *DB) Metrics() *Metrics {
 			m.ValueLogs.Records += vl.Records
 			m.ValueLogs.ValueBytes += vl.ValueBytes
 		}
-		l := gc.NewLedger(v, d.gcFileStateLocked)
+		l := d.ledgerLocked(v)
 		m.SpaceAmp = l.SpaceAmp()
 		for _, f := range l.Files {
 			m.ValueLogs.Live += f.Live

@@ -134,7 +134,7 @@ func (d *DB) collectGarbageLocked(events *[]gcEvent) error {
 		d.gc.stats.passes++
 		start := time.Now()
 		v := d.vs.Current()
-		l := gc.NewLedger(v, d.gcFileStateLocked)
+		l := d.ledgerLocked(v)
 		dec := d.opts.GCPolicy.Decide(v, l)
 		info := &GCInfo{Policy: d.opts.GCPolicy.Name(), SpaceAmp: l.SpaceAmp()}
 
@@ -211,6 +211,21 @@ func (d *DB) markCollectingLocked(v *manifest.Version) {
 			r.File.MarkedForCompaction = true
 		}
 	}
+}
+
+// ledgerLocked returns the ledger of v with what the DB knows besides: the
+// state of each value log, and the value log being written at commit.
+// d.mu held.
+func (d *DB) ledgerLocked(v *manifest.Version) gc.Ledger {
+	l := gc.NewLedger(v, d.gcFileStateLocked)
+	d.live.mu.RLock()
+	for num, lw := range d.live.m {
+		if v.Vlogs[num] == nil && lw.Finished() == nil {
+			l.PendingBytes += lw.Size()
+		}
+	}
+	d.live.mu.RUnlock()
+	return l
 }
 
 // vlogPins counts pins per value log. Its lock may be taken with d.mu held

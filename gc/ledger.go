@@ -58,6 +58,11 @@ func (f File) Dead() bool { return f.Live == 0 && !f.Pinned }
 type Ledger struct {
 	Files      []File
 	TableBytes uint64
+	// PendingBytes are value-log bytes on disk that no version holds yet
+	// (the DB's active value log, written at commit): counted on the disk
+	// side, since the values they hold shadow older ones still counted as
+	// live.
+	PendingBytes uint64
 	// Complete is false when some table's references are unknown (a
 	// database from before they were recorded, until Open reads them):
 	// then nothing may be deleted.
@@ -120,7 +125,7 @@ func (l Ledger) LiveBytes() uint64 {
 }
 
 // DiskBytes returns the bytes of tables and value logs.
-func (l Ledger) DiskBytes() uint64 { return l.TableBytes + l.VlogBytes() }
+func (l Ledger) DiskBytes() uint64 { return l.TableBytes + l.VlogBytes() + l.PendingBytes }
 
 // SpaceAmp returns DiskBytes over LiveBytes (1 when there is nothing).
 func (l Ledger) SpaceAmp() float64 {
