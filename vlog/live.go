@@ -77,6 +77,9 @@ func (l *LiveWriter) Finish() (*manifest.VlogMetadata, error) {
 	}
 	w := l.w
 	l.meta = &manifest.VlogMetadata{FileNum: w.fileNum, Size: w.Size(), Records: w.Count(), ValueBytes: w.ValueBytes()}
+	// A finished LiveWriter stays known (its metadata) while the file
+	// lives; its buffer is not needed any more.
+	w.buf = nil
 	return l.meta, nil
 }
 
