@@ -1,0 +1,121 @@
+package strata
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/vfs"
+)
+
+// The background goroutine and the files it deletes. Flushes are in
+// flush.go, garbage-collection passes in vlog_gc.go.
+
+// scheduleBackground wakes the background goroutine (flushes, file
+// deletion) without blocking.
+func (d *DB) scheduleBackground() {
+	d.bgMu.Lock()
+	defer d.bgMu.Unlock()
+	if d.bgStopped {
+		return
+	}
+	select {
+	case d.flushCh <- struct{}{}:
+	default:
+	}
+}
+
+// stopBackground ends the background loop once it has finished its current
+// work. Later wake-ups (an iterator closed after the DB) do nothing.
+func (d *DB) stopBackground() {
+	d.bgMu.Lock()
+	if !d.bgStopped {
+		d.bgStopped = true
+		close(d.flushCh)
+	}
+	d.bgMu.Unlock()
+}
+
+// backgroundLoop flushes frozen memtables, runs garbage-collection passes
+// and deletes obsolete files until the DB closes. Under a steady stream of
+// writes there is always a memtable to flush: a pass and the deletions run
+// after each flush, so they are never starved.
+func (d *DB) backgroundLoop() {
+	defer d.bgWG.Done()
+	for range d.flushCh {
+		for {
+			flushed := d.flushOne()
+			d.collectGarbage()
+			d.deleteObsoleteFiles()
+			if !flushed {
+				break
+			}
+		}
+	}
+}
+
+// newTableFile creates the file of a new SSTable.
+func (d *DB) newTableFile() (base.FileNum, vfs.File, error) {
+	num := d.vs.NewFileNum()
+	f, err := d.fs.Create(d.path(base.FileTypeTable, num))
+	if err != nil {
+		return num, nil, fmt.Errorf("strata: create table: %w", err)
+	}
+	return num, f, nil
+}
+
+func (d *DB) path(t base.FileType, num base.FileNum) string {
+	return d.fs.PathJoin(d.dirname, base.MakeFilename(t, num))
+}
+
+// removeFile deletes a file the DB no longer needs. Failures are ignored: a
+// leftover file is deleted again at the next Open.
+func (d *DB) removeFile(t base.FileType, num base.FileNum) {
+	switch t {
+	case base.FileTypeTable:
+		d.tableCache.evict(num)
+	case base.FileTypeVlog:
+		d.vlogs.Evict(num)
+		d.live.remove(num)
+	}
+	err := d.fs.Remove(d.path(t, num))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return
+	}
+	if err == nil && t == base.FileTypeTable {
+		d.opts.EventListener.tableDeleted(TableDeleteInfo{FileNum: uint64(num)})
+	}
+}
+
+// obsoleteFiles collects tables and value logs no version holds; the
+// background goroutine deletes them. Its lock is taken from Version.Unref,
+// possibly with d.mu held, and never the other way round.
+type obsoleteFiles struct {
+	mu    sync.Mutex
+	files manifest.Obsolete
+}
+
+func (d *DB) onObsolete(o manifest.Obsolete) {
+	d.obsolete.mu.Lock()
+	d.obsolete.files.Tables = append(d.obsolete.files.Tables, o.Tables...)
+	d.obsolete.files.Vlogs = append(d.obsolete.files.Vlogs, o.Vlogs...)
+	d.obsolete.mu.Unlock()
+	d.scheduleBackground()
+}
+
+// deleteObsoleteFiles removes the tables and value logs no version holds.
+func (d *DB) deleteObsoleteFiles() {
+	d.obsolete.mu.Lock()
+	o := d.obsolete.files
+	d.obsolete.files = manifest.Obsolete{}
+	d.obsolete.mu.Unlock()
+	for _, f := range o.Tables {
+		d.removeFile(base.FileTypeTable, f.FileNum)
+	}
+	for _, vl := range o.Vlogs {
+		d.removeFile(base.FileTypeVlog, vl.FileNum)
+	}
+}
