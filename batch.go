@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/memtable"
@@ -20,15 +21,20 @@ import (
 //	+-------------+-----------+-----------------------------------------+
 //	entry: kind (1) | uvarint key len | key | [uvarint value len | value]
 //
-// The value is present for SET (the value), RANGEDEL (the exclusive end
-// key) and VALUEPTR (an encoded value pointer, which the engine alone
-// writes: garbage collection repoints keys to the new copies of their
-// values), absent for DEL. Entry i gets sequence number seq+i.
+// The value is present for SET (the value), SETM (entry metadata, an
+// expiry, then the value: see base.EntryMeta), RANGEDEL (the exclusive end
+// key) and VPTR/VPTRM (an encoded value pointer, after metadata for VPTRM:
+// the engine writes these when values go to value logs at commit and when
+// garbage collection repoints keys), absent for DEL. Entry i gets sequence
+// number seq+i.
 type Batch struct {
 	repr      []byte
 	count     uint32
 	memSize   int    // arena bytes the batch needs in a memtable
 	userBytes uint64 // key and value bytes, for write amplification
+	// clock gives SetWithTTL the time (the DB's clock for a batch from
+	// DB.NewBatch; time.Now otherwise).
+	clock func() time.Time
 }
 
 const batchHeaderLen = 12
@@ -41,7 +47,7 @@ const maxBatchSize = 3 << 30
 var ErrBatchTooLarge = errors.New("strata: batch too large")
 
 // NewBatch returns an empty batch.
-func (d *DB) NewBatch() *Batch { return &Batch{} }
+func (d *DB) NewBatch() *Batch { return &Batch{clock: d.opts.Clock} }
 
 func (b *Batch) init() {
 	if len(b.repr) < batchHeaderLen {
@@ -73,6 +79,15 @@ func (b *Batch) addPointer(key []byte, p vlog.Pointer) error {
 	var buf [vlog.MaxPointerLen]byte
 	user := b.userBytes
 	err := b.add(base.KindValuePointer, key, p.Encode(buf[:0]), true)
+	b.userBytes = user
+	return err
+}
+
+// addPointerMeta adds key -> value pointer p with entry metadata m.
+func (b *Batch) addPointerMeta(key []byte, p vlog.Pointer, m base.EntryMeta) error {
+	var buf [vlog.MaxPointerLen + 20]byte
+	user := b.userBytes
+	err := b.add(base.KindValuePointerMeta, key, p.Encode(m.Append(buf[:0])), true)
 	b.userBytes = user
 	return err
 }
@@ -164,7 +179,7 @@ func (r *batchReader) next() (kind base.Kind, key, value []byte, ok bool, err er
 		return 0, nil, nil, false, fmt.Errorf("batch entry %d: truncated key", r.read)
 	}
 	switch kind {
-	case base.KindSet, base.KindRangeDelete, base.KindValuePointer:
+	case base.KindSet, base.KindRangeDelete, base.KindValuePointer, base.KindSetMeta, base.KindValuePointerMeta:
 		if value, good = r.bytes(); !good {
 			return 0, nil, nil, false, fmt.Errorf("batch entry %d: truncated value", r.read)
 		}

@@ -290,14 +290,24 @@ func (d *DB) buildRepointBatch(w *commitWriter) error {
 	defer rs.unref()
 	snap := base.SeqNum(d.visibleSeq.Load())
 	for _, it := range rw.items {
-		_, err := d.lookup(rs, it.key, snap, it.old)
+		metaBytes, err := d.lookup(rs, it.key, snap, it.old)
 		if err == errPointerMoved {
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		if err := rw.batch.addPointer(it.key, it.newPtr); err != nil {
+		if len(metaBytes) > 0 {
+			// The key keeps its expiry.
+			meta, _, merr := base.DecodeEntryMeta(metaBytes)
+			if merr != nil {
+				return merr
+			}
+			err = rw.batch.addPointerMeta(it.key, it.newPtr, meta)
+		} else {
+			err = rw.batch.addPointer(it.key, it.newPtr)
+		}
+		if err != nil {
 			return err
 		}
 		rw.applied++
@@ -354,7 +364,7 @@ func applyBatch(m *memTable, b *Batch, observer vlog.Observer) error {
 		if err := m.Add(base.MakeInternalKey(key, seq, kind), value); err != nil {
 			return err
 		}
-		if observer != nil && kind == base.KindSet {
+		if observer != nil && kind.IsSet() {
 			observer.ObserveWrite(len(key), len(value))
 		}
 		if kind == base.KindRangeDelete {
@@ -520,6 +530,14 @@ func (d *DB) Apply(b *Batch, o *WriteOptions) error {
 	if b == nil || b.Empty() {
 		return nil
 	}
+	if d.opts.DefaultTTL > 0 {
+		tb := batchPool.Get().(*Batch)
+		defer batchPool.Put(tb)
+		var err error
+		if b, err = d.withDefaultTTL(b, tb); err != nil {
+			return err
+		}
+	}
 	return d.write(b, o.sync())
 }
 
@@ -531,7 +549,12 @@ func (d *DB) writeOne(kind base.Kind, key, value []byte, hasValue bool, o *Write
 	}
 	b := batchPool.Get().(*Batch)
 	b.Reset()
-	err := b.add(kind, key, value, hasValue)
+	var err error
+	if kind == base.KindSet && d.opts.DefaultTTL > 0 {
+		err = b.addSetMeta(key, value, base.EntryMeta{ExpiresAt: expiryFrom(d.opts.Clock(), d.opts.DefaultTTL)})
+	} else {
+		err = b.add(kind, key, value, hasValue)
+	}
 	if err == nil {
 		err = d.write(b, o.sync())
 	}

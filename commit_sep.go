@@ -97,12 +97,15 @@ func (d *DB) separatedMemSize(b *Batch) (n, values int) {
 		if !ok {
 			return n, values
 		}
-		if kind == base.KindSet && d.opts.SeparationPolicy.Separate(key, len(value)) {
-			n += memtable.EntrySize(len(key), vlog.MaxPointerLen)
-			values += len(value)
-		} else {
-			n += memtable.EntrySize(len(key), len(value))
+		if kind.IsSet() {
+			_, v, err := base.SplitEntry(kind, value)
+			if err == nil && d.opts.SeparationPolicy.Separate(key, len(v)) {
+				n += memtable.EntrySize(len(key), len(value)-len(v)+vlog.MaxPointerLen)
+				values += len(v)
+				continue
+			}
 		}
+		n += memtable.EntrySize(len(key), len(value))
 	}
 }
 
@@ -126,7 +129,14 @@ func (d *DB) separateAtCommit(batches []*Batch) error {
 			if !ok {
 				break
 			}
-			if kind != base.KindSet || !policy.Separate(key, len(value)) {
+			var meta base.EntryMeta
+			v := value
+			if kind.IsSet() {
+				if meta, v, err = base.SplitEntry(kind, value); err != nil {
+					return err
+				}
+			}
+			if !kind.IsSet() || !policy.Separate(key, len(v)) {
 				if conv != nil {
 					if err := conv.add(kind, key, value, kind != base.KindDelete); err != nil {
 						return err
@@ -149,15 +159,20 @@ func (d *DB) separateAtCommit(batches []*Batch) error {
 					}
 				}
 			}
-			p, err := d.appendCommitValue(key, value)
+			p, err := d.appendCommitValue(key, v)
 			if err != nil {
 				return err
 			}
-			if err := conv.addPointer(key, p); err != nil {
+			if kind.HasMeta() {
+				err = conv.addPointerMeta(key, p, meta)
+			} else {
+				err = conv.addPointer(key, p)
+			}
+			if err != nil {
 				return err
 			}
 			if d.observer != nil {
-				d.observer.ObserveWrite(len(key), len(value))
+				d.observer.ObserveWrite(len(key), len(v))
 			}
 		}
 		if conv != nil {

@@ -121,6 +121,8 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 		} else {
 			d.updateReadStateLocked()
 			d.recordRelocationLocked(stats)
+			d.stats.expired.Add(stats.Expired)
+			d.stats.compactVlogReads.Add(stats.Relocated)
 			d.stats.vlogBytes.Add(vlogSizes(vlogs))
 			if invariants.Enabled && p.Kind != compaction.KindMove {
 				err = checkCompactionLedger(p, outputs, vlogs, stats)
@@ -220,6 +222,7 @@ func (d *DB) runCompaction(p *compaction.Pick, v *manifest.Version, snaps []base
 		TargetFileSize:        uint64(d.opts.TargetFileSize),
 		Grandparents:          p.Grandparents,
 		MaxGrandparentOverlap: d.opts.pickerOptions().MaxGrandparentOverlap(),
+		Now:                   d.nowMillis(),
 	}
 	var rel *relocator
 	if len(targets) > 0 {

@@ -174,17 +174,21 @@ func (d *DB) swapReadState(rs *readState) {
 
 // dbStats are counters for Metrics.
 type dbStats struct {
-	flushes         atomic.Uint64
-	flushBytes      atomic.Uint64
-	compactions     atomic.Uint64
-	compactInBytes  atomic.Uint64
-	compactOutBytes atomic.Uint64
-	walBytes        atomic.Uint64
-	vlogBytes       atomic.Uint64 // bytes of value logs written (flush, GC)
-	userBytes       atomic.Uint64
-	writeStalls     atomic.Uint64
-	stallNanos      atomic.Int64
-	slowdownNanos   atomic.Int64
+	flushes        atomic.Uint64
+	flushBytes     atomic.Uint64
+	compactions    atomic.Uint64
+	compactInBytes atomic.Uint64
+	// expired counts entries dropped for their TTL; compactVlogReads the
+	// value-log records compactions read (relocation only).
+	expired          atomic.Uint64
+	compactVlogReads atomic.Uint64
+	compactOutBytes  atomic.Uint64
+	walBytes         atomic.Uint64
+	vlogBytes        atomic.Uint64 // bytes of value logs written (flush, GC)
+	userBytes        atomic.Uint64
+	writeStalls      atomic.Uint64
+	stallNanos       atomic.Int64
+	slowdownNanos    atomic.Int64
 
 	// Per level, protected by d.mu.
 	levels [manifest.NumLevels]levelStats

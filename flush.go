@@ -97,13 +97,14 @@ func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, 
 	it := m.NewIter()
 	defer it.Close()
 	sep := d.newSeparator(d.opts.SeparationPolicy)
-	outputs, _, err := compaction.Run(compaction.Config{
+	outputs, stats, err := compaction.Run(compaction.Config{
 		Input:     it,
 		RangeDels: m.rangeDels(),
 		Snapshots: snaps,
 		NewFile:   d.newTableFile,
 		Writer:    d.opts.writerOptions(),
 		Separate:  sep.Separate,
+		Now:       d.nowMillis(),
 	})
 	var vlogs []*manifest.VlogMetadata
 	if err == nil {
@@ -119,6 +120,7 @@ func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, 
 		}
 		return nil, nil, err
 	}
+	d.stats.expired.Add(stats.Expired)
 	if len(outputs) == 0 {
 		return nil, nil, nil
 	}

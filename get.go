@@ -39,10 +39,12 @@ var errPointerMoved = fmt.Errorf("strata: the key's newest entry changed")
 // tombstone newer than the entry.
 //
 // With expect nil it returns the value (read from its value log if the
-// entry is a pointer), as a slice the caller owns, or ErrNotFound. With
-// expect set it reads no value: it returns nil if the newest entry is a
-// pointer whose encoding equals expect, and errPointerMoved otherwise
-// (garbage collection's check that a key still points where it did).
+// entry is a pointer), as a slice the caller owns, or ErrNotFound; an
+// expired entry (see ttl.go) is not found. With expect set it reads no
+// value: if the newest entry is an unexpired pointer whose encoding equals
+// expect it returns the entry's encoded metadata (nil without any), and
+// otherwise errPointerMoved (garbage collection's check that a key still
+// points where it did).
 func (d *DB) lookup(rs *readState, key []byte, snap base.SeqNum, expect []byte) ([]byte, error) {
 	var tomb base.SeqNum
 	for _, m := range rs.memtables {
@@ -106,9 +108,24 @@ func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []b
 // resolve turns the newest visible entry of key, found in source, into
 // lookup's result.
 func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq, tomb base.SeqNum, source string, expect []byte) ([]byte, error) {
+	var metaBytes []byte
+	if kind.HasMeta() {
+		meta, rest, err := base.DecodeEntryMeta(value)
+		if err != nil {
+			return nil, base.CorruptionErrorf(source, -1, "key %q: %v", key, err)
+		}
+		if meta.Expired(d.nowMillis()) {
+			if expect != nil {
+				return nil, errPointerMoved
+			}
+			return nil, ErrNotFound
+		}
+		metaBytes = value[:len(value)-len(rest)]
+		value, kind = rest, kind.WithoutMeta()
+	}
 	if expect != nil {
 		if seq >= tomb && kind == base.KindValuePointer && bytes.Equal(value, expect) {
-			return nil, nil
+			return metaBytes, nil
 		}
 		return nil, errPointerMoved
 	}

@@ -35,6 +35,9 @@ type Iterator struct {
 	isPtr     bool
 	readAhead map[base.FileNum]iterVlog
 	liveBuf   []byte // values read from the active value log
+	// now is the clock's time (ms) for expiry during one positioning call;
+	// 0 until an entry with an expiry needs it.
+	now int64
 	rows      int    // rows returned, and of them separated, for the policy
 	sepRows   int
 }
@@ -131,18 +134,44 @@ func (d *DB) newFileIter(f *manifest.FileMetadata) (base.InternalIterator, error
 	return &tableIter{InternalIterator: h.reader.NewIter(), tc: d.tableCache, h: h}, nil
 }
 
-// deleted reports whether the visible entry k is deleted for this iterator.
-func (i *Iterator) deleted(k base.InternalKey) bool {
+// deleted reports whether the visible entry k, with value v, is deleted
+// (or has expired) for this iterator.
+func (i *Iterator) deleted(k base.InternalKey, v []byte) bool {
 	if k.Kind() == base.KindDelete {
 		return true
 	}
+	if k.Kind().HasMeta() {
+		meta, _, err := base.DecodeEntryMeta(v)
+		if err != nil {
+			i.err = base.CorruptionErrorf("an SSTable", -1, "key %q: %v", k.UserKey, err)
+			return true
+		}
+		if meta.ExpiresAt != 0 {
+			if i.now == 0 {
+				i.now = i.db.nowMillis()
+			}
+			if meta.Expired(i.now) {
+				return true
+			}
+		}
+	}
 	return i.dels != nil && i.dels.Covers(k.UserKey, k.SeqNum(), i.snap)
+}
+
+// payload returns the value of entry k without its metadata.
+func payload(k base.InternalKey, v []byte) []byte {
+	if k.Kind().HasMeta() {
+		if _, rest, err := base.DecodeEntryMeta(v); err == nil {
+			return rest
+		}
+	}
+	return v
 }
 
 // checkKind rejects kinds the iterator cannot return.
 func (i *Iterator) checkKind(k base.InternalKey) bool {
 	switch k.Kind() {
-	case base.KindSet, base.KindDelete, base.KindValuePointer:
+	case base.KindSet, base.KindDelete, base.KindValuePointer, base.KindSetMeta, base.KindValuePointerMeta:
 		return true
 	}
 	i.err = fmt.Errorf("strata: key %q has an entry of kind %s, which this version cannot read", k.UserKey, k.Kind())
@@ -170,12 +199,16 @@ func (i *Iterator) findNext(skip bool) bool {
 		}
 		// k is the newest visible entry of its user key.
 		i.key = append(i.key[:0], k.UserKey...)
-		if i.deleted(k) {
+		if i.deleted(k, i.iter.Value()) {
+			if i.err != nil {
+				i.valid = false
+				return false
+			}
 			skip = true
 			continue
 		}
-		i.value = i.iter.Value()
-		i.isPtr = k.Kind() == base.KindValuePointer
+		i.value = payload(k, i.iter.Value())
+		i.isPtr = k.Kind().IsPointer()
 		i.valid = true
 		i.countRow()
 		return true
@@ -214,14 +247,18 @@ func (i *Iterator) findPrev() bool {
 		if !i.checkKind(k) {
 			return false
 		}
-		if i.deleted(k) {
+		if i.deleted(k, i.iter.Value()) {
+			if i.err != nil {
+				i.valid = false
+				return false
+			}
 			found = false
 			continue
 		}
 		found = true
 		i.key = append(i.key[:0], k.UserKey...)
-		i.valBuf = append(i.valBuf[:0], i.iter.Value()...)
-		i.isPtr = k.Kind() == base.KindValuePointer
+		i.valBuf = append(i.valBuf[:0], payload(k, i.iter.Value())...)
+		i.isPtr = k.Kind().IsPointer()
 	}
 	if err := i.iter.Error(); err != nil {
 		i.err = err
@@ -248,6 +285,7 @@ func (i *Iterator) usable() bool {
 		return false
 	}
 	i.err = nil
+	i.now = 0 // read the clock again, once, if an entry has an expiry
 	return true
 }
 

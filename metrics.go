@@ -53,6 +53,12 @@ type Metrics struct {
 		BytesWritten uint64
 		// InProgress is the number of compactions running now.
 		InProgress int
+		// Expired counts entries flushes and compactions dropped (or turned
+		// into tombstones) because their TTL had passed; ValueLogReads the
+		// value-log records compactions read, which only moving values out
+		// of a value log being collected does (expiry never reads one).
+		Expired       uint64
+		ValueLogReads uint64
 	}
 	// UserBytes is the key and value bytes written through the API since
 	// Open; WriteAmp is (WAL + flush + compaction bytes) / UserBytes.
@@ -206,6 +212,8 @@ func (d *DB) Metrics() *Metrics {
 	m.Flush.BytesWritten = d.stats.flushBytes.Load()
 	m.Compact.Count = d.stats.compactions.Load()
 	m.Compact.BytesRead = d.stats.compactInBytes.Load()
+	m.Compact.Expired = d.stats.expired.Load()
+	m.Compact.ValueLogReads = d.stats.compactVlogReads.Load()
 	m.Compact.BytesWritten = d.stats.compactOutBytes.Load()
 	m.UserBytes = d.stats.userBytes.Load()
 	m.ValueLogs.BytesWritten = d.stats.vlogBytes.Load()

@@ -9,7 +9,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/vfs"
@@ -78,14 +80,52 @@ type modelTest struct {
 	snaps []modelSnap
 	iters []modelIter
 
+	// exp holds the expiry (ms, by clockMs) of keys written with a TTL;
+	// the DB's Options.Clock reads clockMs, which only "tick" steps move.
+	exp     map[string]int64
+	clockMs atomic.Int64
+
 	compactions uint64 // automatic and manual compactions over all sessions
 	gcDeleted   uint64 // value logs garbage collection deleted, over all sessions
+	expired     uint64 // entries flushes and compactions dropped for their TTL
 	gcMoved     uint64 // values it relocated
 }
 
 type modelSnap struct {
-	s *Snapshot
-	m model
+	s   *Snapshot
+	m   model
+	exp map[string]int64
+}
+
+// visible returns the part of m whose expiry (exp) has not passed at now.
+func visible(m model, exp map[string]int64, now int64) model {
+	out := m.clone()
+	for k, e := range exp {
+		if e <= now {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+// clearExp forgets the expiry of k, rewritten without one.
+func (mt *modelTest) clearExp(k string) { delete(mt.exp, k) }
+
+// clearExpRange forgets the expiries of [a, b).
+func (mt *modelTest) clearExpRange(a, b string) {
+	for k := range mt.exp {
+		if k >= a && k < b {
+			delete(mt.exp, k)
+		}
+	}
+}
+
+func cloneExp(e map[string]int64) map[string]int64 {
+	c := make(map[string]int64, len(e))
+	for k, v := range e {
+		c[k] = v
+	}
+	return c
 }
 
 type modelIter struct {
@@ -244,6 +284,7 @@ func (mt *modelTest) reopen() {
 	mt.compactions += m.Compact.Count
 	mt.gcDeleted += m.GC.DeletedFiles
 	mt.gcMoved += m.GC.Relocated
+	mt.expired += m.Compact.Expired
 	if err := mt.db.Close(); err != nil {
 		mt.fatalf("Close: %v", err)
 	}
@@ -292,7 +333,9 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 	fs := vfs.NewMem()
 	o := *opts
 	o.FS = fs
-	mt := &modelTest{t: t, rng: rand.New(rand.NewPCG(seed, 0x5eed)), fs: fs, opts: &o, m: model{}, seed: seed}
+	mt := &modelTest{t: t, rng: rand.New(rand.NewPCG(seed, 0x5eed)), fs: fs, opts: &o, m: model{}, seed: seed, exp: map[string]int64{}}
+	mt.clockMs.Store(1_000_000_000_000)
+	o.Clock = func() time.Time { return time.UnixMilli(mt.clockMs.Load()) }
 	db, err := Open("db", mt.opts)
 	require.NoError(t, err)
 	mt.db = db
@@ -311,6 +354,7 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 				mt.fatalf("Set: %v", err)
 			}
 			mt.m[string(k)] = string(v)
+			mt.clearExp(string(k))
 		case r < 380:
 			counts[1]++
 			k := mt.key()
@@ -318,6 +362,7 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 				mt.fatalf("Delete: %v", err)
 			}
 			delete(mt.m, string(k))
+			mt.clearExp(string(k))
 		case r < 400:
 			counts[2]++
 			a, b := mt.randomBounds()
@@ -328,32 +373,46 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 				mt.fatalf("DeleteRange: %v", err)
 			}
 			mt.m.deleteRange(string(a), string(b))
+			mt.clearExpRange(string(a), string(b))
 		case r < 450:
 			counts[3]++
 			b := mt.db.NewBatch()
-			pending := mt.m.clone()
+			pending, pendingExp := mt.m.clone(), cloneExp(mt.exp)
 			for i := 0; i < 1+mt.rng.IntN(20); i++ {
-				switch mt.rng.IntN(6) {
+				switch mt.rng.IntN(7) {
 				case 0:
 					k := mt.key()
 					require.NoError(t, b.Delete(k))
 					delete(pending, string(k))
+					delete(pendingExp, string(k))
 				case 1:
 					a, c := mt.randomBounds()
 					if a != nil && c != nil {
 						require.NoError(t, b.DeleteRange(a, c))
 						pending.deleteRange(string(a), string(c))
+						for k := range pendingExp {
+							if k >= string(a) && k < string(c) {
+								delete(pendingExp, k)
+							}
+						}
 					}
+				case 2:
+					k, v := mt.key(), mt.value()
+					ttl := time.Duration(1+mt.rng.IntN(4)) * time.Second
+					require.NoError(t, b.SetWithTTL(k, v, ttl))
+					pending[string(k)] = string(v)
+					pendingExp[string(k)] = mt.clockMs.Load() + ttl.Milliseconds()
 				default:
 					k, v := mt.key(), mt.value()
 					require.NoError(t, b.Set(k, v))
 					pending[string(k)] = string(v)
+					delete(pendingExp, string(k))
 				}
 			}
 			if err := mt.db.Apply(b, mt.writeOpts()); err != nil {
 				mt.fatalf("Apply: %v", err)
 			}
-			mt.m = pending
+			mt.m, mt.exp = pending, pendingExp
 		case r < 650:
 			counts[4]++
 			mt.checkGet(mt.db.Get, mt.m, mt.key())
@@ -389,7 +448,7 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 		case r < 800:
 			counts[7]++
 			if len(mt.snaps) < 4 {
-				mt.snaps = append(mt.snaps, modelSnap{s: mt.db.NewSnapshot(), m: mt.m.clone()})
+				mt.snaps = append(mt.snaps, modelSnap{s: mt.db.NewSnapshot(), m: mt.m.clone(), exp: cloneExp(mt.exp)})
 			}
 		case r < 850:
 			counts[8]++
@@ -397,15 +456,17 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 				continue
 			}
 			s := mt.snaps[mt.rng.IntN(len(mt.snaps))]
+			// A snapshot's view loses what has expired since it was taken.
+			sm := visible(s.m, s.exp, mt.clockMs.Load())
 			if mt.rng.IntN(2) == 0 {
-				mt.checkGet(s.s.Get, s.m, mt.key())
+				mt.checkGet(s.s.Get, sm, mt.key())
 			} else {
 				lower, upper := mt.randomBounds()
 				it, err := s.s.NewIter(&IterOptions{LowerBound: lower, UpperBound: upper})
 				if err != nil {
 					mt.fatalf("Snapshot.NewIter: %v", err)
 				}
-				mi := mt.newModelIter(it, s.m, lower, upper)
+				mi := mt.newModelIter(it, sm, lower, upper)
 				for i := 0; i < 20; i++ {
 					mt.iterStep(&mi)
 				}
@@ -435,13 +496,37 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 		case r < 935:
 			counts[13]++
 			mt.fullCheck()
+		case r < 970:
+			counts[14]++
+			k, v := mt.key(), mt.value()
+			ttl := time.Duration(1+mt.rng.IntN(4)) * time.Second
+			if err := mt.db.SetWithTTL(k, v, ttl, mt.writeOpts()); err != nil {
+				mt.fatalf("SetWithTTL: %v", err)
+			}
+			mt.m[string(k)] = string(v)
+			mt.exp[string(k)] = mt.clockMs.Load() + ttl.Milliseconds()
+		case r < 980:
+			counts[15]++
+			// Time passes: iterators (a view at one moment) are closed
+			// first; snapshots stay, and lose what expires.
+			for _, mi := range mt.iters {
+				require.NoError(t, mi.it.Close())
+			}
+			mt.iters = nil
+			now := mt.clockMs.Add(int64(1+mt.rng.IntN(3)) * 1000)
+			for k, e := range mt.exp {
+				if e <= now {
+					delete(mt.m, k)
+					delete(mt.exp, k)
+				}
+			}
 		}
 	}
 	mt.fullCheck()
 	mt.reopen()
 	mt.fullCheck()
-	t.Logf("seed %d: ops by kind %v, %d compactions, gc deleted %d value logs and moved %d values\n%s",
-		seed, counts[:14], mt.compactions, mt.gcDeleted, mt.gcMoved, strings.TrimSpace(mt.db.Metrics().String()))
+	t.Logf("seed %d: ops by kind %v, %d compactions, gc deleted %d value logs and moved %d values, %d entries expired\n%s",
+		seed, counts[:16], mt.compactions, mt.gcDeleted, mt.gcMoved, mt.expired, strings.TrimSpace(mt.db.Metrics().String()))
 	return mt
 }
 
@@ -491,6 +576,9 @@ func TestModel(t *testing.T) {
 				// hold older states.
 				if strings.HasPrefix(name, "gc-") && (mt.gcDeleted < 10 || mt.gcMoved == 0) {
 					t.Fatalf("seed %d: gc deleted only %d value logs and moved %d values", seed, mt.gcDeleted, mt.gcMoved)
+				}
+				if !testing.Short() && mt.expired == 0 {
+					t.Fatalf("seed %d: no flush or compaction dropped an expired entry", seed)
 				}
 			}
 		})

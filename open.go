@@ -502,8 +502,12 @@ func (r *walReplay) replay(num base.FileNum) error {
 			if kind == base.KindRangeDelete {
 				r.mem.rangeDelCount.Add(1)
 			}
-			if kind == base.KindValuePointer {
-				p, err := vlog.DecodePointer(value)
+			if kind.IsPointer() {
+				_, enc, err := base.SplitEntry(kind, value)
+				if err != nil {
+					return base.CorruptionErrorf(name, offset, "batch entry: %v", err)
+				}
+				p, err := vlog.DecodePointer(enc)
 				if err != nil {
 					return base.CorruptionErrorf(name, offset, "batch entry: %v", err)
 				}

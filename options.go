@@ -3,6 +3,7 @@ package strata
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/compaction"
@@ -64,6 +65,13 @@ type Options struct {
 	// DisableGC turns value-log garbage collection off entirely: no value
 	// log is ever deleted (for measuring what collection saves).
 	DisableGC bool
+
+	// Clock is the time TTL expiry is decided by. Default: time.Now.
+	Clock func() time.Time
+	// DefaultTTL, if positive, makes every Set (and Batch.Set applied by
+	// DB.Apply) expire that long after it is written, as SetWithTTL does.
+	// Default: 0, no expiry.
+	DefaultTTL time.Duration
 
 	// DisableWAL turns the write-ahead log off. Writes are then durable only
 	// once flushed (Flush, Close, or a full memtable); Sync has no effect.
@@ -195,6 +203,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if c.SeparationPolicy == nil {
 		c.SeparationPolicy = vlog.Threshold(c.ValueThreshold)
+	}
+	if c.Clock == nil {
+		c.Clock = time.Now
 	}
 	if c.GCPolicy == nil {
 		c.GCPolicy = gc.ReverseLookup(gc.DefaultRatio)

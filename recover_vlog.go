@@ -44,10 +44,14 @@ func (r *walReplay) pointersValid(rec []byte, name string, offset int64) (bool, 
 		if !ok {
 			return true, nil
 		}
-		if kind != base.KindValuePointer {
+		if !kind.IsPointer() {
 			continue
 		}
-		p, err := vlog.DecodePointer(value)
+		_, enc, err := base.SplitEntry(kind, value)
+		if err != nil {
+			return false, base.CorruptionErrorf(name, offset, "batch entry: %v", err)
+		}
+		p, err := vlog.DecodePointer(enc)
 		if err != nil {
 			return false, base.CorruptionErrorf(name, offset, "batch entry: %v", err)
 		}

@@ -36,6 +36,9 @@ type Stats struct {
 	VlogGarbage   map[base.FileNum]uint64
 	VlogRelocated map[base.FileNum]uint64
 	Relocated     uint64 // pointers relocated
+	// Expired counts the entries dropped or turned into tombstones because
+	// their TTL had passed (Config.Now).
+	Expired uint64
 }
 
 // addVlog adds the record bytes of p to the per-value-log map *m.
@@ -48,10 +51,14 @@ func (s *Stats) addVlog(m *map[base.FileNum]uint64, p vlog.Pointer) {
 
 // dropped meters an input entry the compaction does not write.
 func (f *entryFilter) dropped(k base.InternalKey, value []byte) {
-	if k.Kind() != base.KindValuePointer {
+	if !k.Kind().IsPointer() {
 		return
 	}
-	if p, err := vlog.DecodePointer(value); err == nil {
+	_, enc, err := base.SplitEntry(k.Kind(), value)
+	if err != nil {
+		return
+	}
+	if p, err := vlog.DecodePointer(enc); err == nil {
 		f.stats.addVlog(&f.stats.VlogGarbage, p)
 	}
 }
@@ -88,6 +95,7 @@ type entryFilter struct {
 	bottommost bool
 	stats      *Stats
 	filter     Filter
+	now        int64 // Config.Now
 
 	// key and value of the entry last returned by next (the value may have
 	// been changed by the filter; the kind turned into a deletion).
@@ -142,7 +150,27 @@ func (f *entryFilter) next(first bool) (bool, error) {
 			continue
 		}
 		f.key, f.value = k, f.in.Value()
-		if f.filter != nil && stripe == len(f.snaps) && (kind == base.KindSet || kind == base.KindValuePointer) {
+		if kind.HasMeta() {
+			meta, _, err := base.DecodeEntryMeta(f.value)
+			if err != nil {
+				return false, fmt.Errorf("compaction: entry %s: %w", k, err)
+			}
+			if meta.Expired(f.now) {
+				// Expired: deleted for every reader, snapshots included
+				// (expiry is by time, not sequence). A tombstone keeps
+				// older versions below hidden; at the bottom nothing is
+				// below. Decided from the tree entry alone.
+				f.stats.Expired++
+				f.dropped(k, f.value)
+				if f.bottommost && stripe == 0 {
+					continue
+				}
+				f.key.Trailer = base.MakeTrailer(seq, base.KindDelete)
+				f.value = nil
+				return true, nil
+			}
+		}
+		if f.filter != nil && stripe == len(f.snaps) && (kind.IsSet() || kind.IsPointer()) {
 			switch d, v := f.filter.Filter(k, f.value); d {
 			case Remove:
 				f.stats.Filtered++

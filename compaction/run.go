@@ -39,6 +39,11 @@ type Config struct {
 	MaxGrandparentOverlap uint64
 	// Filter, if set, may remove or rewrite entries (see Filter).
 	Filter Filter
+	// Now is the time, in milliseconds since the Unix epoch, against which
+	// entries' expiry (base.EntryMeta) is judged: expired entries are
+	// dropped, or become tombstones, without reading any value log. 0: no
+	// entry is treated as expired.
+	Now int64
 	// Separate, if set (flushes), may move a SET entry's value out of the
 	// tree: it returns the pointer to store instead, or ok=false to keep the
 	// value inline.
@@ -72,6 +77,7 @@ func Run(cfg Config) ([]Output, Stats, error) {
 		bottommost: cfg.Bottommost,
 		stats:      &stats,
 		filter:     cfg.Filter,
+		now:        cfg.Now,
 	}
 	err := r.run(&f)
 	if err != nil {
@@ -103,20 +109,38 @@ type runner struct {
 // add writes one entry to the current output, separating its value and
 // counting its value-log reference.
 func (r *runner) add(k base.InternalKey, value []byte) error {
-	if r.cfg.Separate != nil && k.Kind() == base.KindSet {
-		p, ok, err := r.cfg.Separate(k.UserKey, value)
+	kind := k.Kind()
+	if r.cfg.Separate != nil && kind.IsSet() {
+		meta, v, err := base.SplitEntry(kind, value)
+		if err != nil {
+			return fmt.Errorf("compaction: entry %s: %w", k, err)
+		}
+		p, ok, err := r.cfg.Separate(k.UserKey, v)
 		if err != nil {
 			return err
 		}
 		if ok {
+			// The metadata (an expiry) stays in the tree with the pointer.
 			r.refs.Add(p)
-			r.ptrBuf = p.Encode(r.ptrBuf[:0])
-			k.Trailer = base.MakeTrailer(k.SeqNum(), base.KindValuePointer)
+			r.ptrBuf = r.ptrBuf[:0]
+			if kind.HasMeta() {
+				r.ptrBuf = meta.Append(r.ptrBuf)
+			}
+			r.ptrBuf = p.Encode(r.ptrBuf)
+			pk := base.KindValuePointer
+			if kind.HasMeta() {
+				pk = base.KindValuePointerMeta
+			}
+			k.Trailer = base.MakeTrailer(k.SeqNum(), pk)
 			return r.w.Add(k, r.ptrBuf)
 		}
 	}
-	if k.Kind() == base.KindValuePointer {
-		p, err := vlog.DecodePointer(value)
+	if kind.IsPointer() {
+		meta, enc, err := base.SplitEntry(kind, value)
+		if err != nil {
+			return fmt.Errorf("compaction: entry %s: %w", k, err)
+		}
+		p, err := vlog.DecodePointer(enc)
 		if err != nil {
 			return fmt.Errorf("compaction: entry %s: bad value pointer: %w", k, err)
 		}
@@ -129,7 +153,11 @@ func (r *runner) add(k base.InternalKey, value []byte) error {
 				r.stats.addVlog(&r.stats.VlogRelocated, p)
 				r.stats.Relocated++
 				p = np
-				r.ptrBuf = p.Encode(r.ptrBuf[:0])
+				r.ptrBuf = r.ptrBuf[:0]
+				if kind.HasMeta() {
+					r.ptrBuf = meta.Append(r.ptrBuf)
+				}
+				r.ptrBuf = p.Encode(r.ptrBuf)
 				value = r.ptrBuf
 			}
 		}

@@ -38,6 +38,13 @@ const (
 	// KindRangeDelete deletes [key, value) at its sequence number; the entry's
 	// value is the exclusive end key.
 	KindRangeDelete Kind = 4
+	// KindSetMeta is a KindSet whose value starts with entry metadata (an
+	// expiry time; see EntryMeta): meta | value.
+	KindSetMeta Kind = 5
+	// KindValuePointerMeta is a KindValuePointer whose value starts with
+	// entry metadata: meta | encoded value pointer. The metadata stays in
+	// the tree, so expiry is decided without reading the value log.
+	KindValuePointerMeta Kind = 6
 
 	// KindMax is the largest kind. A search key key#S,KindMax sorts before
 	// every entry of key with sequence number <= S.
@@ -47,11 +54,13 @@ const (
 )
 
 var kindNames = [...]string{
-	KindDelete:       "DEL",
-	KindSet:          "SET",
-	KindMerge:        "MERGE",
-	KindValuePointer: "VPTR",
-	KindRangeDelete:  "RANGEDEL",
+	KindDelete:           "DEL",
+	KindSet:              "SET",
+	KindMerge:            "MERGE",
+	KindValuePointer:     "VPTR",
+	KindRangeDelete:      "RANGEDEL",
+	KindSetMeta:          "SETM",
+	KindValuePointerMeta: "VPTRM",
 }
 
 func (k Kind) String() string {
@@ -65,7 +74,43 @@ func (k Kind) String() string {
 }
 
 // Valid reports whether k is a kind that may appear in stored data.
-func (k Kind) Valid() bool { return k <= KindRangeDelete }
+func (k Kind) Valid() bool { return k <= KindValuePointerMeta }
+
+// IsPoint reports whether k is a kind of point entry (not a range
+// deletion).
+func (k Kind) IsPoint() bool { return k.Valid() && k != KindRangeDelete }
+
+// IsSet reports whether k holds a value inline (KindSet, KindSetMeta).
+func (k Kind) IsSet() bool { return k == KindSet || k == KindSetMeta }
+
+// IsPointer reports whether k holds a value pointer (KindValuePointer,
+// KindValuePointerMeta).
+func (k Kind) IsPointer() bool { return k == KindValuePointer || k == KindValuePointerMeta }
+
+// HasMeta reports whether k's value starts with entry metadata.
+func (k Kind) HasMeta() bool { return k == KindSetMeta || k == KindValuePointerMeta }
+
+// WithMeta returns the kind that carries metadata for a set or pointer kind.
+func (k Kind) WithMeta() Kind {
+	switch k {
+	case KindSet:
+		return KindSetMeta
+	case KindValuePointer:
+		return KindValuePointerMeta
+	}
+	return k
+}
+
+// WithoutMeta returns the kind without metadata.
+func (k Kind) WithoutMeta() Kind {
+	switch k {
+	case KindSetMeta:
+		return KindSet
+	case KindValuePointerMeta:
+		return KindValuePointer
+	}
+	return k
+}
 
 // Trailer packs a sequence number and a kind: seq<<8 | kind.
 type Trailer uint64

@@ -165,7 +165,7 @@ func (i *blockIter) checkKey(off int, k []byte) bool {
 		i.corrupt(off, "key of %d bytes is shorter than a trailer", len(k))
 		return false
 	}
-	if kind := base.Kind(k[len(k)-base.TrailerLen]); kind > base.KindValuePointer {
+	if kind := base.Kind(k[len(k)-base.TrailerLen]); !kind.IsPoint() {
 		i.corrupt(off, "entry has kind %s, not a point kind", kind)
 		return false
 	}

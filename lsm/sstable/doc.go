@@ -50,7 +50,10 @@
 // restart offsets as uint32 LE and their count.
 //
 //   - Data blocks map encoded internal keys (user key + 8-byte LE trailer
-//     seq<<8|kind, see internal/base) of point kinds to values.
+//     seq<<8|kind, see internal/base) of point kinds to values. Since
+//     format version 2 the point kinds include SETM and VPTRM, whose values
+//     start with entry metadata (base.EntryMeta: an expiry); a version 1
+//     table holds none, and a reader of version 2 reads both.
 //   - The index block maps, for each data block, a separator key s with
 //     last key of the block <= s < first key of the next block (internal-key
 //     order) to the block's handle. Separators are shortened user keys

@@ -63,7 +63,12 @@ const (
 	footerLen     = 2*maxHandleLen + 4 + 4 + 8
 	footerSumOff  = 2*maxHandleLen + 4
 	footerMagic   = "\x89STRATA\n"
-	formatVersion = 1
+	// formatVersion is written in every footer. Version 2 tables may hold
+	// entries with metadata (kinds SETM and VPTRM: an expiry ahead of the
+	// value or pointer); a reader of version 2 reads version 1 too.
+	formatVersion = 2
+	// minFormatVersion is the oldest version this build reads.
+	minFormatVersion = 1
 )
 
 type footer struct {
@@ -94,8 +99,8 @@ func decodeFooter(buf []byte) (f footer, problem string) {
 		return f, "footer checksum mismatch"
 	}
 	f.version = binary.LittleEndian.Uint32(buf[2*maxHandleLen:])
-	if f.version != formatVersion {
-		return f, fmt.Sprintf("unsupported format version %d (this build reads version %d)", f.version, formatVersion)
+	if f.version < minFormatVersion || f.version > formatVersion {
+		return f, fmt.Sprintf("unsupported format version %d (this build reads versions %d to %d)", f.version, minFormatVersion, formatVersion)
 	}
 	for i, h := range []*blockHandle{&f.metaIndex, &f.index} {
 		field := buf[i*maxHandleLen : (i+1)*maxHandleLen]

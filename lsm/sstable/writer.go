@@ -159,7 +159,7 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	if err := w.check(); err != nil {
 		return err
 	}
-	if k := key.Kind(); k > base.KindValuePointer {
+	if k := key.Kind(); !k.IsPoint() {
 		return w.fail(fmt.Errorf("sstable: Add of %s: kind %s is not a point kind", key, k))
 	}
 	if len(key.UserKey)+len(value) > MaxEntrySize {

@@ -1,0 +1,113 @@
+package strata
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/strata-db/strata/internal/base"
+)
+
+// Time to live. A write with a TTL carries its expiry time in the tree
+// entry (kinds SETM and VPTRM: base.EntryMeta ahead of the value or the
+// pointer), never in a value log, so whether an entry has expired is known
+// from the key side alone:
+//
+//   - Get, iterators and snapshots treat an expired entry as deleted from
+//     the moment it expires (by Options.Clock), older versions included.
+//   - Compaction turns an expired entry into a tombstone, or drops it at
+//     the bottom of the tree, without reading any value log; the record of
+//     a separated value becomes garbage of its value log like that of an
+//     overwritten one.
+
+// ErrInvalidTTL is returned for a TTL that is not positive.
+var ErrInvalidTTL = fmt.Errorf("strata: TTL must be positive")
+
+// expiryFrom returns the expiry, in milliseconds since the Unix epoch, of a
+// write made at now with time to live ttl.
+func expiryFrom(now time.Time, ttl time.Duration) int64 {
+	return now.Add(ttl).UnixMilli()
+}
+
+// SetWithTTL adds key=value that expires ttl after now (by the batch's
+// clock: the DB's Options.Clock for a batch from DB.NewBatch).
+func (b *Batch) SetWithTTL(key, value []byte, ttl time.Duration) error {
+	if ttl <= 0 {
+		return ErrInvalidTTL
+	}
+	clock := b.clock
+	if clock == nil {
+		clock = time.Now
+	}
+	return b.addSetMeta(key, value, base.EntryMeta{ExpiresAt: expiryFrom(clock(), ttl)})
+}
+
+// addSetMeta adds a SETM entry: metadata, then the value.
+func (b *Batch) addSetMeta(key, value []byte, m base.EntryMeta) error {
+	var mb [2 * 10]byte
+	meta := m.Append(mb[:0])
+	buf := make([]byte, 0, len(meta)+len(value))
+	buf = append(append(buf, meta...), value...)
+	user := b.userBytes
+	if err := b.add(base.KindSetMeta, key, buf, true); err != nil {
+		return err
+	}
+	b.userBytes = user + uint64(len(key)+len(value))
+	return nil
+}
+
+// SetWithTTL writes key=value, which expires ttl after now (by
+// Options.Clock): from then on Get, iterators and snapshots see no value
+// for key, and compaction removes the entry without reading its value.
+func (d *DB) SetWithTTL(key, value []byte, ttl time.Duration, o *WriteOptions) error {
+	if err := d.checkOpen(); err != nil {
+		return err
+	}
+	b := batchPool.Get().(*Batch)
+	b.Reset()
+	b.clock = d.opts.Clock
+	err := b.SetWithTTL(key, value, ttl)
+	if err == nil {
+		err = d.write(b, o.sync())
+	}
+	if cap(b.repr) <= 1<<20 {
+		batchPool.Put(b)
+	}
+	return err
+}
+
+// nowMillis returns the DB clock's time in milliseconds since the epoch.
+func (d *DB) nowMillis() int64 { return d.opts.Clock().UnixMilli() }
+
+// withDefaultTTL returns b, or, with Options.DefaultTTL set, a copy of b in
+// which every plain set expires DefaultTTL after now. The copy is dst.
+func (d *DB) withDefaultTTL(b, dst *Batch) (*Batch, error) {
+	ttl := d.opts.DefaultTTL
+	if ttl <= 0 {
+		return b, nil
+	}
+	r, err := b.reader()
+	if err != nil {
+		return nil, err
+	}
+	meta := base.EntryMeta{ExpiresAt: expiryFrom(d.opts.Clock(), ttl)}
+	dst.Reset()
+	for {
+		kind, key, value, ok, err := r.next()
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			break
+		}
+		if kind == base.KindSet {
+			err = dst.addSetMeta(key, value, meta)
+		} else {
+			err = dst.add(kind, key, value, kind != base.KindDelete)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	dst.userBytes = b.userBytes
+	return dst, nil
+}
