@@ -37,9 +37,9 @@ type Iterator struct {
 	liveBuf   []byte // values read from the active value log
 	// now is the clock's time (ms) for expiry during one positioning call;
 	// 0 until an entry with an expiry needs it.
-	now int64
-	rows      int    // rows returned, and of them separated, for the policy
-	sepRows   int
+	now     int64
+	rows    int // rows returned, and of them separated, for the policy
+	sepRows int
 }
 
 // NewIter returns an iterator over the current state of the DB.

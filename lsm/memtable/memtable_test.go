@@ -336,7 +336,7 @@ func TestEmptyAndOnlyRangeDels(t *testing.T) {
 
 func TestInvalidKind(t *testing.T) {
 	m := New(4096)
-	for _, kind := range []base.Kind{base.KindMax, base.KindInvalid, 5} {
+	for _, kind := range []base.Kind{base.KindMax, base.KindInvalid, base.KindValuePointerMeta + 1} {
 		size := m.Size()
 		if err := m.Add(base.MakeInternalKey([]byte("k"), 1, kind), nil); err == nil || errors.Is(err, ErrArenaFull) {
 			t.Fatalf("kind %s: err %v", kind, err)

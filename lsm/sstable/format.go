@@ -60,9 +60,9 @@ func checksum(b []byte) uint32 { return uint32(xxhash.Sum64(b)) }
 //
 // checksum = uint32(xxhash64(footer[0:44])).
 const (
-	footerLen     = 2*maxHandleLen + 4 + 4 + 8
-	footerSumOff  = 2*maxHandleLen + 4
-	footerMagic   = "\x89STRATA\n"
+	footerLen    = 2*maxHandleLen + 4 + 4 + 8
+	footerSumOff = 2*maxHandleLen + 4
+	footerMagic  = "\x89STRATA\n"
 	// formatVersion is written in every footer. Version 2 tables may hold
 	// entries with metadata (kinds SETM and VPTRM: an expiry ahead of the
 	// value or pointer); a reader of version 2 reads version 1 too.
