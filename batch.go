@@ -179,7 +179,7 @@ func (r *batchReader) next() (kind base.Kind, key, value []byte, ok bool, err er
 		return 0, nil, nil, false, fmt.Errorf("batch entry %d: truncated key", r.read)
 	}
 	switch kind {
-	case base.KindSet, base.KindRangeDelete, base.KindValuePointer, base.KindSetMeta, base.KindValuePointerMeta:
+	case base.KindSet, base.KindRangeDelete, base.KindValuePointer, base.KindSetMeta, base.KindValuePointerMeta, base.KindMerge:
 		if value, good = r.bytes(); !good {
 			return 0, nil, nil, false, fmt.Errorf("batch entry %d: truncated value", r.read)
 		}

@@ -223,25 +223,31 @@ func (d *DB) runCompaction(p *compaction.Pick, v *manifest.Version, snaps []base
 		Grandparents:          p.Grandparents,
 		MaxGrandparentOverlap: d.opts.pickerOptions().MaxGrandparentOverlap(),
 		Now:                   d.nowMillis(),
+		Filter:                d.compactionFilter(),
 	}
-	var rel *relocator
+	// New value logs, written only if needed: values moved out of value
+	// logs being collected, and large values that merges produce.
+	sep := d.newSeparator(d.opts.SeparationPolicy)
 	if len(targets) > 0 {
-		rel = d.newRelocator(v, targets)
+		rel := d.newRelocator(v, targets, sep)
 		defer rel.close()
 		cfg.Relocate = rel.relocate
 	}
+	if d.opts.Merger != nil {
+		cfg.Merger = d.opts.Merger
+		cfg.ReadValue = d.valueReader(v)
+		cfg.Separate = sep.Separate
+	}
 	outputs, stats, err := compaction.Run(cfg)
 	var vlogs []*manifest.VlogMetadata
-	if err == nil && rel != nil {
-		vlogs, err = rel.sep.Finish()
+	if err == nil {
+		vlogs, err = sep.Finish()
 	}
 	if err == nil && len(outputs) > 0 {
 		err = syncDirErr(d)
 	}
 	if err != nil {
-		if rel != nil {
-			rel.sep.Abort()
-		}
+		sep.Abort()
 		for _, o := range outputs {
 			d.removeFile(base.FileTypeTable, o.FileNum)
 		}
@@ -278,7 +284,7 @@ func checkCompactionLedger(p *compaction.Pick, outputs []compaction.Output, vlog
 			delta[r.FileNum] -= int64(r.Bytes)
 		}
 	}
-	var relocated int64
+	relocated := -int64(stats.SeparatedBytes) // new records that moved nothing
 	for num, n := range stats.VlogRelocated {
 		relocated += int64(n)
 		delta[num] -= int64(n)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"time"
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/vfs"
@@ -69,4 +70,57 @@ func ExampleDB_NewSnapshot() {
 	now, _ := db.Get([]byte("balance"))
 	fmt.Printf("then %s, now %s\n", then, now)
 	// Output: then 100, now 40
+}
+
+// List state: appends never read the list; a read merges them.
+func ExampleDB_Merge() {
+	db, err := strata.Open("example-db", &strata.Options{FS: vfs.NewMem(), Merger: strata.ListAppend})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	for _, event := range []string{"click", "scroll", "buy"} {
+		if err := db.Merge([]byte("session:42"), strata.ListElement(nil, []byte(event)), strata.NoSync); err != nil {
+			log.Fatal(err)
+		}
+	}
+	v, err := db.Get([]byte("session:42"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	events, err := strata.DecodeList(v)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, e := range events {
+		fmt.Println(string(e))
+	}
+	// Output:
+	// click
+	// scroll
+	// buy
+}
+
+// A write with a time to live disappears when it expires; the clock is
+// replaceable, here to let an hour pass at once.
+func ExampleDB_SetWithTTL() {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	db, err := strata.Open("example-db", &strata.Options{FS: vfs.NewMem(), Clock: func() time.Time { return now }})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+
+	if err := db.SetWithTTL([]byte("dedup:order-17"), []byte("seen"), time.Hour, strata.NoSync); err != nil {
+		log.Fatal(err)
+	}
+	_, err = db.Get([]byte("dedup:order-17"))
+	fmt.Println("before:", err == nil)
+	now = now.Add(time.Hour)
+	_, err = db.Get([]byte("dedup:order-17"))
+	fmt.Println("after an hour:", errors.Is(err, strata.ErrNotFound))
+	// Output:
+	// before: true
+	// after an hour: true
 }

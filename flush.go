@@ -105,6 +105,9 @@ func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, 
 		Writer:    d.opts.writerOptions(),
 		Separate:  sep.Separate,
 		Now:       d.nowMillis(),
+		Merger:    d.mergerOrNil(),
+		Filter:    d.compactionFilter(),
+		ReadValue: d.valueReader(nil),
 	})
 	var vlogs []*manifest.VlogMetadata
 	if err == nil {
@@ -194,4 +197,31 @@ func (d *DB) flush() error {
 		return ErrClosed
 	}
 	return nil
+}
+
+// mergerOrNil returns Options.Merger as compaction's interface (a nil
+// interface, not a typed nil, when unset).
+func (d *DB) mergerOrNil() compaction.Merger {
+	if d.opts.Merger == nil {
+		return nil
+	}
+	return d.opts.Merger
+}
+
+// valueReader returns compaction's hook to read the value a pointer
+// locates (a merge onto a separated value): in version v, or, for a
+// memtable's pointers, in the current version or a value log written at
+// commit.
+func (d *DB) valueReader(v *manifest.Version) func(key, ptr []byte) ([]byte, error) {
+	return func(key, ptr []byte) ([]byte, error) {
+		vv := v
+		if vv == nil {
+			d.mu.Lock()
+			vv = d.vs.Current()
+			vv.Ref()
+			d.mu.Unlock()
+			defer vv.Unref()
+		}
+		return d.readSeparated(vv, key, ptr, "a merge")
+	}
 }

@@ -25,8 +25,35 @@ func (d *DB) getAt(key []byte, snap base.SeqNum) ([]byte, error) {
 		return nil, ErrClosed
 	}
 	defer rs.unref()
-	return d.lookup(rs, key, snap, nil)
+	v, err := d.lookup(rs, key, snap, nil)
+	if err == errNeedsMerge {
+		return d.getMerged(key, snap)
+	}
+	return v, err
 }
+
+// getMerged reads a key whose newest entry is a merge operand, through an
+// iterator bounded to the key, which folds the operands with what lies
+// below them.
+func (d *DB) getMerged(key []byte, snap base.SeqNum) ([]byte, error) {
+	upper := append(append(make([]byte, 0, len(key)+1), key...), 0)
+	it, err := d.newIter(&IterOptions{LowerBound: key, UpperBound: upper}, snap)
+	if err != nil {
+		return nil, err
+	}
+	defer it.Close()
+	if !it.First() {
+		if err := it.Error(); err != nil {
+			return nil, err
+		}
+		return nil, ErrNotFound
+	}
+	return append([]byte(nil), it.Value()...), it.Error()
+}
+
+// errNeedsMerge is resolve's answer when the newest entry of a key is a
+// merge operand: the older entries are needed too (see getMerged).
+var errNeedsMerge = fmt.Errorf("strata: merge operand")
 
 // errPointerMoved is lookup's answer when the newest entry of a key is not
 // the pointer it was asked to compare with.
@@ -144,6 +171,8 @@ func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq
 		return d.readSeparated(v, key, value, source)
 	case base.KindDelete:
 		return nil, ErrNotFound
+	case base.KindMerge:
+		return nil, errNeedsMerge
 	}
 	return nil, fmt.Errorf("strata: key %q has an entry of kind %s, which this version cannot read", key, kind)
 }

@@ -2,6 +2,7 @@ package strata
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -34,7 +35,12 @@ type Iterator struct {
 	// it). readAhead serves forward scans per value log.
 	isPtr     bool
 	readAhead map[base.FileNum]iterVlog
-	liveBuf   []byte // values read from the active value log
+	// pastKey: after a forward merge, the internal iterator is already on
+	// the entry after the current key's (see iterator_merge.go).
+	pastKey  bool
+	mergeOps [][]byte
+	rev      revMerge
+	liveBuf  []byte // values read from the active value log
 	// now is the clock's time (ms) for expiry during one positioning call;
 	// 0 until an entry with an expiry needs it.
 	now     int64
@@ -171,7 +177,7 @@ func payload(k base.InternalKey, v []byte) []byte {
 // checkKind rejects kinds the iterator cannot return.
 func (i *Iterator) checkKind(k base.InternalKey) bool {
 	switch k.Kind() {
-	case base.KindSet, base.KindDelete, base.KindValuePointer, base.KindSetMeta, base.KindValuePointerMeta:
+	case base.KindSet, base.KindDelete, base.KindValuePointer, base.KindSetMeta, base.KindValuePointerMeta, base.KindMerge:
 		return true
 	}
 	i.err = fmt.Errorf("strata: key %q has an entry of kind %s, which this version cannot read", k.UserKey, k.Kind())
@@ -183,6 +189,7 @@ func (i *Iterator) checkKind(k base.InternalKey) bool {
 // visible, live user key. With skip, entries of i.key are passed over first.
 func (i *Iterator) findNext(skip bool) bool {
 	i.dir = 1
+	i.pastKey = false
 	for ok := i.iter.Valid(); ok; ok = i.iter.Next() {
 		k := i.iter.Key()
 		if i.upper != nil && base.Compare(k.UserKey, i.upper) >= 0 {
@@ -206,6 +213,9 @@ func (i *Iterator) findNext(skip bool) bool {
 			}
 			skip = true
 			continue
+		}
+		if k.Kind() == base.KindMerge {
+			return i.mergeForward(k, i.iter.Value())
 		}
 		i.value = payload(k, i.iter.Value())
 		i.isPtr = k.Kind().IsPointer()
@@ -232,7 +242,9 @@ func (i *Iterator) countRow() {
 // leaving the internal iterator on that smaller key's last entry.
 func (i *Iterator) findPrev() bool {
 	i.dir = -1
-	found := false
+	i.pastKey = false
+	found, started := false, false
+	r := &i.rev
 	for ok := i.iter.Valid(); ok; ok = i.iter.Prev() {
 		k := i.iter.Key()
 		if i.lower != nil && base.Compare(k.UserKey, i.lower) < 0 {
@@ -247,30 +259,45 @@ func (i *Iterator) findPrev() bool {
 		if !i.checkKind(k) {
 			return false
 		}
-		if i.deleted(k, i.iter.Value()) {
+		if !started || !base.Equal(k.UserKey, r.key) {
+			r.reset(k.UserKey)
+			started = true
+		}
+		v := i.iter.Value()
+		if i.deleted(k, v) {
 			if i.err != nil {
 				i.valid = false
 				return false
 			}
-			found = false
+			found, r.has, r.ops = false, false, r.ops[:0]
 			continue
 		}
 		found = true
 		i.key = append(i.key[:0], k.UserKey...)
-		i.valBuf = append(i.valBuf[:0], payload(k, i.iter.Value())...)
-		i.isPtr = k.Kind().IsPointer()
+		if k.Kind() == base.KindMerge {
+			// A newer operand on what came before (oldest first).
+			r.ops = append(r.ops, slices.Clone(v))
+			continue
+		}
+		r.base = append(r.base[:0], payload(k, v)...)
+		r.ptr, r.has, r.ops = k.Kind().IsPointer(), true, r.ops[:0]
 	}
 	if err := i.iter.Error(); err != nil {
 		i.err = err
 		i.valid = false
 		return false
 	}
-	i.valid = found
-	if found {
-		i.value = i.valBuf
-		i.countRow()
+	if !found {
+		i.valid = false
+		return false
 	}
-	return found
+	if len(r.ops) > 0 {
+		return i.resolveRevMerge(r)
+	}
+	i.valBuf = append(i.valBuf[:0], r.base...)
+	i.value, i.isPtr, i.valid = i.valBuf, r.ptr, true
+	i.countRow()
+	return true
 }
 
 // usable reports whether the iterator may move; an iterator closed, or of
@@ -350,10 +377,13 @@ func (i *Iterator) Next() bool {
 	if !i.valid || !i.usable() {
 		return false
 	}
-	if i.dir < 0 {
+	switch {
+	case i.dir < 0:
 		// The internal iterator sits before the current key's entries.
 		i.iter.SeekGE(i.key)
-	} else {
+	case i.pastKey:
+		// A merge read the key's entries: it sits on the next key's.
+	default:
 		i.iter.Next()
 	}
 	return i.findNext(true)

@@ -82,8 +82,9 @@ type modelTest struct {
 
 	// exp holds the expiry (ms, by clockMs) of keys written with a TTL;
 	// the DB's Options.Clock reads clockMs, which only "tick" steps move.
-	exp     map[string]int64
+	exp     map[string]expiry
 	clockMs atomic.Int64
+	hist    map[string][]string // STRATA_DEBUG: what happened to each key
 
 	compactions uint64 // automatic and manual compactions over all sessions
 	gcDeleted   uint64 // value logs garbage collection deleted, over all sessions
@@ -94,18 +95,73 @@ type modelTest struct {
 type modelSnap struct {
 	s   *Snapshot
 	m   model
-	exp map[string]int64
+	exp map[string]expiry
 }
 
-// visible returns the part of m whose expiry (exp) has not passed at now.
-func visible(m model, exp map[string]int64, now int64) model {
+// expiry is the model of a key whose value has a TTL: when it expires,
+// and the merge operands written onto it since (which, once it expires,
+// make the key's value on their own).
+type expiry struct {
+	at   int64
+	base string
+	ops  [][]byte
+}
+
+// visible returns the view of m at now: keys whose TTL has passed are
+// gone, or, if operands were merged onto their value, hold the operands
+// merged onto nothing.
+func (mt *modelTest) visible(m model, exp map[string]expiry, now int64) model {
 	out := m.clone()
 	for k, e := range exp {
-		if e <= now {
-			delete(out, k)
+		if e.at <= now {
+			mt.expire(out, k, e)
 		}
 	}
 	return out
+}
+
+// expire applies the expiry of k to m.
+func (mt *modelTest) expire(m model, k string, e expiry) {
+	if len(e.ops) == 0 {
+		delete(m, k)
+		return
+	}
+	val, err := mt.opts.Merger.Merge([]byte(k), nil, e.ops)
+	require.NoError(mt.t, err)
+	m[k] = string(val)
+}
+
+// mergeOperand returns a random operand for the DB's merger.
+func (mt *modelTest) mergeOperand() []byte {
+	if mt.opts.Merger == Counter {
+		return CounterDelta(int64(mt.rng.IntN(1000)) - 500)
+	}
+	return ListElement(nil, mt.value())
+}
+
+// applyMerge is the model of a merge: the merger applied to the current
+// value (none when absent) and one operand. Onto a value with a TTL the
+// operand applies only while the value lives (the key keeps the value's
+// expiry, and the operands are remembered for after it).
+func (mt *modelTest) applyMerge(m model, exp map[string]expiry, k string, op []byte) {
+	mt.note(k, "merge %q onto %q", trunc(op), trunc([]byte(m[k])))
+	var existing []byte
+	if v, ok := m[k]; ok {
+		existing = []byte(v)
+	}
+	val, err := mt.opts.Merger.Merge([]byte(k), existing, [][]byte{op})
+	require.NoError(mt.t, err)
+	m[k] = string(val)
+	if e, ok := exp[k]; ok {
+		e.ops = append(slices.Clone(e.ops), op)
+		exp[k] = e
+	}
+}
+
+func (mt *modelTest) note(k string, format string, args ...any) {
+	if mt.hist != nil {
+		mt.hist[k] = append(mt.hist[k], fmt.Sprintf("step %d: ", mt.step)+fmt.Sprintf(format, args...))
+	}
 }
 
 // clearExp forgets the expiry of k, rewritten without one.
@@ -120,8 +176,8 @@ func (mt *modelTest) clearExpRange(a, b string) {
 	}
 }
 
-func cloneExp(e map[string]int64) map[string]int64 {
-	c := make(map[string]int64, len(e))
+func cloneExp(e map[string]expiry) map[string]expiry {
+	c := make(map[string]expiry, len(e))
 	for k, v := range e {
 		c[k] = v
 	}
@@ -150,6 +206,10 @@ func (mt *modelTest) key() []byte {
 }
 
 func (mt *modelTest) value() []byte {
+	if mt.opts.Merger == Counter {
+		// Values a counter can merge onto (separated above 4 bytes).
+		return CounterDelta(int64(mt.rng.IntN(1 << 20)))
+	}
 	var n int
 	switch r := mt.rng.IntN(20); {
 	case r == 0:
@@ -263,6 +323,18 @@ func (mt *modelTest) iterStep(mi *modelIter) {
 		return
 	}
 	if k := keys[mi.pos]; string(it.Key()) != k || string(it.Value()) != mi.vals[k] {
+		if os.Getenv("STRATA_DEBUG") != "" {
+			g, gerr := mt.db.Get([]byte(k))
+			mt.t.Logf("debug: Get=%q %v; iter dir %d\n%s", trunc(g), gerr, it.dir, strings.Join(mt.hist[k], "\n"))
+			fit, _ := mt.db.NewIter(nil)
+			if fit.SeekGE([]byte(k)) {
+				mt.t.Logf("debug: forward=%q", trunc(fit.Value()))
+			}
+			if fit.SeekLT([]byte(k + "\x00")) {
+				mt.t.Logf("debug: reverse=%q", trunc(fit.Value()))
+			}
+			fit.Close()
+		}
 		mt.fatalf("iterator [%q,%q) %s at %q=%q, want %q=%q", mi.lower, mi.upper, op, it.Key(), trunc(it.Value()), k, trunc([]byte(mi.vals[k])))
 	}
 }
@@ -333,8 +405,14 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 	fs := vfs.NewMem()
 	o := *opts
 	o.FS = fs
-	mt := &modelTest{t: t, rng: rand.New(rand.NewPCG(seed, 0x5eed)), fs: fs, opts: &o, m: model{}, seed: seed, exp: map[string]int64{}}
+	mt := &modelTest{t: t, rng: rand.New(rand.NewPCG(seed, 0x5eed)), fs: fs, opts: &o, m: model{}, seed: seed, exp: map[string]expiry{}}
 	mt.clockMs.Store(1_000_000_000_000)
+	if os.Getenv("STRATA_DEBUG") != "" {
+		mt.hist = map[string][]string{}
+	}
+	if o.Merger == nil {
+		o.Merger = ListAppend
+	}
 	o.Clock = func() time.Time { return time.UnixMilli(mt.clockMs.Load()) }
 	db, err := Open("db", mt.opts)
 	require.NoError(t, err)
@@ -355,6 +433,7 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 			}
 			mt.m[string(k)] = string(v)
 			mt.clearExp(string(k))
+			mt.note(string(k), "set %q", trunc(v))
 		case r < 380:
 			counts[1]++
 			k := mt.key()
@@ -363,6 +442,7 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 			}
 			delete(mt.m, string(k))
 			mt.clearExp(string(k))
+			mt.note(string(k), "delete")
 		case r < 400:
 			counts[2]++
 			a, b := mt.randomBounds()
@@ -379,11 +459,12 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 			b := mt.db.NewBatch()
 			pending, pendingExp := mt.m.clone(), cloneExp(mt.exp)
 			for i := 0; i < 1+mt.rng.IntN(20); i++ {
-				switch mt.rng.IntN(7) {
+				switch mt.rng.IntN(8) {
 				case 0:
 					k := mt.key()
 					require.NoError(t, b.Delete(k))
 					delete(pending, string(k))
+					mt.note(string(k), "batch delete")
 					delete(pendingExp, string(k))
 				case 1:
 					a, c := mt.randomBounds()
@@ -396,17 +477,23 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 							}
 						}
 					}
+				case 3:
+					k, op := mt.key(), mt.mergeOperand()
+					require.NoError(t, b.Merge(k, op))
+					mt.applyMerge(pending, pendingExp, string(k), op)
 				case 2:
 					k, v := mt.key(), mt.value()
 					ttl := time.Duration(1+mt.rng.IntN(4)) * time.Second
 					require.NoError(t, b.SetWithTTL(k, v, ttl))
 					pending[string(k)] = string(v)
-					pendingExp[string(k)] = mt.clockMs.Load() + ttl.Milliseconds()
+					pendingExp[string(k)] = expiry{at: mt.clockMs.Load() + ttl.Milliseconds()}
+					mt.note(string(k), "batch setttl %q", trunc(v))
 				default:
 					k, v := mt.key(), mt.value()
 					require.NoError(t, b.Set(k, v))
 					pending[string(k)] = string(v)
 					delete(pendingExp, string(k))
+					mt.note(string(k), "batch set %q", trunc(v))
 				}
 			}
 			if err := mt.db.Apply(b, mt.writeOpts()); err != nil {
@@ -457,7 +544,7 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 			}
 			s := mt.snaps[mt.rng.IntN(len(mt.snaps))]
 			// A snapshot's view loses what has expired since it was taken.
-			sm := visible(s.m, s.exp, mt.clockMs.Load())
+			sm := mt.visible(s.m, s.exp, mt.clockMs.Load())
 			if mt.rng.IntN(2) == 0 {
 				mt.checkGet(s.s.Get, sm, mt.key())
 			} else {
@@ -504,8 +591,16 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 				mt.fatalf("SetWithTTL: %v", err)
 			}
 			mt.m[string(k)] = string(v)
-			mt.exp[string(k)] = mt.clockMs.Load() + ttl.Milliseconds()
-		case r < 980:
+			mt.exp[string(k)] = expiry{at: mt.clockMs.Load() + ttl.Milliseconds()}
+			mt.note(string(k), "setttl %q", trunc(v))
+		case r < 995:
+			counts[16]++
+			k, op := mt.key(), mt.mergeOperand()
+			if err := mt.db.Merge(k, op, mt.writeOpts()); err != nil {
+				mt.fatalf("Merge: %v", err)
+			}
+			mt.applyMerge(mt.m, mt.exp, string(k), op)
+		case r < 1000:
 			counts[15]++
 			// Time passes: iterators (a view at one moment) are closed
 			// first; snapshots stay, and lose what expires.
@@ -515,8 +610,8 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 			mt.iters = nil
 			now := mt.clockMs.Add(int64(1+mt.rng.IntN(3)) * 1000)
 			for k, e := range mt.exp {
-				if e <= now {
-					delete(mt.m, k)
+				if e.at <= now {
+					mt.expire(mt.m, k, e)
 					delete(mt.exp, k)
 				}
 			}
@@ -526,7 +621,7 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 	mt.reopen()
 	mt.fullCheck()
 	t.Logf("seed %d: ops by kind %v, %d compactions, gc deleted %d value logs and moved %d values, %d entries expired\n%s",
-		seed, counts[:16], mt.compactions, mt.gcDeleted, mt.gcMoved, mt.expired, strings.TrimSpace(mt.db.Metrics().String()))
+		seed, counts[:17], mt.compactions, mt.gcDeleted, mt.gcMoved, mt.expired, strings.TrimSpace(mt.db.Metrics().String()))
 	return mt
 }
 
@@ -563,6 +658,10 @@ func TestModel(t *testing.T) {
 			L0CompactionThreshold: 2, ValueThreshold: 32, DisableWAL: true,
 			GCPolicy: &gc.CostPolicy{Budget: 1.05, MaxInFlight: 8}},
 		"zstd": {MemTableSize: 128 << 10, Compression: "zstd", BloomBitsPerKey: -1, BlockRestartInterval: 1},
+		// Counters merged through flushes and tiny compactions, with values
+		// written at commit.
+		"counter": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 3,
+			L0CompactionThreshold: 2, ValueThreshold: 4, Merger: Counter},
 	}
 	for name, opts := range configs {
 		t.Run(name, func(t *testing.T) {

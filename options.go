@@ -66,6 +66,20 @@ type Options struct {
 	// log is ever deleted (for measuring what collection saves).
 	DisableGC bool
 
+	// CompactionFilter, if set, is asked during flushes and compactions
+	// about the newest version of each key that no open snapshot can see
+	// (so a snapshot's view never changes); returning true deletes the key.
+	// value is the inline value, or nil when the value is in a value log
+	// (separated is then true: the filter decides without reading it). It
+	// must be safe for concurrent use and must not retain value. Default:
+	// none.
+	CompactionFilter CompactionFilter
+
+	// Merger combines the operands DB.Merge writes with a key's value (see
+	// Merger; ListAppend and Counter are built in). Default: nil, and Merge
+	// fails with ErrNoMerger.
+	Merger Merger
+
 	// Clock is the time TTL expiry is decided by. Default: time.Now.
 	Clock func() time.Time
 	// DefaultTTL, if positive, makes every Set (and Batch.Set applied by

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/internal/base"
 )
 
@@ -110,4 +111,34 @@ func (d *DB) withDefaultTTL(b, dst *Batch) (*Batch, error) {
 	}
 	dst.userBytes = b.userBytes
 	return dst, nil
+}
+
+// CompactionFilter decides, during flushes and compactions, whether a key
+// is deleted (see Options.CompactionFilter).
+type CompactionFilter func(key, value []byte, separated bool) (remove bool)
+
+// userFilter adapts Options.CompactionFilter to compaction's hook.
+type userFilter struct{ f CompactionFilter }
+
+func (u userFilter) Filter(k base.InternalKey, value []byte) (compaction.Decision, []byte) {
+	_, v, err := base.SplitEntry(k.Kind(), value)
+	if err != nil {
+		return compaction.Keep, nil
+	}
+	sep := k.Kind().IsPointer()
+	if sep {
+		v = nil
+	}
+	if u.f(k.UserKey, v, sep) {
+		return compaction.Remove, nil
+	}
+	return compaction.Keep, nil
+}
+
+// compactionFilter returns the user's filter as compaction's, or nil.
+func (d *DB) compactionFilter() compaction.Filter {
+	if d.opts.CompactionFilter == nil {
+		return nil
+	}
+	return userFilter{d.opts.CompactionFilter}
 }

@@ -291,8 +291,8 @@ type relocSource struct {
 	ra *vlog.ReadAhead
 }
 
-func (d *DB) newRelocator(v *manifest.Version, targets map[base.FileNum]bool) *relocator {
-	return &relocator{d: d, v: v, targets: targets, sep: d.newSeparator(nil), sources: make(map[base.FileNum]*relocSource)}
+func (d *DB) newRelocator(v *manifest.Version, targets map[base.FileNum]bool, sep *vlog.Separator) *relocator {
+	return &relocator{d: d, v: v, targets: targets, sep: sep, sources: make(map[base.FileNum]*relocSource)}
 }
 
 // relocate is compaction.Config.Relocate.

@@ -2,6 +2,7 @@ package compaction
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/strata-db/strata/internal/base"
@@ -39,6 +40,11 @@ type Stats struct {
 	// Expired counts the entries dropped or turned into tombstones because
 	// their TTL had passed (Config.Now).
 	Expired uint64
+	// Merged counts the merge operands folded into a value or combined.
+	Merged uint64
+	// SeparatedBytes counts the record bytes of values Config.Separate
+	// moved to value logs.
+	SeparatedBytes uint64
 }
 
 // addVlog adds the record bytes of p to the per-value-log map *m.
@@ -105,15 +111,47 @@ type entryFilter struct {
 	curKey     []byte // user key of the entries being walked
 	lastStripe int    // stripe of the last entry seen for curKey
 	haveKey    bool
+
+	// Merge operands (see foldMerge): merger and readValue come from the
+	// Config; pending says the input is already on an entry not yet
+	// considered; keepStripe keeps every entry of the current key's stripe
+	// (operands that cannot be folded without a merger); queue holds
+	// entries still to return.
+	merger     Merger
+	readValue  func(key, ptr []byte) ([]byte, error)
+	pending    bool
+	keepStripe bool
+	queue      []queued
+	mergeBuf   []byte
+}
+
+type queued struct {
+	key   base.InternalKey
+	value []byte
+}
+
+// Merger folds merge operands (the DB's Options.Merger).
+type Merger interface {
+	Merge(key, existing []byte, operands [][]byte) ([]byte, error)
+	PartialMerge(key []byte, operands [][]byte) ([]byte, bool)
 }
 
 // next advances to the next surviving entry. It returns false at the end of
 // the input or on error (check in.Error()).
 func (f *entryFilter) next(first bool) (bool, error) {
+	if len(f.queue) > 0 {
+		q := f.queue[0]
+		f.queue = f.queue[1:]
+		f.key, f.value = q.key, q.value
+		return true, nil
+	}
 	ok := false
-	if first {
+	switch {
+	case first:
 		ok = f.in.First()
-	} else {
+	case f.pending:
+		ok, f.pending = f.in.Valid(), false
+	default:
 		ok = f.in.Next()
 	}
 	for ; ok; ok = f.in.Next() {
@@ -129,11 +167,14 @@ func (f *entryFilter) next(first bool) (bool, error) {
 		if !f.haveKey || !base.Equal(k.UserKey, f.curKey) {
 			f.curKey = append(f.curKey[:0], k.UserKey...)
 			f.haveKey = true
-		} else if stripe == f.lastStripe {
+			f.keepStripe = false
+		} else if stripe == f.lastStripe && !f.keepStripe {
 			// A newer version of the same stripe was already considered.
 			f.stats.ShadowedDropped++
 			f.dropped(k, f.in.Value())
 			continue
+		} else if stripe != f.lastStripe {
+			f.keepStripe = false
 		}
 		f.lastStripe = stripe
 
@@ -150,6 +191,15 @@ func (f *entryFilter) next(first bool) (bool, error) {
 			continue
 		}
 		f.key, f.value = k, f.in.Value()
+		if kind == base.KindMerge && !f.keepStripe {
+			if f.merger == nil {
+				// Without a merger nothing may be folded: keep every
+				// entry of this key's stripe.
+				f.keepStripe = true
+				return true, nil
+			}
+			return f.foldMerge(k, stripe)
+		}
 		if kind.HasMeta() {
 			meta, _, err := base.DecodeEntryMeta(f.value)
 			if err != nil {
@@ -220,4 +270,132 @@ func keepRangeDels(set *rangedel.Set, snaps stripes, bottommost bool, stats *Sta
 		}
 	}
 	return out
+}
+
+// foldMerge folds the merge operand k, the newest entry of its key in its
+// snapshot stripe, with the entries below it in the same stripe. If the
+// stripe holds the value below the operands (a set or pointer, a deletion,
+// an expired entry or a range deletion that every reader of the stripe
+// sees), the result is a set carrying the merged value at k's sequence
+// number, and the older entries of the stripe are dropped as shadowed. A
+// value below that has an expiry is not folded (operands apply to it only
+// while it lives): the operands are combined above it and it is kept.
+// Otherwise the operands are combined into one (PartialMerge), or kept as
+// they are; at the bottom of the tree, in the oldest stripe, with nothing
+// below, they are merged onto no value.
+func (f *entryFilter) foldMerge(k base.InternalKey, stripe int) (bool, error) {
+	top := k.Clone()
+	ops := [][]byte{append([]byte(nil), f.in.Value()...)} // newest first
+	seqs := []base.SeqNum{top.SeqNum()}
+	var (
+		existing  []byte
+		found     bool    // the value below the operands (or its absence) is known
+		more      bool    // entries of the key in older stripes follow
+		baseEntry *queued // a value with an expiry below the operands, kept
+	)
+	for ok := f.in.Next(); ok; ok = f.in.Next() {
+		e := f.in.Key()
+		if !base.Equal(e.UserKey, top.UserKey) {
+			break
+		}
+		if f.snaps.of(e.SeqNum()) != stripe {
+			more = true
+			break
+		}
+		f.stats.EntriesIn++
+		f.stats.BytesIn += uint64(e.Size() + len(f.in.Value()))
+		v := f.in.Value()
+		if t := f.rangeDels.MaxCovering(e.UserKey, base.SeqNumMax); t > e.SeqNum() && f.coveredInStripe(e.UserKey, e.SeqNum(), stripe) {
+			f.stats.CoveredDropped++
+			f.dropped(e, v)
+			found = true
+			break
+		}
+		kind := e.Kind()
+		if kind == base.KindMerge {
+			ops = append(ops, append([]byte(nil), v...))
+			seqs = append(seqs, e.SeqNum())
+			f.stats.ShadowedDropped++
+			continue
+		}
+		found = true
+		f.stats.ShadowedDropped++
+		if kind == base.KindDelete {
+			break
+		}
+		meta, p, err := base.SplitEntry(kind, v)
+		if err != nil {
+			return false, fmt.Errorf("compaction: entry %s: %w", e, err)
+		}
+		if meta.Expired(f.now) {
+			f.stats.Expired++
+			f.dropped(e, v)
+			break
+		}
+		if meta.ExpiresAt != 0 {
+			// A value that will expire: operands apply to it only while it
+			// lives, so they cannot be folded into it. Combine them above
+			// it and keep it as it is.
+			f.stats.ShadowedDropped--
+			baseEntry = &queued{key: e.Clone(), value: append([]byte(nil), v...)}
+			found = false
+			break
+		}
+		if kind.IsPointer() {
+			if f.readValue == nil {
+				return false, fmt.Errorf("compaction: entry %s: merge onto a separated value needs a value reader", e)
+			}
+			val, err := f.readValue(e.UserKey, p)
+			if err != nil {
+				return false, err
+			}
+			f.dropped(e, v)
+			existing = val
+		} else {
+			existing = append([]byte(nil), p...)
+		}
+		break
+	}
+	if err := f.in.Error(); err != nil {
+		return false, err
+	}
+	// The input is on an entry not considered yet (or at the end); an entry
+	// that was consumed (the value below) is passed, and the rest of the
+	// stripe is dropped as shadowed by the normal walk.
+	f.pending = !found && baseEntry == nil
+	f.curKey = append(f.curKey[:0], top.UserKey...)
+	f.lastStripe = stripe
+	slices.Reverse(ops)
+	if found || (baseEntry == nil && !more && f.bottommost && stripe == 0) {
+		val, err := f.merger.Merge(top.UserKey, existing, ops)
+		if err != nil {
+			return false, fmt.Errorf("compaction: merge of key %q: %w", top.UserKey, err)
+		}
+		f.stats.Merged++
+		f.mergeBuf = append(f.mergeBuf[:0], val...)
+		f.key = base.MakeInternalKey(top.UserKey, top.SeqNum(), base.KindSet)
+		f.value = f.mergeBuf
+		return true, nil
+	}
+	if op, ok := f.merger.PartialMerge(top.UserKey, ops); ok {
+		f.stats.Merged++
+		f.mergeBuf = append(f.mergeBuf[:0], op...)
+		f.key, f.value = top, f.mergeBuf
+		if baseEntry != nil {
+			f.queue = append(f.queue, *baseEntry)
+		}
+		return true, nil
+	}
+	// Kept as they are, newest first, at their own sequence numbers (ops is
+	// oldest first now, seqs still newest first).
+	for j := range seqs {
+		f.queue = append(f.queue, queued{key: base.MakeInternalKey(top.UserKey, seqs[j], base.KindMerge), value: ops[len(ops)-1-j]})
+	}
+	if baseEntry != nil {
+		f.queue = append(f.queue, *baseEntry)
+	}
+	q := f.queue[0]
+	f.queue = f.queue[1:]
+	f.key, f.value = q.key, q.value
+	return true, nil
 }

@@ -39,6 +39,11 @@ type Config struct {
 	MaxGrandparentOverlap uint64
 	// Filter, if set, may remove or rewrite entries (see Filter).
 	Filter Filter
+	// Merger, if set, folds merge operands (see entryFilter.foldMerge);
+	// without it they are all kept. ReadValue reads the value a pointer
+	// locates, for a merge onto a separated value.
+	Merger    Merger
+	ReadValue func(key, ptr []byte) ([]byte, error)
 	// Now is the time, in milliseconds since the Unix epoch, against which
 	// entries' expiry (base.EntryMeta) is judged: expired entries are
 	// dropped, or become tombstones, without reading any value log. 0: no
@@ -78,6 +83,8 @@ func Run(cfg Config) ([]Output, Stats, error) {
 		stats:      &stats,
 		filter:     cfg.Filter,
 		now:        cfg.Now,
+		merger:     cfg.Merger,
+		readValue:  cfg.ReadValue,
 	}
 	err := r.run(&f)
 	if err != nil {
@@ -122,6 +129,7 @@ func (r *runner) add(k base.InternalKey, value []byte) error {
 		if ok {
 			// The metadata (an expiry) stays in the tree with the pointer.
 			r.refs.Add(p)
+			r.stats.SeparatedBytes += uint64(p.Length)
 			r.ptrBuf = r.ptrBuf[:0]
 			if kind.HasMeta() {
 				r.ptrBuf = meta.Append(r.ptrBuf)

@@ -1,0 +1,278 @@
+package strata
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+func listOf(t *testing.T, v []byte) []string {
+	t.Helper()
+	elems, err := DecodeList(v)
+	require.NoError(t, err)
+	out := make([]string, len(elems))
+	for i, e := range elems {
+		out[i] = string(e)
+	}
+	return out
+}
+
+// TestMergeListAppend appends to lists across flushes and compactions with
+// a snapshot held: reads in every direction see the whole list, the
+// snapshot its prefix, and a full compaction folds each list into one
+// entry (values large enough to be separated by then).
+func TestMergeListAppend(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, Merger: ListAppend, MemTableSize: 64 << 10, ValueThreshold: 256}
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	want := map[string][]string{}
+	var snap *Snapshot
+	var snapWant map[string][]string
+	for i := 0; i < 3000; i++ {
+		k := fmt.Sprintf("list%02d", i%40)
+		e := fmt.Sprintf("e%d", i)
+		require.NoError(t, db.Merge([]byte(k), ListElement(nil, []byte(e)), NoSync))
+		want[k] = append(want[k], e)
+		if i == 1500 {
+			snap = db.NewSnapshot()
+			snapWant = map[string][]string{}
+			for k, v := range want {
+				snapWant[k] = append([]string(nil), v...)
+			}
+		}
+		if i%700 == 699 {
+			require.NoError(t, db.Flush())
+		}
+	}
+	check := func(when string) {
+		for k, v := range want {
+			got, err := db.Get([]byte(k))
+			require.NoError(t, err, when)
+			require.Equal(t, v, listOf(t, got), "%s: %s", when, k)
+			got, err = snap.Get([]byte(k))
+			require.NoError(t, err, when)
+			require.Equal(t, snapWant[k], listOf(t, got), "%s: snapshot %s", when, k)
+		}
+		it, err := db.NewIter(nil)
+		require.NoError(t, err)
+		n := 0
+		for ok := it.Last(); ok; ok = it.Prev() {
+			require.Equal(t, want[string(it.Key())], listOf(t, it.Value()), "%s: reverse %s", when, it.Key())
+			n++
+		}
+		require.NoError(t, it.Error())
+		require.Equal(t, len(want), n)
+		require.NoError(t, it.Close())
+	}
+	check("before compaction")
+	require.NoError(t, db.Compact(nil, nil))
+	check("after compaction with a snapshot")
+	require.NoError(t, snap.Close())
+	snap = db.NewSnapshot()
+	snapWant = want
+	require.NoError(t, db.Compact(nil, nil))
+	check("after compaction")
+	v := currentVersion(db)
+	var entries uint64
+	for _, f := range v.Levels[6] {
+		h, err := db.tableCache.get(f)
+		require.NoError(t, err)
+		entries += h.reader.Properties().NumEntries
+		db.tableCache.release(h)
+	}
+	require.Equal(t, uint64(len(want)), entries, "each list folded into one entry")
+	require.NotEmpty(t, v.Vlogs, "the folded lists are large: separated")
+	require.NoError(t, snap.Close())
+	require.NoError(t, db.Close())
+	db, err = Open("db", opts)
+	require.NoError(t, err)
+	for k, w := range want {
+		got, err := db.Get([]byte(k))
+		require.NoError(t, err)
+		require.Equal(t, w, listOf(t, got))
+	}
+	require.NoError(t, db.Close())
+}
+
+// TestMergeCounter: counters over separated values, deletes and range
+// deletes.
+func TestMergeCounter(t *testing.T) {
+	db, err := Open("db", &Options{FS: vfs.NewMem(), Merger: Counter, ValueThreshold: 4})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("c"), CounterDelta(100), nil)) // separated
+	require.NoError(t, db.Merge([]byte("c"), CounterDelta(5), nil))
+	require.NoError(t, db.Merge([]byte("c"), CounterDelta(-2), nil))
+	get := func() int64 {
+		v, err := db.Get([]byte("c"))
+		require.NoError(t, err)
+		n, err := CounterValue(v)
+		require.NoError(t, err)
+		return n
+	}
+	require.Equal(t, int64(103), get())
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Compact(nil, nil))
+	require.Equal(t, int64(103), get())
+	require.NoError(t, db.Delete([]byte("c"), nil))
+	require.NoError(t, db.Merge([]byte("c"), CounterDelta(7), nil))
+	require.Equal(t, int64(7), get())
+	require.NoError(t, db.DeleteRange([]byte("a"), []byte("z"), nil))
+	require.NoError(t, db.Merge([]byte("c"), CounterDelta(1), nil))
+	require.NoError(t, db.Compact(nil, nil))
+	require.Equal(t, int64(1), get())
+	require.NoError(t, db.Close())
+}
+
+// TestMergeWithoutMerger: merges are refused without a merger; a database
+// holding operands reopened without one fails their reads clearly and
+// keeps them through compaction, for a reopen with the merger.
+func TestMergeWithoutMerger(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs})
+	require.NoError(t, err)
+	require.ErrorIs(t, db.Merge([]byte("k"), []byte("x"), nil), ErrNoMerger)
+	require.NoError(t, db.Close())
+
+	db, err = Open("db", &Options{FS: fs, Merger: ListAppend})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("k"), ListElement(nil, []byte("a")), nil))
+	require.NoError(t, db.Merge([]byte("k"), ListElement(nil, []byte("b")), nil))
+	require.NoError(t, db.Merge([]byte("k"), ListElement(nil, []byte("c")), nil))
+	require.NoError(t, db.Close())
+
+	db, err = Open("db", &Options{FS: fs})
+	require.NoError(t, err)
+	_, err = db.Get([]byte("k"))
+	require.ErrorIs(t, err, ErrNoMerger)
+	require.NoError(t, db.Compact(nil, nil))
+	require.NoError(t, db.Close())
+
+	db, err = Open("db", &Options{FS: fs, Merger: ListAppend})
+	require.NoError(t, err)
+	v, err := db.Get([]byte("k"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"a", "b", "c"}, listOf(t, v))
+	require.NoError(t, db.Close())
+}
+
+// TestMergeOntoExpiringValue: an operand merged onto a value with a TTL
+// applies while the value lives; after it expires, reads see the operands
+// merged onto nothing, whether or not a compaction ran in between.
+func TestMergeOntoExpiringValue(t *testing.T) {
+	for _, compact := range []bool{false, true} {
+		t.Run(fmt.Sprintf("compact=%t", compact), func(t *testing.T) {
+			now := time.Unix(1_000_000, 0)
+			db, err := Open("db", &Options{FS: vfs.NewMem(), Merger: ListAppend, Clock: func() time.Time { return now }})
+			require.NoError(t, err)
+			require.NoError(t, db.SetWithTTL([]byte("k"), ListElement(nil, []byte("base")), time.Minute, nil))
+			require.NoError(t, db.Merge([]byte("k"), ListElement(nil, []byte("x")), nil))
+			v, err := db.Get([]byte("k"))
+			require.NoError(t, err)
+			require.Equal(t, []string{"base", "x"}, listOf(t, v))
+			if compact {
+				require.NoError(t, db.Compact(nil, nil))
+			}
+			now = now.Add(2 * time.Minute)
+			v, err = db.Get([]byte("k"))
+			require.NoError(t, err)
+			require.Equal(t, []string{"x"}, listOf(t, v))
+			require.NoError(t, db.Compact(nil, nil))
+			v, err = db.Get([]byte("k"))
+			require.NoError(t, err)
+			require.Equal(t, []string{"x"}, listOf(t, v))
+			require.NoError(t, db.Close())
+		})
+	}
+}
+
+// TestTTLExpiresWithoutValueLogReads: separated values written with a TTL
+// expire at the right moment for Get, iterators and snapshots, and the
+// compactions that drop them read no value log; their records become
+// garbage that GC deletes.
+func TestTTLExpiresWithoutValueLogReads(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	db, err := Open("db", &Options{FS: vfs.NewMem(), ValueThreshold: 64, Clock: func() time.Time { return now }})
+	require.NoError(t, err)
+	big := bytes.Repeat([]byte("v"), 500)
+	for i := 0; i < 200; i++ {
+		k := []byte(fmt.Sprintf("k%03d", i))
+		if i%2 == 0 {
+			require.NoError(t, db.SetWithTTL(k, big, time.Minute, nil))
+		} else {
+			require.NoError(t, db.Set(k, big, nil))
+		}
+	}
+	require.NoError(t, db.Flush())
+	snap := db.NewSnapshot()
+	_, err = db.Get([]byte("k000"))
+	require.NoError(t, err)
+	now = now.Add(time.Minute) // expiry is inclusive
+	_, err = db.Get([]byte("k000"))
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = snap.Get([]byte("k000"))
+	require.ErrorIs(t, err, ErrNotFound, "a snapshot sees expiry too")
+	got, err := readAll(t, db)
+	require.NoError(t, err)
+	require.Len(t, got, 100)
+	require.NoError(t, snap.Close())
+	require.NoError(t, db.Compact(nil, nil))
+	m := db.Metrics()
+	require.Equal(t, uint64(100), m.Compact.Expired)
+	require.Zero(t, m.Compact.ValueLogReads, "expiry read a value log")
+	waitGCIdle(t, db)
+	require.Positive(t, db.Metrics().ValueLogs.Garbage+db.Metrics().GC.DeletedBytes)
+	require.NoError(t, db.Close())
+}
+
+func TestSetWithTTLRejectsNonPositive(t *testing.T) {
+	db, err := Open("db", &Options{FS: vfs.NewMem()})
+	require.NoError(t, err)
+	require.True(t, errors.Is(db.SetWithTTL([]byte("k"), []byte("v"), 0, nil), ErrInvalidTTL))
+	require.NoError(t, db.Close())
+}
+
+// TestCompactionFilter: a user's filter removes keys during compaction,
+// deciding separated ones without a value-log read, and never changes what
+// an open snapshot sees.
+func TestCompactionFilter(t *testing.T) {
+	var sawSeparated atomic.Int32
+	filter := func(key, value []byte, separated bool) bool {
+		if separated {
+			sawSeparated.Add(1)
+			if value != nil {
+				t.Errorf("a separated value was read for the filter")
+			}
+		}
+		return bytes.HasPrefix(key, []byte("tmp:"))
+	}
+	db, err := Open("db", &Options{FS: vfs.NewMem(), ValueThreshold: 64, CompactionFilter: filter})
+	require.NoError(t, err)
+	for i := 0; i < 50; i++ {
+		v := bytes.Repeat([]byte("x"), 10+i*5)
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("tmp:%02d", i)), v, nil))
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("keep:%02d", i)), v, nil))
+	}
+	snap := db.NewSnapshot()
+	require.NoError(t, db.Compact(nil, nil))
+	got, err := readAll(t, db)
+	require.NoError(t, err)
+	require.Len(t, got, 100, "the filter ran under an open snapshot")
+	require.NoError(t, snap.Close())
+	require.NoError(t, db.Compact(nil, nil))
+	got, err = readAll(t, db)
+	require.NoError(t, err)
+	require.Len(t, got, 50)
+	for k := range got {
+		require.True(t, bytes.HasPrefix([]byte(k), []byte("keep:")))
+	}
+	require.Positive(t, sawSeparated.Load())
+	require.Zero(t, db.Metrics().Compact.ValueLogReads)
+	require.NoError(t, db.Close())
+}
