@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -117,5 +118,27 @@ func (d *DB) deleteObsoleteFiles() {
 	}
 	for _, vl := range o.Vlogs {
 		d.removeFile(base.FileTypeVlog, vl.FileNum)
+	}
+}
+
+// expiryCheckInterval is how often, with nothing else happening, the
+// background work looks for tables whose entries' TTLs have passed (time
+// passes without any version change to trigger a pass).
+const expiryCheckInterval = time.Second
+
+// expiryLoop asks for a pass every expiryCheckInterval until the DB closes.
+func (d *DB) expiryLoop(stop <-chan struct{}) {
+	defer d.bgWG.Done()
+	t := time.NewTicker(expiryCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			d.mu.Lock()
+			d.scheduleGCLocked()
+			d.mu.Unlock()
+		}
 	}
 }

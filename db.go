@@ -106,6 +106,8 @@ type DB struct {
 	// wakes the goroutine that writes its queued bytes.
 	walFile    atomic.Pointer[walFile]
 	walFlushCh chan struct{}
+	// expiryStop ends the loop that looks for expired tables.
+	expiryStop chan struct{}
 	// bgMu guards closing flushCh against late wake-ups.
 	bgMu      sync.Mutex
 	bgStopped bool

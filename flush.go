@@ -163,6 +163,7 @@ func fileMetadata(o compaction.Output) *manifest.FileMetadata {
 		HasRangeDels:  m.HasRangeDels,
 		VlogRefs:      o.VlogRefs,
 		VlogRefsKnown: true,
+		Expiry:        o.Expiry,
 	}
 }
 

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -275,4 +277,69 @@ func TestCompactionFilter(t *testing.T) {
 	require.Positive(t, sawSeparated.Load())
 	require.Zero(t, db.Metrics().Compact.ValueLogReads)
 	require.NoError(t, db.Close())
+}
+
+// TestTTLSpaceSettles writes four times its live data with a TTL, the
+// first three quarters expiring: once the background work has settled
+// (by itself: expired tables are found and rewritten, their value logs
+// collected), disk space is at most 1.5x the bytes still live, and no
+// compaction read a value log to find what expired.
+func TestTTLSpaceSettles(t *testing.T) {
+	var nowMs atomic.Int64
+	nowMs.Store(1_000_000_000_000)
+	dir := t.TempDir()
+	opts := &Options{MemTableSize: 256 << 10, ValueThreshold: 256, ValueLogFileSize: 256 << 10,
+		TargetFileSize: 64 << 10, Clock: func() time.Time { return time.UnixMilli(nowMs.Load()) }}
+	db, err := Open(dir, opts)
+	require.NoError(t, err)
+	const perRound, size = 1500, 1024
+	val := bytes.Repeat([]byte("t"), size)
+	for r := 0; r < 4; r++ {
+		for i := 0; i < perRound; i++ {
+			k := []byte(fmt.Sprintf("r%d-%05d", r, i))
+			require.NoError(t, db.SetWithTTL(k, val, 90*time.Minute, NoSync))
+		}
+		nowMs.Add(time.Hour.Milliseconds()) // rounds 0-2 expire by the end
+	}
+	require.NoError(t, db.Flush())
+	live := int64(perRound * (size + 8))
+	// Settle: passes run by themselves (a ticker); wait for them on the
+	// DB's condition until nothing expired is left to compact and GC is
+	// idle.
+	db.mu.Lock()
+	for wakeups := 0; ; wakeups++ {
+		expired := compaction.ExpiredTables(db.vs.Current(), db.nowMillis())
+		if len(expired) == 0 && db.gcIdleLocked() && db.bgErr == nil {
+			break
+		}
+		require.NoError(t, db.bgErr)
+		// Every pass (at least one a second) wakes this up: far more than
+		// enough of them without progress means nothing collects.
+		require.Less(t, wakeups, 2000, "%d expired tables are never compacted", len(expired))
+		db.cond.Wait()
+	}
+	db.mu.Unlock()
+	got, err := readAll(t, db)
+	require.NoError(t, err)
+	require.Len(t, got, perRound)
+	m := db.Metrics()
+	require.Zero(t, m.Compact.ValueLogReads)
+	require.Positive(t, m.Compact.Expired)
+	require.NoError(t, db.Close())
+	disk := dirSize(t, dir)
+	t.Logf("disk %d bytes for %d live: %.2fx; %d entries expired", disk, live, float64(disk)/float64(live), m.Compact.Expired)
+	require.LessOrEqual(t, float64(disk), 1.5*float64(live))
+}
+
+func dirSize(t *testing.T, dir string) int64 {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var n int64
+	for _, e := range entries {
+		info, err := e.Info()
+		require.NoError(t, err)
+		n += info.Size()
+	}
+	return n
 }

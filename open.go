@@ -384,9 +384,11 @@ func (d *DB) installRecovered(rp *walReplay) error {
 // start deletes what recovery left behind and starts the background work.
 func (d *DB) start(names []string) {
 	d.deleteUnreferencedFiles(names)
-	d.bgWG.Add(2)
+	d.bgWG.Add(3)
 	go d.backgroundLoop()
 	go d.walFlushLoop()
+	d.expiryStop = make(chan struct{})
+	go d.expiryLoop(d.expiryStop)
 	d.mu.Lock()
 	d.maybeScheduleCompactionLocked()
 	d.scheduleGCLocked()
@@ -596,6 +598,7 @@ func (d *DB) Close() error {
 		d.cond.Wait()
 	}
 	d.mu.Unlock()
+	close(d.expiryStop)
 	d.stopBackground()
 	close(d.walFlushCh)
 	d.bgWG.Wait()

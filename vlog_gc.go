@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -78,9 +79,6 @@ func (d *DB) gcFileStateLocked(num base.FileNum) gc.Status {
 
 // scheduleGCLocked asks for a garbage-collection pass. d.mu held.
 func (d *DB) scheduleGCLocked() {
-	if d.opts.DisableGC {
-		return
-	}
 	d.gc.due = true
 	d.scheduleBackground()
 }
@@ -96,13 +94,17 @@ type gcEvent struct {
 // asks for. It runs on the background goroutine.
 func (d *DB) collectGarbage() {
 	d.mu.Lock()
-	if !d.gc.due || d.opts.DisableGC {
+	if !d.gc.due {
 		d.mu.Unlock()
 		return
 	}
 	d.gc.due = false
+	d.markExpiredLocked()
 	var events []gcEvent
-	err := d.collectGarbageLocked(&events)
+	var err error
+	if !d.opts.DisableGC {
+		err = d.collectGarbageLocked(&events)
+	}
 	if err != nil {
 		err = fmt.Errorf("strata: value-log garbage collection: %w", err)
 		d.setBackgroundErrorLocked(err)
@@ -239,6 +241,21 @@ type vlogPins struct {
 func (p *vlogPins) addLocked(num base.FileNum, delta int) {
 	if p.n[num] += delta; p.n[num] <= 0 {
 		delete(p.n, num)
+	}
+}
+
+// markExpiredLocked marks for compaction the tables mostly past their TTL:
+// rewritten in place, they drop the expired entries (whose values become
+// garbage) without reading them. d.mu held.
+func (d *DB) markExpiredLocked() {
+	marked := false
+	for _, f := range compaction.ExpiredTables(d.vs.Current(), d.nowMillis()) {
+		if !f.MarkedForCompaction {
+			f.MarkedForCompaction, marked = true, true
+		}
+	}
+	if marked {
+		d.maybeScheduleCompactionLocked()
 	}
 }
 

@@ -350,3 +350,22 @@ func Debt(v *manifest.Version, o PickerOptions) uint64 {
 	}
 	return debt
 }
+
+// ExpiredFractionToCompact is the estimated share of a table's entries
+// past their TTL at which ExpiredTables picks it.
+const ExpiredFractionToCompact = 0.5
+
+// ExpiredTables returns the tables of v, not being compacted, of which an
+// estimated ExpiredFractionToCompact or more of the entries have expired
+// at now (ms since the epoch), by the expiry summary the manifest keeps:
+// rewriting them drops the expired entries without reading them, or any
+// value log.
+func ExpiredTables(v *manifest.Version, now int64) []*manifest.FileMetadata {
+	var out []*manifest.FileMetadata
+	v.Files(func(_ int, f *manifest.FileMetadata) {
+		if !f.Compacting && f.Expiry.ExpiredFraction(now) >= ExpiredFractionToCompact {
+			out = append(out, f)
+		}
+	})
+	return out
+}

@@ -66,6 +66,8 @@ type Output struct {
 	// VlogRefs is what the table's value pointers reference, per value log,
 	// by file number (also stored in the table's vlog.RefsBlock).
 	VlogRefs []manifest.VlogRef
+	// Expiry summarizes the expiry times of the table's entries.
+	Expiry manifest.TableExpiry
 }
 
 // Run writes the surviving entries of cfg.Input and cfg.RangeDels into new
@@ -111,12 +113,33 @@ type runner struct {
 
 	refs   vlog.RefCounter // value-log references of the current output
 	ptrBuf []byte
+	expiry manifest.TableExpiry // of the current output
+}
+
+// noteExpiry adds the expiry of an entry written to the current output.
+func (r *runner) noteExpiry(kind base.Kind, value []byte) {
+	if !kind.HasMeta() {
+		return
+	}
+	m, _, err := base.DecodeEntryMeta(value)
+	if err != nil || m.ExpiresAt == 0 {
+		return
+	}
+	e := &r.expiry
+	if e.Expiring == 0 || m.ExpiresAt < e.Earliest {
+		e.Earliest = m.ExpiresAt
+	}
+	if m.ExpiresAt > e.Latest {
+		e.Latest = m.ExpiresAt
+	}
+	e.Expiring++
 }
 
 // add writes one entry to the current output, separating its value and
 // counting its value-log reference.
 func (r *runner) add(k base.InternalKey, value []byte) error {
 	kind := k.Kind()
+	r.noteExpiry(kind, value)
 	if r.cfg.Separate != nil && kind.IsSet() {
 		meta, v, err := base.SplitEntry(kind, value)
 		if err != nil {
@@ -282,6 +305,11 @@ func (r *runner) finish(splitKey []byte) error {
 		return fmt.Errorf("compaction: output %s is empty", r.num)
 	}
 	r.stats.BytesOut += meta.Size
-	r.outputs = append(r.outputs, Output{FileNum: r.num, Meta: meta, VlogRefs: refs})
+	expiry := r.expiry
+	r.expiry = manifest.TableExpiry{}
+	if expiry.Expiring > 0 {
+		expiry.Entries = meta.Properties.NumEntries
+	}
+	r.outputs = append(r.outputs, Output{FileNum: r.num, Meta: meta, VlogRefs: refs, Expiry: expiry})
 	return nil
 }

@@ -38,10 +38,14 @@
 //	                          uvarint len + largest internal key,
 //	                          uvarint smallest seq, uvarint largest seq,
 //	                          uvarint flags (bit 0: has range deletions;
-//	                          bit 1: value-log references follow), then
+//	                          bit 1: value-log references follow; bit 2:
+//	                          an expiry summary follows), then
 //	                          if bit 1: uvarint count, count x (uvarint
 //	                          value-log number, uvarint record bytes,
-//	                          uvarint pointers), by value-log number
+//	                          uvarint pointers), by value-log number;
+//	                          if bit 2: uvarint earliest and latest expiry
+//	                          (ms since the epoch), uvarint entries with
+//	                          an expiry, uvarint point entries
 //	tag 7  new value log      uvarint file number, uvarint size,
 //	                          uvarint records, uvarint value bytes
 //	tag 8  deleted value log  uvarint file number

@@ -28,6 +28,10 @@ type FileMetadata struct {
 	// themselves at Open.
 	VlogRefs      []VlogRef
 	VlogRefsKnown bool
+	// Expiry summarizes the TTLs of the table's entries (zero when none
+	// has one), so that tables whose entries have mostly expired can be
+	// compacted without reading them.
+	Expiry TableExpiry
 
 	// refs counts the versions that contain this file. When it drops to zero
 	// the file is obsolete and may be deleted.
@@ -40,6 +44,29 @@ type FileMetadata struct {
 	// needs compacting (garbage collection marks the tables that still
 	// point into a value log it wants to free). Protected by the DB's mutex.
 	MarkedForCompaction bool
+}
+
+// TableExpiry summarizes the expiry times (ms since the Unix epoch) of a
+// table's entries: the earliest and latest, how many entries have one, and
+// how many point entries the table holds.
+type TableExpiry struct {
+	Earliest, Latest int64
+	Expiring         uint64
+	Entries          uint64
+}
+
+// ExpiredFraction estimates the share of the table's entries that have
+// expired at now, assuming their expiry times spread evenly between the
+// earliest and the latest.
+func (e TableExpiry) ExpiredFraction(now int64) float64 {
+	if e.Expiring == 0 || e.Entries == 0 || now < e.Earliest {
+		return 0
+	}
+	share := float64(e.Expiring) / float64(e.Entries)
+	if now >= e.Latest || e.Latest == e.Earliest {
+		return share
+	}
+	return share * float64(now-e.Earliest) / float64(e.Latest-e.Earliest)
 }
 
 // VlogRef is what one table references in one value log: the bytes of the

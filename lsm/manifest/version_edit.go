@@ -31,7 +31,9 @@ const (
 	newFileFlagRangeDels = 1 << iota
 	// newFileFlagVlogRefs: the value-log references follow the flags.
 	newFileFlagVlogRefs
-	knownNewFileFlags = newFileFlagRangeDels | newFileFlagVlogRefs
+	// newFileFlagExpiry: the expiry summary follows the references.
+	newFileFlagExpiry
+	knownNewFileFlags = newFileFlagRangeDels | newFileFlagVlogRefs | newFileFlagExpiry
 )
 
 // DeletedFile names a file removed from a level.
@@ -135,6 +137,9 @@ func (ve *VersionEdit) Encode(dst []byte) []byte {
 		if m.VlogRefsKnown {
 			flags |= newFileFlagVlogRefs
 		}
+		if m.Expiry.Expiring > 0 {
+			flags |= newFileFlagExpiry
+		}
 		field = binary.AppendUvarint(field, flags)
 		if m.VlogRefsKnown {
 			field = binary.AppendUvarint(field, uint64(len(m.VlogRefs)))
@@ -143,6 +148,13 @@ func (ve *VersionEdit) Encode(dst []byte) []byte {
 				field = binary.AppendUvarint(field, r.Bytes)
 				field = binary.AppendUvarint(field, r.Pointers)
 			}
+		}
+		if m.Expiry.Expiring > 0 {
+			e := m.Expiry
+			field = binary.AppendUvarint(field, uint64(e.Earliest))
+			field = binary.AppendUvarint(field, uint64(e.Latest))
+			field = binary.AppendUvarint(field, e.Expiring)
+			field = binary.AppendUvarint(field, e.Entries)
 		}
 		put(tagNewFile, field)
 	}
@@ -334,6 +346,15 @@ func decodeNewFile(f *decoder) (NewFile, error) {
 				return NewFile{}, fmt.Errorf("file %s: value-log references out of order", m.FileNum)
 			}
 		}
+	}
+	if flags&newFileFlagExpiry != 0 {
+		var e [4]uint64
+		for j := range e {
+			if e[j], err = f.uvarint(); err != nil {
+				return NewFile{}, err
+			}
+		}
+		m.Expiry = TableExpiry{Earliest: int64(e[0]), Latest: int64(e[1]), Expiring: e[2], Entries: e[3]}
 	}
 	if len(f.b) != 0 {
 		return NewFile{}, fmt.Errorf("file %s: %d trailing bytes", m.FileNum, len(f.b))
