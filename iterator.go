@@ -50,6 +50,11 @@ func (d *DB) NewIter(o *IterOptions) (*Iterator, error) {
 func (d *DB) newIter(o *IterOptions, snap base.SeqNum) (*Iterator, error) {
 	it := &Iterator{db: d, snap: snap, dir: 1}
 	if o != nil {
+		// Inverted bounds are a caller's mistake (often swapped arguments):
+		// say so rather than iterate nothing. Equal bounds are an empty range.
+		if o.LowerBound != nil && o.UpperBound != nil && base.Compare(o.LowerBound, o.UpperBound) > 0 {
+			return nil, fmt.Errorf("strata: iterator bounds are inverted: LowerBound %q is above UpperBound %q", o.LowerBound, o.UpperBound)
+		}
 		if o.LowerBound != nil {
 			it.lower = append([]byte{}, o.LowerBound...)
 		}
