@@ -32,6 +32,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		return nil, err
 	}
 	o := opts.EnsureDefaults()
+	o.EventListener = o.EventListener.withLogger(o.Logger)
 	fs := o.FS
 	if err := createDir(fs, dirname); err != nil {
 		return nil, err
@@ -444,10 +445,12 @@ func (r *walReplay) replay(num base.FileNum) error {
 	}
 	defer f.Close()
 	rd := record.NewReader(f, name)
+	batches := 0 // replayed
 	for {
 		offset := rd.Offset()
 		rec, err := rd.Next()
 		if err == io.EOF {
+			d.logReplayed(f, name, batches, rd.Offset())
 			return nil
 		}
 		if err != nil {
@@ -473,8 +476,11 @@ func (r *walReplay) replay(num base.FileNum) error {
 			return err
 		} else if !ok {
 			r.torn = true
+			d.opts.Logger.Warn("strata: WAL replay stopped at a batch whose value did not reach the disk (a torn tail)",
+				"wal", name, "offset", offset, "batches", batches)
 			return nil
 		}
+		batches++
 		for {
 			kind, key, value, ok, err := br.next()
 			if err != nil {
