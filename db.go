@@ -197,6 +197,7 @@ type dbStats struct {
 	writeStalls     atomic.Uint64
 	stallNanos      atomic.Int64
 	slowdownNanos   atomic.Int64
+	latency         latencyStats
 
 	// Per level, protected by d.mu.
 	levels [manifest.NumLevels]levelStats

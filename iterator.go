@@ -2,6 +2,7 @@ package strata
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -261,6 +262,7 @@ func (i *Iterator) SeekGE(key []byte) bool {
 	if !i.usable() {
 		return false
 	}
+	defer i.db.stats.latency.iterSeek.since(time.Now())
 	if i.lower != nil && base.Compare(key, i.lower) < 0 {
 		key = i.lower
 	}
@@ -277,6 +279,7 @@ func (i *Iterator) SeekLT(key []byte) bool {
 	if !i.usable() {
 		return false
 	}
+	defer i.db.stats.latency.iterSeek.since(time.Now())
 	if i.upper != nil && base.Compare(key, i.upper) > 0 {
 		key = i.upper
 	}
@@ -293,6 +296,7 @@ func (i *Iterator) First() bool {
 	if !i.usable() {
 		return false
 	}
+	defer i.db.stats.latency.iterSeek.since(time.Now())
 	if i.lower != nil {
 		return i.SeekGE(i.lower)
 	}
@@ -305,6 +309,7 @@ func (i *Iterator) Last() bool {
 	if !i.usable() {
 		return false
 	}
+	defer i.db.stats.latency.iterSeek.since(time.Now())
 	if i.upper != nil {
 		return i.SeekLT(i.upper)
 	}

@@ -3,6 +3,7 @@ package strata
 import (
 	"container/list"
 	"sync/atomic"
+	"time"
 
 	"github.com/strata-db/strata/internal/base"
 )
@@ -54,6 +55,7 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	if err := s.db.checkOpen(); err != nil {
 		return nil, err
 	}
+	defer s.db.stats.latency.get.since(time.Now())
 	return s.db.getAt(key, s.seq)
 }
 
