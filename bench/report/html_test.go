@@ -93,7 +93,7 @@ func TestWriteHTML(t *testing.T) {
 	assert.Contains(t, out, "#e4491c")            // strata's color
 	assert.Contains(t, out, "levels: L0 2 files") // engine stats
 	assert.Contains(t, out, "Test CPU @ 2.0GHz")  // machine
-	assert.Contains(t, out, "num 50,000")         // spec
+	assert.Contains(t, out, "num 200,000")        // spec
 	assert.Contains(t, out, "no sync")            // settings
 	assert.Contains(t, out, "<title>strata at 1.0s: 48k ops/s</title>")
 }

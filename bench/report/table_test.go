@@ -64,7 +64,7 @@ func TestWriteTable(t *testing.T) {
 	assert.Contains(t, lineWith(t, out, "fillrandom: "), "1.61x pebble")
 	assert.Contains(t, lineWith(t, out, "seekrandom: "), "2.00x pebble")
 	assert.Contains(t, out, "machine: linux/amd64, 2 CPUs (Test CPU @ 2.0GHz), 8 GiB RAM, go1.26.8")
-	assert.Contains(t, out, "spec: num 50,000, key 16 B, value 4096 B, threads 1")
+	assert.Contains(t, out, "spec: num 200,000, key 16 B, value 4096 B, threads 1")
 	assert.Contains(t, out, "memtable 64 MiB, cache 64 MiB, compression none, WAL on, no sync")
 
 	for _, l := range strings.Split(out, "\n") {
