@@ -6,14 +6,17 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/strata-db/strata/bench"
 )
 
 // WriteHTML writes r as one self-contained HTML page: the spec and machine,
 // a summary of Strata's throughput relative to each peer, and for every
-// benchmark a throughput bar chart, a throughput-over-time line chart and
-// bar charts of write and space amplification, all inline SVG; for
+// benchmark a throughput bar chart, a throughput-over-time line chart, bar
+// charts of write and space amplification and a chart of latency
+// percentiles, all inline SVG (with whiskers from min to max when the run
+// was repeated); for
 // overwrite rounds one section of per-round line charts (space
 // amplification after and before settling, bytes written, throughput) and
 // throughput over time through the rounds, with their numbers; then every
@@ -36,6 +39,7 @@ type page struct {
 	Machine    string
 	Spec       string
 	Settings   string
+	Versions   string
 	Legend     []legendItem
 	Peers      []string
 	Summary    []summaryRow
@@ -86,6 +90,10 @@ type section struct {
 	Name, Anchor, Unit, Lead string
 	Throughput, Timeline     template.HTML
 	WriteAmp, SpaceAmp       template.HTML
+	Latency                  template.HTML
+	// Runs is the number of repetitions the figures are medians of (0 or
+	// 1: a single run).
+	Runs int
 }
 
 type tableGroup struct {
@@ -98,6 +106,9 @@ type tableRow struct {
 	Strong        bool
 	Skipped       string // the note of a skipped result
 	Cells         []string
+	// Spread, for a result of several runs, is each figure's min-max,
+	// written in a row under Cells.
+	Spread []string
 }
 
 type statsItem struct {
@@ -116,6 +127,7 @@ func newPage(r *bench.Report) *page {
 		Machine:  machineLine(&r.Machine),
 		Spec:     specLine(&r.Spec),
 		Settings: settingsLine(&r.Spec.Config),
+		Versions: versionsLine(m),
 	}
 	if !r.Started.IsZero() {
 		p.Started = r.Started.Format("2006-01-02 15:04:05 MST")
@@ -205,6 +217,7 @@ func sectionOf(m *model, g *group, anchor string, colors map[string]string) sect
 
 	var thr, wamp, samp []barItem
 	var tl []series
+	var lat []pctLine
 	anyWrite, anySpace := false, false
 	for _, e := range m.engines {
 		res, ok := first[e]
@@ -222,6 +235,12 @@ func sectionOf(m *model, g *group, anchor string, colors map[string]string) sect
 		}
 		rate := g.rate(res)
 		it := barItem{engine: e, value: rate, label: fmtCompact(rate)}
+		rateKey := "ops_per_sec"
+		if g.rowsMetric {
+			rateKey = "rows_per_sec"
+		}
+		it.lo, it.hi = spreadRange(res, rateKey)
+		sec.Runs = max(sec.Runs, res.Runs)
 		if rate <= 0 {
 			it.label = "-"
 		}
@@ -232,16 +251,20 @@ func sectionOf(m *model, g *group, anchor string, colors map[string]string) sect
 
 		wa := finite(res.WriteAmp)
 		anyWrite = anyWrite || wa > 0
-		wamp = append(wamp, barItem{engine: e, value: wa, label: fmtAmp(wa),
-			aside: fmtMiB(res.DiskWritten) + " MiB written"})
+		wi := barItem{engine: e, value: wa, label: fmtAmp(wa), aside: fmtMiB(res.DiskWritten) + " MiB written"}
+		wi.lo, wi.hi = spreadRange(res, "write_amp")
+		wamp = append(wamp, wi)
 		sa := finite(res.SpaceAmp)
 		anySpace = anySpace || sa > 0
-		samp = append(samp, barItem{engine: e, value: sa, label: fmtAmp(sa),
-			aside: fmtMiB(res.DiskSize) + " MiB on disk"})
+		si := barItem{engine: e, value: sa, label: fmtAmp(sa), aside: fmtMiB(res.DiskSize) + " MiB on disk"}
+		si.lo, si.hi = spreadRange(res, "space_amp")
+		samp = append(samp, si)
 		tl = append(tl, series{engine: e, points: res.Timeline})
+		lat = append(lat, pctLineOf(res))
 	}
 	sec.Throughput = barChart(g.name+" throughput", thr, colors)
 	sec.Timeline = lineChart(g.name+" throughput over time", "ops/s", tl, colors)
+	sec.Latency = latencyChart(g.name+" latency percentiles", lat, colors)
 	if anyWrite {
 		sec.WriteAmp = barChart(g.name+" write amplification", wamp, colors)
 	} else {
@@ -291,7 +314,40 @@ func tableRowOf(g *group, res *bench.Result, colors map[string]string) tableRow 
 		groupDigits(res.Ops),
 		fmtElapsed(res.Duration),
 	}
+	if res.Runs > 1 {
+		ns := func(key string) string { return spreadOf(res, key, fmtNs) }
+		row.Spread = []string{
+			spreadOf(res, "ops_per_sec", fmtCompact), spreadOf(res, "rows_per_sec", fmtCompact), "",
+			spreadOf(res, "mb_per_sec", fmtCompact),
+			ns("p50_ns"), ns("p95_ns"), ns("p99_ns"), ns("p999_ns"),
+			spreadOf(res, "disk_written", fmtMiBf), spreadOf(res, "write_amp", fmtAmp),
+			spreadOf(res, "disk_size", fmtMiBf), spreadOf(res, "space_amp", fmtAmp),
+			"", "", "", "", spreadOf(res, "duration_ns", func(f float64) string { return fmtElapsed(time.Duration(f)) }),
+		}
+	}
 	return row
+}
+
+// spreadRange is a figure's minimum and maximum over repeated runs, 0, 0
+// when the result has none.
+func spreadRange(res *bench.Result, key string) (lo, hi float64) {
+	r, ok := res.Spread[key]
+	if !ok {
+		return 0, 0
+	}
+	return finite(r.Min), finite(r.Max)
+}
+
+// pctLineOf is a result's latency percentiles for the latency chart.
+func pctLineOf(res *bench.Result) pctLine {
+	l := pctLine{engine: res.Engine, values: []float64{float64(res.P50), float64(res.P95), float64(res.P99), float64(res.P999)}}
+	if res.Runs > 1 {
+		for _, key := range []string{"p50_ns", "p95_ns", "p99_ns", "p999_ns"} {
+			lo, hi := spreadRange(res, key)
+			l.lo, l.hi = append(l.lo, lo), append(l.hi, hi)
+		}
+	}
+	return l
 }
 
 // roundsOf is the report's rounds, built from its results when the report
@@ -446,6 +502,8 @@ details { margin: 6px 0; }
 summary { cursor: pointer; }
 pre { background: #fafafa; border: 1px solid var(--line); padding: 8px; overflow-x: auto; font-size: 12px; }
 .note { color: var(--muted); font-size: 12.5px; margin: 8px 0 0; }
+tr.spread td { color: var(--muted); font-size: 11px; border-bottom-style: dashed; padding-top: 0; }
+tr.spread td:first-child { padding-left: 24px; }
 </style>
 </head>
 <body>
@@ -456,6 +514,7 @@ pre { background: #fafafa; border: 1px solid var(--line); padding: 8px; overflow
 <p class="meta"><b>machine</b> {{.Machine}}</p>
 <p class="meta"><b>spec</b> {{.Spec}}</p>
 <p class="meta"><b>settings</b> {{.Settings}} (every engine)</p>
+{{if .Versions}}<p class="meta"><b>engines</b> {{.Versions}}</p>{{end}}
 <div class="legend-row">{{range .Legend}}<span{{if .Strong}} style="font-weight:700"{{end}}><span class="swatch" style="background:{{.Color}}"></span>{{.Name}}</span>{{end}}</div>
 <nav>{{range .Benchmarks}}<a href="#{{.Anchor}}">{{.Name}}</a>{{end}}{{if .Rounds}}<a href="#{{.Rounds.Anchor}}">overwrite rounds</a>{{end}}<a href="#numbers">all numbers</a></nav>
 </header>
@@ -477,7 +536,9 @@ pre { background: #fafafa; border: 1px solid var(--line); padding: 8px; overflow
 <figure><figcaption>Throughput over time <span>(ops/s per interval)</span></figcaption>{{.Timeline}}</figure>
 <figure><figcaption>Write amplification <span>(bytes written to disk / user bytes)</span></figcaption>{{.WriteAmp}}</figure>
 <figure><figcaption>Space amplification <span>(disk size / live bytes)</span></figcaption>{{.SpaceAmp}}</figure>
+<figure><figcaption>Latency percentiles <span>(single operations{{if gt .Runs 1}}; median of {{.Runs}} runs, bars from min to max{{end}})</span></figcaption>{{.Latency}}</figure>
 </div>
+{{if gt .Runs 1}}<p class="note">Each figure is the median of {{.Runs}} runs, the engines taking turns in each; whiskers span the runs' minimum to maximum. Throughput over time is the run of median throughput.</p>{{end}}
 </section>
 {{end}}
 {{with .Rounds}}<section class="card" id="{{.Anchor}}">
@@ -504,7 +565,8 @@ pre { background: #fafafa; border: 1px solid var(--line); padding: 8px; overflow
 {{range .Table}}<tbody>
 <tr class="group"><td colspan="{{span}}"><a href="#{{.Anchor}}">{{.Benchmark}}</a></td><td></td></tr>
 {{range .Rows}}<tr{{if .Strong}} class="strata"{{end}}><td><span class="swatch" style="background:{{.Color}}"></span>{{.Engine}}</td>{{if .Skipped}}<td class="skipped" colspan="{{span}}">{{.Skipped}}</td>{{else}}{{range .Cells}}<td class="num">{{.}}</td>{{end}}{{end}}</tr>
-{{end}}</tbody>
+{{if .Spread}}<tr class="spread"><td>min-max</td>{{range .Spread}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}{{end}}</tbody>
 {{end}}</table></div>
 {{if .Stats}}<h2 style="margin-top:18px">Engine statistics</h2>
 {{range .Stats}}<details><summary>{{.Engine}} after {{.Benchmark}}</summary><pre>{{.Text}}</pre></details>
