@@ -66,7 +66,7 @@ type barItem struct {
 	label  string // the value, written at the end of the bar
 	aside  string // a secondary label after the value, such as a ratio
 	note   string // when set, written in place of the bar (skipped engines)
-	// lo and hi, when hi > 0, are the smallest and largest value over
+	// lo and hi, when hi > lo, are the smallest and largest value over
 	// repeated runs (value is their median): drawn as a whisker.
 	lo, hi float64
 }
@@ -131,8 +131,9 @@ func barChart(title string, items []barItem, colors map[string]string) template.
 			tip += " (" + it.aside + ")"
 		}
 		s.rect(labelW, y+(rowH-barH)/2, w, barH, colors[it.engine], tip)
-		if it.hi > 0 {
-			// The whisker: min to max over the runs, across the bar's end.
+		if it.hi > it.lo {
+			// The whisker: min to max over the runs, across the bar's end
+			// (none when every run measured the same).
 			x0, x1, cy := labelW+plotW*max(finite(it.lo), 0)/axisTop, labelW+plotW*finite(it.hi)/axisTop, y+rowH/2
 			s.line(x0, cy, x1, cy, "#18181b", 1.25)
 			s.line(x0, cy-4, x0, cy+4, "#18181b", 1.25)
@@ -501,7 +502,7 @@ func latencyChart(title string, lines []pctLine, colors map[string]string) templ
 			}
 			x := px(i)
 			tip := l.engine + " " + latencyPercentiles[i] + ": " + fmtLatency(time.Duration(v))
-			if l.hi != nil && finite(l.hi[i]) > 0 {
+			if l.hi != nil && finite(l.hi[i]) > finite(l.lo[i]) {
 				y0, y1 := py(l.lo[i]), py(l.hi[i])
 				s.line(x, y0, x, y1, c, 1.25)
 				s.line(x-3, y0, x+3, y0, c, 1.25)
