@@ -270,8 +270,22 @@ type roundLine struct {
 	engine string
 	rounds []int
 	values []float64
+	// lo and hi, parallel to values when set, are the minimum and maximum
+	// over repeated runs (values are medians): drawn as whiskers.
+	lo, hi []float64
 	dashed bool
 	what   string // for tooltips: what a dashed value is
+}
+
+// add appends a round's value, with its spread when it has one.
+func (l *roundLine) add(round int, value float64, spread bench.Range, hasSpread bool) {
+	l.rounds, l.values = append(l.rounds, round), append(l.values, value)
+	if hasSpread {
+		for len(l.lo) < len(l.values)-1 {
+			l.lo, l.hi = append(l.lo, 0), append(l.hi, 0)
+		}
+		l.lo, l.hi = append(l.lo, spread.Min), append(l.hi, spread.Max)
+	}
 }
 
 // roundChart draws values per overwrite round: the rounds as evenly spaced
@@ -293,6 +307,9 @@ func roundChart(title, unit string, lines []roundLine, colors map[string]string,
 		for i, r := range l.rounds {
 			maxRound = max(maxRound, r)
 			maxY = max(maxY, finite(l.values[i]))
+			if i < len(l.hi) {
+				maxY = max(maxY, finite(l.hi[i]))
+			}
 			points++
 		}
 	}
@@ -361,6 +378,13 @@ func roundChart(title, unit string, lines []roundLine, colors map[string]string,
 			tip := l.engine + " round " + strconv.Itoa(round) + ": " + format(l.values[i])
 			if l.what != "" {
 				tip += " (" + l.what + ")"
+			}
+			if i < len(l.hi) && finite(l.hi[i]) > finite(l.lo[i]) {
+				y0, y1 := py(l.lo[i]), py(l.hi[i])
+				s.line(xs[i], y0, xs[i], y1, c, 1.25)
+				s.line(xs[i]-3, y0, xs[i]+3, y0, c, 1.25)
+				s.line(xs[i]-3, y1, xs[i]+3, y1, c, 1.25)
+				tip += "; runs " + format(l.lo[i]) + " to " + format(l.hi[i])
 			}
 			s.circle(xs[i], ys[i], r, c, tip)
 		}

@@ -161,8 +161,10 @@ func roundsReport() *bench.Report {
 
 // repeatedReport is smallReport run three times: the runs at 90%, 100%
 // and 110% of its figures, summed up by bench.Aggregate.
-func repeatedReport() *bench.Report {
-	base := smallReport()
+func repeatedReport() *bench.Report { return repeated(smallReport()) }
+
+// repeated is base run three times, at 90%, 100% and 110% of its figures.
+func repeated(base *bench.Report) *bench.Report {
 	var runs [][]bench.Result
 	for _, f := range []float64{0.9, 1, 1.1} {
 		var run []bench.Result
@@ -177,6 +179,7 @@ func repeatedReport() *bench.Report {
 				res.P999 = time.Duration(float64(res.P999) * f)
 				res.WriteAmp *= f
 				res.SpaceAmp *= f
+				res.DiskWritten = int64(float64(res.DiskWritten) * f)
 				res.EngineVersion = map[string]string{"strata": "devel", "pebble": "v2.1.7"}[res.Engine]
 			}
 			run = append(run, res)
@@ -186,5 +189,6 @@ func repeatedReport() *bench.Report {
 	base.Spec.Repeat = 3
 	base.Results = bench.Aggregate(runs)
 	base.Repeats = runs
+	base.Rounds = bench.BuildRounds(&base.Spec, base.Results)
 	return base
 }

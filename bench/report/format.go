@@ -322,7 +322,12 @@ func truncate(s string, n int) string {
 // as "min-max" (one value when they are equal), or "" when the result has
 // no spread for it.
 func spreadOf(res *bench.Result, key string, format func(float64) string) string {
-	r, ok := res.Spread[key]
+	return spreadIn(res.Spread, key, format)
+}
+
+// spreadIn is spreadOf for a spread of any origin (a Result's, a Round's).
+func spreadIn(spread map[string]bench.Range, key string, format func(float64) string) string {
+	r, ok := spread[key]
 	if !ok {
 		return ""
 	}
@@ -355,3 +360,9 @@ func versionsLine(m *model) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// fmtNsSettle writes a settle time given in nanoseconds.
+func fmtNsSettle(f float64) string { return fmtSettle(time.Duration(finite(f))) }
+
+// fmtNsElapsed writes a duration given in nanoseconds.
+func fmtNsElapsed(f float64) string { return fmtElapsed(time.Duration(finite(f))) }

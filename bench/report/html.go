@@ -6,7 +6,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/strata-db/strata/bench"
 )
@@ -62,6 +61,8 @@ type roundRow struct {
 	Strong        bool
 	Skipped       string // why the engine has no rounds
 	Cells         []string
+	// Spread marks a row of min-max ranges under the round above it.
+	Spread bool
 }
 
 // roundHeaders are the columns of the rounds table after the engine.
@@ -322,7 +323,7 @@ func tableRowOf(g *group, res *bench.Result, colors map[string]string) tableRow 
 			ns("p50_ns"), ns("p95_ns"), ns("p99_ns"), ns("p999_ns"),
 			spreadOf(res, "disk_written", fmtMiBf), spreadOf(res, "write_amp", fmtAmp),
 			spreadOf(res, "disk_size", fmtMiBf), spreadOf(res, "space_amp", fmtAmp),
-			"", "", "", "", spreadOf(res, "duration_ns", func(f float64) string { return fmtElapsed(time.Duration(f)) }),
+			"", "", "", "", spreadOf(res, "duration_ns", fmtNsElapsed),
 		}
 	}
 	return row
@@ -405,15 +406,18 @@ func roundsSectionOf(r *bench.Report, colors map[string]string) *roundsSection {
 		own := roundLine{engine: se.Engine, dashed: true, what: "the engine's own count"}
 		ops := roundLine{engine: se.Engine}
 		for _, rd := range se.Rounds {
-			after.rounds, after.values = append(after.rounds, rd.Round), append(after.values, rd.SpaceAmp)
+			sp, ok := rd.Spread["space_amp"]
+			after.add(rd.Round, rd.SpaceAmp, sp, ok)
 			if rd.SpaceAmpBeforeSettle > 0 {
-				before.rounds, before.values = append(before.rounds, rd.Round), append(before.values, rd.SpaceAmpBeforeSettle)
+				before.add(rd.Round, rd.SpaceAmpBeforeSettle, bench.Range{}, false)
 			}
-			proc.rounds, proc.values = append(proc.rounds, rd.Round), append(proc.values, float64(rd.BytesWritten)/(1<<20))
+			w, ok := rd.Spread["disk_written"]
+			proc.add(rd.Round, float64(rd.BytesWritten)/(1<<20), bench.Range{Min: w.Min / (1 << 20), Max: w.Max / (1 << 20)}, ok)
 			if rd.EngineBytesWritten > 0 {
-				own.rounds, own.values = append(own.rounds, rd.Round), append(own.values, float64(rd.EngineBytesWritten)/(1<<20))
+				own.add(rd.Round, float64(rd.EngineBytesWritten)/(1<<20), bench.Range{}, false)
 			}
-			ops.rounds, ops.values = append(ops.rounds, rd.Round), append(ops.values, rd.OpsPerSec)
+			o, ok := rd.Spread["ops_per_sec"]
+			ops.add(rd.Round, rd.OpsPerSec, o, ok)
 			sec.Rows = append(sec.Rows, roundRow{Engine: se.Engine, Color: colors[se.Engine], Strong: isStrata(se.Engine), Cells: []string{
 				strconv.Itoa(rd.Round),
 				fmtRate(rd.OpsPerSec),
@@ -430,6 +434,15 @@ func roundsSectionOf(r *bench.Report, colors map[string]string) *roundsSection {
 				fmtAmp(rd.SpaceAmpBeforeSettle),
 				fmtSettle(rd.Settle),
 			}})
+			if len(rd.Spread) > 0 {
+				sp := func(key string, f func(float64) string) string { return spreadIn(rd.Spread, key, f) }
+				sec.Rows = append(sec.Rows, roundRow{Spread: true, Cells: []string{
+					"min-max", sp("ops_per_sec", fmtCompact), sp("duration_ns", fmtNsElapsed), "",
+					sp("disk_written", fmtMiBf), sp("write_amp", fmtAmp), sp("engine_written", fmtMiBf),
+					sp("engine_write_amp", fmtAmp), sp("disk_size", fmtMiBf), "", sp("space_amp", fmtAmp),
+					sp("disk_size_before_settle", fmtMiBf), sp("space_amp_before_settle", fmtAmp), sp("settle_ns", fmtNsSettle),
+				}})
+			}
 		}
 		samp = append(samp, after, before)
 		written = append(written, proc, own)
@@ -552,8 +565,9 @@ tr.spread td:first-child { padding-left: 24px; }
 </div>
 <div class="scroll" style="margin-top:12px"><table>
 <thead><tr><th>engine</th>{{range roundHeaders}}<th>{{.}}</th>{{end}}</tr></thead>
-<tbody>{{range .Rows}}<tr{{if .Strong}} class="strata"{{end}}><td><span class="swatch" style="background:{{.Color}}"></span>{{.Engine}}</td>{{if .Skipped}}<td class="skipped" colspan="{{roundSpan}}">{{.Skipped}}</td>{{else}}{{range .Cells}}<td class="num">{{.}}</td>{{end}}{{end}}</tr>
-{{end}}</tbody></table></div>
+<tbody>{{range .Rows}}{{if .Spread}}<tr class="spread"><td></td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}</tr>
+{{else}}<tr{{if .Strong}} class="strata"{{end}}><td><span class="swatch" style="background:{{.Color}}"></span>{{.Engine}}</td>{{if .Skipped}}<td class="skipped" colspan="{{roundSpan}}">{{.Skipped}}</td>{{else}}{{range .Cells}}<td class="num">{{.}}</td>{{end}}{{end}}</tr>
+{{end}}{{end}}</tbody></table></div>
 {{range .Notes}}<p class="note">{{.}}</p>
 {{end}}</section>
 {{end}}

@@ -293,3 +293,18 @@ func TestWriteHTMLRoundsEmpty(t *testing.T) {
 	assert.Contains(t, out, "no rounds measured")
 	assert.Contains(t, out, "no throughput samples")
 }
+
+// TestWriteHTMLRoundsRepeated: repeated rounds get whiskers in the round
+// charts and a min-max row under each round.
+func TestWriteHTMLRoundsRepeated(t *testing.T) {
+	r := repeated(roundsReport())
+	out := checkHTML(t, r, 2)
+	assert.Contains(t, out, "; runs ")
+	assert.Contains(t, out, `<tr class="spread"><td></td><td class="num">min-max</td>`)
+	if d := os.Getenv("STRATA_REPORT_EXAMPLE"); d != "" {
+		writeExample(t, d, "rounds-repeated.html", r)
+	}
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, r))
+	lineWith(t, buf.String(), "min-max", "-")
+}

@@ -286,25 +286,36 @@ func writeRounds(b *strings.Builder, r *bench.Report) {
 				widths[j] = max(widths[j], width(c))
 			}
 			rows = append(rows, row{cells: cells})
+			if len(rd.Spread) > 0 {
+				sp := func(key string, f func(float64) string) string { return spreadIn(rd.Spread, key, f) }
+				cells := []string{"", "min-max", sp("ops_per_sec", fmtCompact), sp("disk_written", fmtMiBf),
+					sp("write_amp", fmtAmp), sp("engine_written", fmtMiBf), sp("disk_size", fmtMiBf),
+					sp("space_amp", fmtAmp), sp("space_amp_before_settle", fmtAmp), sp("settle_ns", fmtNsSettle)}
+				for j, c := range cells {
+					widths[j] = max(widths[j], width(c))
+				}
+				rows = append(rows, row{cells: cells})
+			}
 		}
 	}
 	line := func(cells []string) {
-		b.WriteString(indent)
+		var l strings.Builder
+		l.WriteString(indent)
 		for i, c := range cells {
 			if i > 0 {
-				b.WriteString(gap)
+				l.WriteString(gap)
 			}
 			pad := strings.Repeat(" ", max(widths[i]-width(c), 0))
 			if i == 0 {
-				b.WriteString(c)
+				l.WriteString(c)
 				if i < len(cells)-1 {
-					b.WriteString(pad)
+					l.WriteString(pad)
 				}
 			} else {
-				b.WriteString(pad + c)
+				l.WriteString(pad + c)
 			}
 		}
-		b.WriteByte('\n')
+		b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
 	}
 	line(roundColumns)
 	if len(rows) == 0 {
