@@ -89,7 +89,7 @@ type repointItem struct {
 // write commits b through the pipeline.
 // Its latency, from the call to the return, is the commit histogram's.
 func (d *DB) write(b *Batch, sync bool) error {
-	defer d.stats.latency.commit.since(time.Now())
+	defer d.stats.latency.commit.since(latencyNow())
 	return d.writeOp(b, sync, opWrite)
 }
 
@@ -237,9 +237,9 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 			}
 			d.stats.walBytes.Add(uint64(len(b.repr)))
 		}
-		var syncStart time.Time // the value log's and the WAL's sync
+		var syncStart int64 // the value log's and the WAL's sync
 		if syncWAL {
-			syncStart = time.Now()
+			syncStart = latencyNow()
 		}
 		if err == nil && syncWAL && c.active != nil {
 			// The values first: a synced WAL record must never point past

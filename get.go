@@ -3,7 +3,6 @@ package strata
 import (
 	"bytes"
 	"fmt"
-	"time"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -13,7 +12,7 @@ import (
 // Get returns the value of key, or an error matching ErrNotFound. The
 // caller owns the returned slice.
 func (d *DB) Get(key []byte) ([]byte, error) {
-	defer d.stats.latency.get.since(time.Now())
+	defer d.stats.latency.get.since(latencyNow())
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}

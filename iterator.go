@@ -2,7 +2,6 @@ package strata
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -262,7 +261,7 @@ func (i *Iterator) SeekGE(key []byte) bool {
 	if !i.usable() {
 		return false
 	}
-	defer i.db.stats.latency.iterSeek.since(time.Now())
+	defer i.db.stats.latency.iterSeek.since(latencyNow())
 	if i.lower != nil && base.Compare(key, i.lower) < 0 {
 		key = i.lower
 	}
@@ -279,7 +278,7 @@ func (i *Iterator) SeekLT(key []byte) bool {
 	if !i.usable() {
 		return false
 	}
-	defer i.db.stats.latency.iterSeek.since(time.Now())
+	defer i.db.stats.latency.iterSeek.since(latencyNow())
 	if i.upper != nil && base.Compare(key, i.upper) > 0 {
 		key = i.upper
 	}
@@ -296,10 +295,10 @@ func (i *Iterator) First() bool {
 	if !i.usable() {
 		return false
 	}
-	defer i.db.stats.latency.iterSeek.since(time.Now())
 	if i.lower != nil {
-		return i.SeekGE(i.lower)
+		return i.SeekGE(i.lower) // timed there
 	}
+	defer i.db.stats.latency.iterSeek.since(latencyNow())
 	i.iter.First()
 	return i.findNext(false)
 }
@@ -309,10 +308,10 @@ func (i *Iterator) Last() bool {
 	if !i.usable() {
 		return false
 	}
-	defer i.db.stats.latency.iterSeek.since(time.Now())
 	if i.upper != nil {
-		return i.SeekLT(i.upper)
+		return i.SeekLT(i.upper) // timed there
 	}
+	defer i.db.stats.latency.iterSeek.since(latencyNow())
 	i.iter.Last()
 	return i.findPrev()
 }

@@ -9,7 +9,7 @@ import (
 
 // Latency histograms: fixed log-linear buckets of nanoseconds, counted
 // with atomic adds, so that recording one (on the write and read paths)
-// costs two clock reads and three uncontended atomic adds, and never
+// costs two monotonic clock reads and three atomic adds, and never
 // allocates.
 //
 // Bucket layout (latencySubBits = 3: 8 buckets per power of two, so a
@@ -66,8 +66,17 @@ func (r *latencyRecorder) record(d time.Duration) {
 	r.count.Add(1)
 }
 
-// since records the time since start (for defer r.since(time.Now())).
-func (r *latencyRecorder) since(start time.Time) { r.record(time.Since(start)) }
+// since records the time since start, a latencyNow reading (for
+// defer r.since(latencyNow())).
+func (r *latencyRecorder) since(start int64) { r.record(time.Duration(latencyNow() - start)) }
+
+// latencyEpoch anchors latencyNow's readings.
+var latencyEpoch = time.Now()
+
+// latencyNow reads the monotonic clock, in nanoseconds since latencyEpoch.
+// It is what the hot paths time with: time.Now reads the wall clock too,
+// which a duration does not need and which costs a second clock read.
+func latencyNow() int64 { return int64(time.Since(latencyEpoch)) }
 
 // snapshot copies the recorder into a LatencyHistogram. Concurrent
 // recording can make Count differ from the buckets' sum by the records in

@@ -3,7 +3,6 @@ package strata
 import (
 	"container/list"
 	"sync/atomic"
-	"time"
 
 	"github.com/strata-db/strata/internal/base"
 )
@@ -55,7 +54,7 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	if err := s.db.checkOpen(); err != nil {
 		return nil, err
 	}
-	defer s.db.stats.latency.get.since(time.Now())
+	defer s.db.stats.latency.get.since(latencyNow())
 	return s.db.getAt(key, s.seq)
 }
 
