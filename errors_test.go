@@ -3,6 +3,8 @@ package strata
 import (
 	"errors"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/strata-db/strata/vfs"
@@ -42,4 +44,32 @@ func TestCorruptionErrorAs(t *testing.T) {
 	require.Equal(t, "000007.sst", ce.File)
 	require.Equal(t, int64(4096), ce.Offset)
 	require.False(t, errors.Is(err, ErrWritesStopped))
+}
+
+// TestCloseReportsFailedWALRotation: when closing the old WAL fails as a
+// full memtable is rotated, that failure is the background error, and
+// Close reports it rather than the "writer closed" of the WAL it had
+// already closed.
+func TestCloseReportsFailedWALRotation(t *testing.T) {
+	var failSync atomic.Bool
+	fs := vfs.NewErrorFS(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if failSync.Load() && op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, ".log") {
+			return vfs.ErrInjected
+		}
+		return nil
+	}))
+	db, err := Open("db", &Options{FS: fs, MemTableSize: 16 << 10, ValueThreshold: -1})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("a"), []byte("1"), NoSync))
+	failSync.Store(true)
+	var werr error
+	for i := 0; i < 100 && werr == nil; i++ {
+		werr = db.Set([]byte(fmt.Sprint("k", i)), make([]byte, 1024), NoSync)
+	}
+	require.ErrorIs(t, werr, vfs.ErrInjected, "the rotation's failed WAL close fails the write")
+	werr = db.Set([]byte("b"), []byte("2"), NoSync)
+	require.ErrorIs(t, werr, ErrWritesStopped, "and every write after it")
+	require.ErrorIs(t, werr, vfs.ErrInjected)
+	err = db.Close()
+	require.ErrorIs(t, err, vfs.ErrInjected)
 }

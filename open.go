@@ -609,7 +609,10 @@ func (d *DB) Close() error {
 
 	d.commit.mu.Lock()
 	if d.commit.wal != nil {
-		if cerr := d.commit.wal.Close(); err == nil {
+		// A WAL whose close failed during a memtable rotation is closed
+		// already; that failure is the background error, returned below,
+		// and must not be hidden behind "writer closed".
+		if cerr := d.commit.wal.Close(); err == nil && !errors.Is(cerr, ErrClosed) {
 			err = cerr
 		}
 		d.commit.wal = nil
