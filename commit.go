@@ -87,7 +87,11 @@ type repointItem struct {
 }
 
 // write commits b through the pipeline.
-func (d *DB) write(b *Batch, sync bool) error { return d.writeOp(b, sync, opWrite) }
+// Its latency, from the call to the return, is the commit histogram's.
+func (d *DB) write(b *Batch, sync bool) error {
+	defer d.stats.latency.commit.since(latencyNow())
+	return d.writeOp(b, sync, opWrite)
+}
 
 // writeOp runs one operation through the pipeline, in order with writes.
 func (d *DB) writeOp(b *Batch, sync bool, op commitOp) error {
@@ -233,6 +237,10 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 			}
 			d.stats.walBytes.Add(uint64(len(b.repr)))
 		}
+		var syncStart int64 // the value log's and the WAL's sync
+		if syncWAL {
+			syncStart = latencyNow()
+		}
 		if err == nil && syncWAL && c.active != nil {
 			// The values first: a synced WAL record must never point past
 			// what is durable in the value log.
@@ -241,6 +249,7 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 		if err == nil {
 			if syncWAL {
 				err = c.wal.Sync()
+				d.stats.latency.walSync.since(syncStart)
 			} else if err = c.wal.Flush(); err == nil {
 				// Flush only queued the bytes; the WAL flusher writes them.
 				d.scheduleWALFlush()

@@ -284,7 +284,7 @@ func checkCompactionLedger(p *compaction.Pick, outputs []compaction.Output, vlog
 			delta[r.FileNum] -= int64(r.Bytes)
 		}
 	}
-	relocated := -int64(stats.SeparatedBytes) // new records that moved nothing
+	relocated := int64(stats.SeparatedBytes) // new records that moved nothing: merged values
 	for num, n := range stats.VlogRelocated {
 		relocated += int64(n)
 		delta[num] -= int64(n)

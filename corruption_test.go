@@ -74,6 +74,13 @@ func requireCorruption(t *testing.T, err error, file, where string) {
 	if !strings.Contains(err.Error(), file) {
 		t.Fatalf("%s: corruption error %q does not name %s", where, err, file)
 	}
+	var ce *CorruptionError
+	if !errors.As(err, &ce) {
+		t.Fatalf("%s: errors.As finds no *CorruptionError in %v", where, err)
+	}
+	if !strings.Contains(file, ce.File) || ce.File == "" {
+		t.Fatalf("%s: CorruptionError.File is %q, want %s", where, ce.File, file)
+	}
 }
 
 func fillKeys(t *testing.T, db *DB, n int, rng *rand.Rand) model {

@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -26,7 +27,18 @@ var (
 	ErrCorruption = base.ErrCorruption
 	// ErrClosed: the DB, iterator or snapshot was closed.
 	ErrClosed = base.ErrClosed
+	// ErrWritesStopped: a background error (a failed flush, compaction or
+	// WAL write) stopped the DB from accepting writes. The error returned
+	// wraps the cause as well; reads go on working, and reopening the
+	// database recovers.
+	ErrWritesStopped = errors.New("strata: writes stopped after a background error, reopen the database")
 )
+
+// CorruptionError describes bytes on disk that failed a checksum or could
+// not be decoded: the file (its base name), the offset (-1 when unknown)
+// and what was expected. Every corruption error matches ErrCorruption with
+// errors.Is; errors.As with a *CorruptionError reaches the details.
+type CorruptionError = base.CorruptionError
 
 // DB is an open database. All methods are safe for concurrent use.
 type DB struct {
@@ -191,6 +203,7 @@ type dbStats struct {
 	writeStalls      atomic.Uint64
 	stallNanos       atomic.Int64
 	slowdownNanos    atomic.Int64
+	latency          latencyStats
 
 	// Per level, protected by d.mu.
 	levels [manifest.NumLevels]levelStats
@@ -226,10 +239,11 @@ func (s *dbStats) recordCompaction(p *compaction.Pick, cs compaction.Stats, d ti
 	out.bytesWritten += cs.BytesOut
 }
 
-// backgroundError returns the sticky background error, if any. d.mu held.
+// backgroundErrorLocked returns the sticky background error, if any,
+// marked ErrWritesStopped. d.mu held.
 func (d *DB) backgroundErrorLocked() error {
 	if d.bgErr != nil {
-		return fmt.Errorf("strata: background error, reopen the database: %w", d.bgErr)
+		return fmt.Errorf("%w: %w", ErrWritesStopped, d.bgErr)
 	}
 	return nil
 }

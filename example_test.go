@@ -1,7 +1,9 @@
 package strata_test
 
 import (
+	"encoding/json"
 	"errors"
+	"expvar"
 	"fmt"
 	"log"
 	"time"
@@ -123,4 +125,32 @@ func ExampleDB_SetWithTTL() {
 	// Output:
 	// before: true
 	// after an hour: true
+}
+
+// Expvar exports the metrics as a JSON variable, served by expvar's
+// /debug/vars handler once published.
+func ExampleDB_Expvar() {
+	db, err := strata.Open("example-db", &strata.Options{FS: vfs.NewMem()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer db.Close()
+	expvar.Publish("strata", db.Expvar())
+
+	if err := db.Set([]byte("k"), []byte("v"), strata.Sync); err != nil {
+		log.Fatal(err)
+	}
+	var m struct {
+		UserBytes uint64
+		Latency   struct {
+			Commit struct {
+				Count uint64 `json:"count"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(expvar.Get("strata").String()), &m); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("user bytes:", m.UserBytes, "commits:", m.Latency.Commit.Count)
+	// Output: user bytes: 2 commits: 1
 }

@@ -12,6 +12,7 @@ import (
 // Get returns the value of key, or an error matching ErrNotFound. The
 // caller owns the returned slice.
 func (d *DB) Get(key []byte) ([]byte, error) {
+	defer d.stats.latency.get.since(latencyNow())
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}

@@ -59,6 +59,11 @@ func (d *DB) NewIter(o *IterOptions) (*Iterator, error) {
 func (d *DB) newIter(o *IterOptions, snap base.SeqNum) (*Iterator, error) {
 	it := &Iterator{db: d, snap: snap, dir: 1}
 	if o != nil {
+		// Inverted bounds are a caller's mistake (often swapped arguments):
+		// say so rather than iterate nothing. Equal bounds are an empty range.
+		if o.LowerBound != nil && o.UpperBound != nil && base.Compare(o.LowerBound, o.UpperBound) > 0 {
+			return nil, fmt.Errorf("strata: iterator bounds are inverted: LowerBound %q is above UpperBound %q", o.LowerBound, o.UpperBound)
+		}
 		if o.LowerBound != nil {
 			it.lower = append([]byte{}, o.LowerBound...)
 		}
@@ -321,6 +326,7 @@ func (i *Iterator) SeekGE(key []byte) bool {
 	if !i.usable() {
 		return false
 	}
+	defer i.db.stats.latency.iterSeek.since(latencyNow())
 	if i.lower != nil && base.Compare(key, i.lower) < 0 {
 		key = i.lower
 	}
@@ -337,6 +343,7 @@ func (i *Iterator) SeekLT(key []byte) bool {
 	if !i.usable() {
 		return false
 	}
+	defer i.db.stats.latency.iterSeek.since(latencyNow())
 	if i.upper != nil && base.Compare(key, i.upper) > 0 {
 		key = i.upper
 	}
@@ -354,8 +361,9 @@ func (i *Iterator) First() bool {
 		return false
 	}
 	if i.lower != nil {
-		return i.SeekGE(i.lower)
+		return i.SeekGE(i.lower) // timed there
 	}
+	defer i.db.stats.latency.iterSeek.since(latencyNow())
 	i.iter.First()
 	return i.findNext(false)
 }
@@ -366,8 +374,9 @@ func (i *Iterator) Last() bool {
 		return false
 	}
 	if i.upper != nil {
-		return i.SeekLT(i.upper)
+		return i.SeekLT(i.upper) // timed there
 	}
+	defer i.db.stats.latency.iterSeek.since(latencyNow())
 	i.iter.Last()
 	return i.findPrev()
 }

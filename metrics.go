@@ -41,16 +41,18 @@ type Metrics struct {
 		ImmSize   int64 // bytes held by them
 	}
 	WAL struct {
-		BytesWritten uint64 // batch bytes appended to WALs since Open
+		// BytesWritten: batch bytes appended to WALs since Open (with
+		// values written at commit, their pointers rather than the values).
+		BytesWritten uint64
 	}
 	Flush struct {
-		Count        uint64
-		BytesWritten uint64
+		Count        uint64 // memtables flushed since Open
+		BytesWritten uint64 // table bytes the flushes wrote (not value logs)
 	}
 	Compact struct {
-		Count        uint64
-		BytesRead    uint64
-		BytesWritten uint64
+		Count        uint64 // compactions since Open, moves included
+		BytesRead    uint64 // table bytes they read
+		BytesWritten uint64 // table bytes they wrote (not value logs)
 		// InProgress is the number of compactions running now.
 		InProgress int
 		// Expired counts entries flushes and compactions dropped (or turned
@@ -61,9 +63,32 @@ type Metrics struct {
 		ValueLogReads uint64
 	}
 	// UserBytes is the key and value bytes written through the API since
-	// Open; WriteAmp is (WAL + flush + compaction bytes) / UserBytes.
+	// Open. WriteAmp is every byte the DB wrote per user byte: (WAL.
+	// BytesWritten + ValueLogs.BytesWritten + Flush.BytesWritten +
+	// Compact.BytesWritten) / UserBytes. Garbage collection's copies are in
+	// those parts: the values it relocates in ValueLogs.BytesWritten (also
+	// counted alone in GC.RelocatedBytes), the tables it rewrites in
+	// Compact, a rewrite's repointing batches in WAL. The manifest's few
+	// bytes are left out.
 	UserBytes uint64
 	WriteAmp  float64
+
+	// Latency holds histograms of how long operations took since Open,
+	// with percentiles (see LatencyHistogram).
+	Latency struct {
+		// Commit: Set, Delete, DeleteRange and Apply, from the call to the
+		// return: waiting for the group's leader, writing (and syncing) the
+		// WAL and value log, inserting into the memtable, write stalls.
+		Commit LatencyHistogram
+		// WALSync: a synced commit group making itself durable: the
+		// active value log's sync, then the WAL's.
+		WALSync LatencyHistogram
+		// Get: DB.Get and Snapshot.Get, value-log reads included.
+		Get LatencyHistogram
+		// IterSeek: an Iterator's SeekGE, SeekLT, First and Last, up to
+		// the first entry (its value is read lazily, by Value).
+		IterSeek LatencyHistogram
+	}
 
 	WriteStalls      uint64
 	StallDuration    time.Duration
@@ -71,8 +96,8 @@ type Metrics struct {
 	// ValueLogs describes the value-log files: how many, their bytes, the
 	// values they hold, and the garbage ledger's totals (Live: record bytes
 	// tables point to; Garbage: record bytes none does). BytesWritten is
-	// what flushes and garbage collection wrote to value logs since Open.
-	// Files lists them by file number.
+	// what commits, flushes and garbage collection wrote to value logs
+	// since Open. List has a line per value log.
 	ValueLogs struct {
 		Files        int
 		Bytes        uint64
@@ -223,6 +248,10 @@ func (d *DB) Metrics() *Metrics {
 	m.WriteStalls = d.stats.writeStalls.Load()
 	m.StallDuration = time.Duration(d.stats.stallNanos.Load())
 	m.SlowdownDuration = time.Duration(d.stats.slowdownNanos.Load())
+	m.Latency.Commit = d.stats.latency.commit.snapshot()
+	m.Latency.WALSync = d.stats.latency.walSync.snapshot()
+	m.Latency.Get = d.stats.latency.get.snapshot()
+	m.Latency.IterSeek = d.stats.latency.iterSeek.snapshot()
 	if d.cache != nil {
 		m.BlockCache = d.cache.Metrics()
 	}
@@ -312,15 +341,54 @@ func (m *Metrics) String() string {
 		m.GC.Rewrites, m.GC.Relocated, humanBytes(m.GC.RelocatedBytes), m.GC.WriteAmp, m.SpaceAmp)
 	fmt.Fprintf(&b, "memtable: %s, %d immutable (%s)\n",
 		humanBytes(uint64(m.MemTable.Size)), m.MemTable.Immutable, humanBytes(uint64(m.MemTable.ImmSize)))
-	fmt.Fprintf(&b, "writes: user %s, WAL %s, flushed %s in %d flushes, compacted %s -> %s in %d compactions, write-amp %.2f\n",
-		humanBytes(m.UserBytes), humanBytes(m.WAL.BytesWritten), humanBytes(m.Flush.BytesWritten), m.Flush.Count,
-		humanBytes(m.Compact.BytesRead), humanBytes(m.Compact.BytesWritten), m.Compact.Count, m.WriteAmp)
+	m.writeAmpTable(&b)
 	fmt.Fprintf(&b, "stalls: %d (%s), slowed %s\n", m.WriteStalls, m.StallDuration.Round(time.Millisecond), m.SlowdownDuration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "block cache: %s / %s, hit rate %.1f%%\n",
 		humanBytes(uint64(max(m.BlockCache.Size, 0))), humanBytes(uint64(max(m.BlockCache.Capacity, 0))), 100*m.BlockCache.HitRate())
 	fmt.Fprintf(&b, "tables open: %d, snapshots: %d, visible seq: %d\n", m.TablesOpen, m.Snapshots, m.VisibleSeq)
+	m.latencyTable(&b)
 	if m.BackgroundE != "" {
 		fmt.Fprintf(&b, "background error: %s\n", m.BackgroundE)
 	}
 	return b.String()
+}
+
+// writeAmpTable prints what the DB wrote, part by part, per user byte.
+func (m *Metrics) writeAmpTable(b *strings.Builder) {
+	per := func(n uint64) string {
+		if m.UserBytes == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.2f", float64(n)/float64(m.UserBytes))
+	}
+	total := m.WAL.BytesWritten + m.ValueLogs.BytesWritten + m.Flush.BytesWritten + m.Compact.BytesWritten
+	fmt.Fprintf(b, "writes: user %s, write-amp %.2f\n", humanBytes(m.UserBytes), m.WriteAmp)
+	tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "written\tbytes\tper user byte\t")
+	fmt.Fprintf(tw, "WAL\t%s\t%s\t\n", humanBytes(m.WAL.BytesWritten), per(m.WAL.BytesWritten))
+	fmt.Fprintf(tw, "value logs\t%s\t%s\t  of which GC relocated %s\n", humanBytes(m.ValueLogs.BytesWritten), per(m.ValueLogs.BytesWritten),
+		humanBytes(m.GC.RelocatedBytes))
+	fmt.Fprintf(tw, "flushes\t%s\t%s\t  %d flushes\n", humanBytes(m.Flush.BytesWritten), per(m.Flush.BytesWritten), m.Flush.Count)
+	fmt.Fprintf(tw, "compactions\t%s\t%s\t  %d compactions, read %s\n", humanBytes(m.Compact.BytesWritten), per(m.Compact.BytesWritten),
+		m.Compact.Count, humanBytes(m.Compact.BytesRead))
+	fmt.Fprintf(tw, "total\t%s\t%s\t\n", humanBytes(total), per(total))
+	tw.Flush()
+}
+
+// latencyTable prints the latency histograms' percentiles.
+func (m *Metrics) latencyTable(b *strings.Builder) {
+	tw := tabwriter.NewWriter(b, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "latency\tcount\tmean\tp50\tp90\tp99\tp99.9\t")
+	for _, l := range []struct {
+		name string
+		h    *LatencyHistogram
+	}{{"commit", &m.Latency.Commit}, {"WAL sync", &m.Latency.WALSync}, {"get", &m.Latency.Get}, {"iter seek", &m.Latency.IterSeek}} {
+		if l.h.Count == 0 {
+			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t-\t\n", l.name)
+			continue
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", l.name, l.h.Count, fmtLatency(l.h.Mean()), fmtLatency(l.h.Percentile(0.5)),
+			fmtLatency(l.h.Percentile(0.9)), fmtLatency(l.h.Percentile(0.99)), fmtLatency(l.h.Percentile(0.999)))
+	}
+	tw.Flush()
 }

@@ -25,7 +25,14 @@ func TestMetricsString(t *testing.T) {
 	m.WAL.BytesWritten = 110 << 20
 	m.Flush.Count, m.Flush.BytesWritten = 3, 90<<20
 	m.Compact.Count, m.Compact.BytesRead, m.Compact.BytesWritten = 9, 70<<20, 140<<20
-	m.WriteAmp = 3.4
+	m.WriteAmp = 4.36
+	var get, commit latencyRecorder
+	for i := range 1000 {
+		get.record(time.Duration(2000+i) * time.Nanosecond)
+		commit.record(time.Duration(10+i%100) * time.Microsecond)
+	}
+	get.record(3 * time.Millisecond)
+	m.Latency.Get, m.Latency.Commit = get.snapshot(), commit.snapshot()
 	m.WriteStalls, m.StallDuration, m.SlowdownDuration = 2, 250*time.Millisecond, 40*time.Millisecond
 	m.BlockCache.Size, m.BlockCache.Capacity, m.BlockCache.Hits, m.BlockCache.Misses = 8<<20, 64<<20, 3, 1
 	m.TablesOpen, m.Snapshots, m.VisibleSeq = 12, 1, 4242
@@ -53,10 +60,21 @@ value logs: 2 files, 64.0 MiB, 16000 values (62.5 MiB), live 40.0 MiB, garbage 2
   000007.vlog  32.0 MiB  30.0 MiB       6%      7500           -
 gc (reverse-lookup): 31 passes, 4 value logs deleted (128.0 MiB), 5 collections (1 in progress, 0 draining), 0 rewrites, relocated 3000 values (12.0 MiB), gc write-amp 0.09, space-amp 1.42
 memtable: 1.0 MiB, 1 immutable (64.0 MiB)
-writes: user 100.0 MiB, WAL 110.0 MiB, flushed 90.0 MiB in 3 flushes, compacted 70.0 MiB -> 140.0 MiB in 9 compactions, write-amp 3.40
+writes: user 100.0 MiB, write-amp 4.36
+      written      bytes  per user byte
+          WAL  110.0 MiB           1.10
+   value logs   96.0 MiB           0.96  of which GC relocated 12.0 MiB
+      flushes   90.0 MiB           0.90  3 flushes
+  compactions  140.0 MiB           1.40  9 compactions, read 70.0 MiB
+        total  436.0 MiB           4.36
 stalls: 2 (250ms), slowed 40ms
 block cache: 8.0 MiB / 64.0 MiB, hit rate 75.0%
 tables open: 12, snapshots: 1, visible seq: 4242
+    latency  count    mean     p50     p90     p99   p99.9
+     commit   1000  59.5µs  59.4µs  99.3µs   112µs   114µs
+   WAL sync      0       -       -       -       -       -
+        get   1001  5.49µs   2.5µs  2.93µs  3.06µs  3.07µs
+  iter seek      0       -       -       -       -       -
 `
 	require.Equal(t, want, m.String())
 }
@@ -78,4 +96,28 @@ func TestMetricsTrackWork(t *testing.T) {
 	require.Positive(t, m.UserBytes)
 	require.Greater(t, m.WriteAmp, 1.0)
 	require.Equal(t, uint64(2000), m.VisibleSeq)
+	parts := m.WAL.BytesWritten + m.ValueLogs.BytesWritten + m.Flush.BytesWritten + m.Compact.BytesWritten
+	require.InDelta(t, float64(parts)/float64(m.UserBytes), m.WriteAmp, 1e-9, "write-amp is the sum of its parts")
+	require.Equal(t, uint64(2000), m.Latency.Commit.Count)
+	require.Zero(t, m.Latency.WALSync.Count, "no write asked for a sync")
+
+	require.NoError(t, db.Set([]byte("synced"), []byte("v"), Sync))
+	_, err = db.Get([]byte("k"))
+	require.NoError(t, err)
+	it, err := db.NewIter(nil)
+	require.NoError(t, err)
+	it.SeekGE([]byte("k"))
+	it.First()
+	require.NoError(t, it.Close())
+	// First within a lower bound is a SeekGE: timed once.
+	it, err = db.NewIter(&IterOptions{LowerBound: []byte("k")})
+	require.NoError(t, err)
+	it.First()
+	require.NoError(t, it.Close())
+	m = db.Metrics()
+	require.Equal(t, uint64(1), m.Latency.WALSync.Count)
+	require.Equal(t, uint64(1), m.Latency.Get.Count)
+	require.Equal(t, uint64(3), m.Latency.IterSeek.Count)
+	require.Positive(t, m.Latency.Get.Percentile(0.5))
+	require.Contains(t, m.String(), "iter seek      3")
 }

@@ -32,6 +32,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		return nil, err
 	}
 	o := opts.EnsureDefaults()
+	o.EventListener = o.EventListener.withLogger(o.Logger)
 	fs := o.FS
 	if err := createDir(fs, dirname); err != nil {
 		return nil, err
@@ -446,10 +447,12 @@ func (r *walReplay) replay(num base.FileNum) error {
 	}
 	defer f.Close()
 	rd := record.NewReader(f, name)
+	batches := 0 // replayed
 	for {
 		offset := rd.Offset()
 		rec, err := rd.Next()
 		if err == io.EOF {
+			d.logReplayed(f, name, batches, rd.Offset())
 			return nil
 		}
 		if err != nil {
@@ -475,8 +478,11 @@ func (r *walReplay) replay(num base.FileNum) error {
 			return err
 		} else if !ok {
 			r.torn = true
+			d.opts.Logger.Warn("strata: WAL replay stopped at a batch whose value did not reach the disk (a torn tail)",
+				"wal", name, "offset", offset, "batches", batches)
 			return nil
 		}
+		batches++
 		for {
 			kind, key, value, ok, err := br.next()
 			if err != nil {
@@ -610,7 +616,10 @@ func (d *DB) Close() error {
 
 	d.commit.mu.Lock()
 	if d.commit.wal != nil {
-		if cerr := d.commit.wal.Close(); err == nil {
+		// A WAL whose close failed during a memtable rotation is closed
+		// already; that failure is the background error, returned below,
+		// and must not be hidden behind "writer closed".
+		if cerr := d.commit.wal.Close(); err == nil && !errors.Is(cerr, ErrClosed) {
 			err = cerr
 		}
 		d.commit.wal = nil

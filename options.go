@@ -3,6 +3,7 @@ package strata
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/strata-db/strata/cache"
@@ -150,6 +151,11 @@ type Options struct {
 	// EventListener receives notifications of flushes, compactions, stalls
 	// and background errors. Optional.
 	EventListener *EventListener
+	// Logger receives the DB's log: background errors (Error), write
+	// stalls and torn WAL tails (Warn), recovery and garbage-collection
+	// decisions (Info), flushes and compactions (Debug). Default: nil,
+	// which discards everything.
+	Logger *slog.Logger
 
 	// CacheSize is the capacity in bytes of the block cache the DB creates
 	// when Cache is nil. Default: 64 MiB. Negative: no block cache.
@@ -205,6 +211,9 @@ func (o *Options) EnsureDefaults() *Options {
 	}
 	if c.FS == nil {
 		c.FS = vfs.Default
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.MemTableSize == 0 {
 		c.MemTableSize = DefaultMemTableSize

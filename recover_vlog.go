@@ -96,6 +96,8 @@ func (r *walReplay) adopt(num base.FileNum) (*adoptedVlog, error) {
 	name := d.path(base.FileTypeVlog, num)
 	st, err := d.fs.Stat(name)
 	if errors.Is(err, os.ErrNotExist) {
+		d.opts.Logger.Warn("strata: recovery found WAL pointers into a value log that does not exist",
+			"file", base.MakeFilename(base.FileTypeVlog, num))
 		return a, nil
 	}
 	if err != nil {
@@ -136,6 +138,8 @@ func (r *walReplay) adopt(num base.FileNum) (*adoptedVlog, error) {
 		return nil, err
 	}
 	a.meta = meta
+	d.opts.Logger.Info("strata: recovery adopted a value log the manifest did not list yet",
+		"file", base.MakeFilename(base.FileTypeVlog, num), "bytes", meta.Size, "records", meta.Records, "finished", a.finished)
 	return a, nil
 }
 

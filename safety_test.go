@@ -451,6 +451,7 @@ func TestWritesFailAfterBackgroundError(t *testing.T) {
 			for _, o := range []*WriteOptions{Sync, NoSync} {
 				err := db.Set([]byte("b"), []byte("2"), o)
 				require.ErrorIs(t, err, vfs.ErrInjected, "a write was acknowledged after a background error")
+				require.ErrorIs(t, err, ErrWritesStopped)
 			}
 			b := db.NewBatch()
 			b.Set([]byte("c"), []byte("3"))
@@ -485,7 +486,9 @@ func TestWALWriteErrorIsReported(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the failed WAL write was never reported")
 	}
-	require.ErrorIs(t, db.Set([]byte("b"), []byte("2"), NoSync), vfs.ErrInjected)
+	err = db.Set([]byte("b"), []byte("2"), NoSync)
+	require.ErrorIs(t, err, vfs.ErrInjected)
+	require.ErrorIs(t, err, ErrWritesStopped)
 	require.Error(t, db.Close())
 }
 

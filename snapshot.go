@@ -54,6 +54,7 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	if err := s.db.checkOpen(); err != nil {
 		return nil, err
 	}
+	defer s.db.stats.latency.get.since(latencyNow())
 	return s.db.getAt(key, s.seq)
 }
 

@@ -20,6 +20,12 @@
 //     to disk (the process's own I/O accounting, and the engine's own count
 //     where it keeps one), and disk space before and after the engine
 //     settles.
+//   - Repetitions (aggregate.go, Spec.Repeat): the whole spec run several
+//     times, the engines in turn each time; each figure becomes the median
+//     of the runs, with its min and max (Result.Spread).
+//   - Versions and profiles (buildinfo.go, profile.go): each engine's
+//     version from the binary's build information; CPU and heap profiles
+//     of Strata's runs.
 //   - Overwrite rounds (rounds.go, Spec.OverwriteRounds): overwrite run
 //     again and again, measured after each round, gathered into one series
 //     per engine (Report.Rounds): the GC lab.

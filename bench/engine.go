@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Engine is a key-value store driven operation by operation. Methods may be
@@ -80,6 +81,9 @@ type EngineInfo struct {
 	// number of them can be asked for by name, and each runs as an engine
 	// of its own, with its own row in the reports.
 	Variant func(variant string) (EngineInfo, error)
+	// Version returns the engine's version, for Result.EngineVersion. Nil
+	// for engines that report it in their results (external ones).
+	Version func() string
 }
 
 var registry struct {
@@ -129,6 +133,9 @@ func ResolveEngine(name string) (EngineInfo, error) {
 	if e.Available == nil {
 		e.Available = base.Available
 	}
+	if e.Version == nil {
+		e.Version = base.Version
+	}
 	return e, nil
 }
 
@@ -172,6 +179,22 @@ type Progress interface {
 	Add(n int64)
 	// Done ends the benchmark.
 	Done()
+}
+
+// Measurer is implemented by a Progress that shows, when a benchmark ends,
+// the operations and time the benchmark's Result reports, rather than its
+// own count between Start and Done, which for db_bench also holds the
+// process's start and its wait for compactions.
+type Measurer interface {
+	Measured(ops int64, d time.Duration)
+}
+
+// ReportMeasured tells p, when it is a Measurer, what the benchmark
+// measured. Call it before Done.
+func ReportMeasured(p Progress, ops int64, d time.Duration) {
+	if m, ok := p.(Measurer); ok {
+		m.Measured(ops, d)
+	}
 }
 
 // NoProgress discards progress reports.

@@ -40,6 +40,17 @@ func (h *histogram) record(d time.Duration) {
 	h.total++
 }
 
+// buckets returns the non-empty buckets, ascending.
+func (h *histogram) buckets() []LatencyBucket {
+	var out []LatencyBucket
+	for b, c := range h.counts {
+		if c > 0 {
+			out = append(out, LatencyBucket{Lower: time.Duration(bucketLow(b)), Upper: time.Duration(bucketLow(b + 1)), Count: int64(c)})
+		}
+	}
+	return out
+}
+
 func (h *histogram) merge(o *histogram) {
 	for i, c := range o.counts {
 		h.counts[i] += c

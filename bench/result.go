@@ -69,6 +69,34 @@ type Result struct {
 	Timeline []Sample `json:"timeline,omitempty"`
 	// EngineStats is the engine's own description of its state afterwards.
 	EngineStats string `json:"engine_stats,omitempty"`
+	// EngineVersion is the engine's version: its module's from the
+	// binary's build information (Go engines), or what db_bench printed.
+	EngineVersion string `json:"engine_version,omitempty"`
+
+	// Latency is the histogram the percentiles come from: its non-empty
+	// buckets, ascending (db_bench's own for the RocksDB engines).
+	Latency []LatencyBucket `json:"latency_buckets,omitempty"`
+
+	// Runs is the number of repetitions this result sums up (Spec.Repeat;
+	// omitted for one). With several, every figure above is the median of
+	// the runs', Spread holds each figure's minimum and maximum, Timeline
+	// and EngineStats are those of the run of median throughput, and
+	// Latency adds up every run's buckets.
+	Runs   int              `json:"runs,omitempty"`
+	Spread map[string]Range `json:"spread,omitempty"`
+}
+
+// LatencyBucket counts the operations that took [Lower, Upper).
+type LatencyBucket struct {
+	Lower time.Duration `json:"lower_ns"`
+	Upper time.Duration `json:"upper_ns"`
+	Count int64         `json:"count"`
+}
+
+// Range is the smallest and largest value of a figure over repetitions.
+type Range struct {
+	Min float64 `json:"min"`
+	Max float64 `json:"max"`
 }
 
 // Sample is the throughput of one interval.
@@ -102,6 +130,9 @@ type Report struct {
 	Machine Machine   `json:"machine"`
 	Started time.Time `json:"started"`
 	Results []Result  `json:"results"`
+	// Repeats are the results of each repetition (Spec.Repeat), when there
+	// were several; Results sum them up.
+	Repeats [][]Result `json:"repeats,omitempty"`
 	// Rounds are the overwrite rounds (Spec.Rounds) as one series per
 	// engine, in engine order; empty when the run had no rounds.
 	Rounds []RoundSeries `json:"rounds,omitempty"`

@@ -51,6 +51,10 @@ type Round struct {
 	// Settle is how long the engine's background work took after the
 	// round.
 	Settle time.Duration `json:"settle_ns,omitempty"`
+	// Spread is the round's Result.Spread: with repeated runs, each
+	// figure's minimum and maximum, keyed by the Result's JSON names
+	// ("ops_per_sec", "disk_written", "space_amp", ...).
+	Spread map[string]Range `json:"spread,omitempty"`
 }
 
 // BuildRounds gathers the rounds of results into one series per engine, in
@@ -108,6 +112,7 @@ func BuildRounds(spec *Spec, results []Result) []RoundSeries {
 				DiskBytesBeforeSettle: r.DiskSizeBeforeSettle,
 				SpaceAmpBeforeSettle:  r.SpaceAmpBeforeSettle,
 				Settle:                r.Settle,
+				Spread:                r.Spread,
 			})
 			for _, s := range r.Timeline {
 				s.Elapsed += offset

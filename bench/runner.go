@@ -11,9 +11,12 @@ import (
 	"time"
 )
 
-// Run executes spec on every engine, one after another, and returns the
-// report. An engine that is not available, or fails, yields skipped results
-// with a note; only a bad spec or an unusable directory is an error.
+// Run executes spec on every engine, one after another, Spec.Repeat times
+// over (the engines in turn in each repetition, so that a slow spell of a
+// shared machine does not fall on one engine's runs), and returns the
+// report. An engine that is not available, or fails, yields skipped
+// results with a note; only a bad spec or an unusable directory is an
+// error.
 func Run(ctx context.Context, spec Spec, progress Progress) (*Report, error) {
 	if err := spec.Normalize(); err != nil {
 		return nil, err
@@ -33,36 +36,59 @@ func Run(ctx context.Context, spec Spec, progress Progress) (*Report, error) {
 		}
 	}
 	rep := &Report{Spec: spec, Machine: DescribeMachine(), Started: time.Now()}
-	for _, name := range spec.Engines {
-		if err := ctx.Err(); err != nil {
+	var runs [][]Result
+	for r := 1; r <= spec.Repeat; r++ {
+		p := progress
+		if spec.Repeat > 1 {
+			p = runProgress{Progress: progress, suffix: fmt.Sprintf(" (run %d/%d)", r, spec.Repeat)}
+		}
+		runs = append(runs, nil)
+		err := runOnce(ctx, &spec, root, r, p, func(results []Result) {
+			runs[len(runs)-1] = append(runs[len(runs)-1], results...)
+			rep.Results = Aggregate(runs)
+			rep.Rounds = BuildRounds(&spec, rep.Results)
+		})
+		if spec.Repeat > 1 {
+			rep.Repeats = runs
+		}
+		if err != nil {
 			return rep, err
 		}
-		info, _ := LookupEngine(name)
-		skipAll := func(note string) {
-			for i, b := range spec.Benchmarks {
-				rep.Results = append(rep.Results, Result{Engine: name, Benchmark: b, Round: spec.RoundOf(i), Skipped: true, Note: note})
-			}
-			rep.Rounds = BuildRounds(&spec, rep.Results)
+	}
+	return rep, nil
+}
+
+// runOnce runs spec on every engine once (repetition r, from 1), passing
+// each engine's results to add as they come.
+func runOnce(ctx context.Context, spec *Spec, root string, r int, progress Progress, add func([]Result)) error {
+	for _, name := range spec.Engines {
+		if err := ctx.Err(); err != nil {
+			return err
 		}
+		info, _ := LookupEngine(name)
 		if info.Available != nil {
 			if err := info.Available(); err != nil {
-				skipAll(err.Error())
+				var skipped []Result
+				for i, b := range spec.Benchmarks {
+					skipped = append(skipped, Result{Engine: name, Benchmark: b, Round: spec.RoundOf(i), Skipped: true, Note: err.Error()})
+				}
+				add(skipped)
 				continue
 			}
 		}
 		dir := filepath.Join(root, DirName(name))
 		if err := os.RemoveAll(dir); err != nil {
-			return rep, err
+			return err
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return rep, err
+			return err
 		}
 		var results []Result
 		var err error
 		if info.External != nil {
-			results, err = info.External().Run(ctx, &spec, dir, progress)
+			results, err = info.External().Run(ctx, spec, dir, progress)
 		} else {
-			results, err = runEngine(ctx, &spec, info, dir, progress)
+			results, err = runEngine(ctx, spec, info, dir, r, progress)
 		}
 		if err != nil {
 			// Mark the benchmarks that did not run: engines return the
@@ -74,18 +100,32 @@ func Run(ctx context.Context, spec Spec, progress Progress) (*Report, error) {
 		for i := range results {
 			results[i].Engine = name
 			results[i].Round = spec.RoundOf(i)
+			if info.Version != nil && !results[i].Skipped {
+				results[i].EngineVersion = info.Version()
+			}
 		}
-		rep.Results = append(rep.Results, results...)
-		rep.Rounds = BuildRounds(&spec, rep.Results)
+		add(results)
 		if err != nil && ctx.Err() != nil {
-			return rep, ctx.Err()
+			return ctx.Err()
 		}
 		if !spec.KeepDB {
 			os.RemoveAll(dir)
 		}
 	}
-	return rep, nil
+	return nil
 }
+
+// runProgress marks the benchmarks of one repetition in progress reports.
+type runProgress struct {
+	Progress
+	suffix string
+}
+
+func (p runProgress) Start(engine, benchmark string, total int64) {
+	p.Progress.Start(engine, benchmark+p.suffix, total)
+}
+
+func (p runProgress) Measured(ops int64, d time.Duration) { ReportMeasured(p.Progress, ops, d) }
 
 // runEngine runs every benchmark of spec on an in-process engine. Like
 // db_bench run once per benchmark, the engine is opened before each
@@ -97,7 +137,12 @@ func Run(ctx context.Context, spec Spec, progress Progress) (*Report, error) {
 // and closed (DiskSize), so that space amplification "at the end" is
 // measured after the engine's background work, GC included, and how much
 // that work reclaimed shows.
-func runEngine(ctx context.Context, spec *Spec, info EngineInfo, dir string, progress Progress) ([]Result, error) {
+func runEngine(ctx context.Context, spec *Spec, info EngineInfo, dir string, r int, progress Progress) (_ []Result, err error) {
+	prof, err := startProfiling(spec, info.Name, r)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { err = errors.Join(err, prof.stop()) }()
 	st := newKeyState(spec)
 	var results []Result
 	for bi, name := range spec.Benchmarks {
@@ -123,6 +168,9 @@ func runEngine(ctx context.Context, spec *Spec, info EngineInfo, dir string, pro
 		}
 		if s, ok := eng.(Stater); ok {
 			res.EngineStats = s.Stats()
+		}
+		if bi == len(spec.Benchmarks)-1 && runErr == nil {
+			runErr = prof.heap()
 		}
 		closeErr := eng.Close()
 		if err := errors.Join(runErr, closeErr); err != nil {
@@ -199,12 +247,14 @@ func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, n
 	var samplerWG sync.WaitGroup
 	samplerWG.Add(1)
 	start := time.Now()
+	// The sampler counts operations every sampleTick; the timeline is
+	// made from the counts once the benchmark is over (see timeline).
+	var counts []opsAt
 	go func() {
 		defer samplerWG.Done()
-		tick := time.NewTicker(100 * time.Millisecond)
+		tick := time.NewTicker(sampleTick)
 		defer tick.Stop()
-		var lastProgress, lastSample int64
-		lastSampleAt := start
+		var lastProgress int64
 		for {
 			select {
 			case <-stopSampler:
@@ -214,13 +264,7 @@ func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, n
 				n := done.Load()
 				progress.Add(n - lastProgress)
 				lastProgress = n
-				if now.Sub(lastSampleAt) >= spec.ReportInterval {
-					res.Timeline = append(res.Timeline, Sample{
-						Elapsed:   now.Sub(start),
-						OpsPerSec: float64(n-lastSample) / now.Sub(lastSampleAt).Seconds(),
-					})
-					lastSample, lastSampleAt = n, now
-				}
+				counts = append(counts, opsAt{now.Sub(start), n})
 			}
 		}
 	}()
@@ -254,6 +298,8 @@ func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, n
 	bgWG.Wait()
 	close(stopSampler)
 	samplerWG.Wait()
+	res.Timeline = timeline(counts, spec.ReportInterval, res.Duration)
+	ReportMeasured(progress, done.Load(), res.Duration)
 	progress.Done()
 
 	var hist histogram
@@ -273,5 +319,53 @@ func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, n
 	}
 	res.P50, res.P95 = hist.percentile(50), hist.percentile(95)
 	res.P99, res.P999 = hist.percentile(99), hist.percentile(99.9)
+	res.Latency = hist.buckets()
 	return res, errors.Join(append(errs, bgErr)...)
+}
+
+// sampleTick is how often the runner counts operations for the timeline
+// and the progress bar.
+const sampleTick = 100 * time.Millisecond
+
+// autoSamples is how many samples an automatic report interval aims at.
+const autoSamples = 25
+
+// opsAt is the count of operations done at some time into a benchmark.
+type opsAt struct {
+	at  time.Duration
+	ops int64
+}
+
+// timeline turns the sampler's counts into throughput samples at least
+// interval apart (each sample the rate since the previous one; a last
+// stretch shorter than interval is left out). Interval 0 chooses one from
+// the benchmark's duration: a round interval that gives about autoSamples
+// samples, at least sampleTick.
+func timeline(counts []opsAt, interval, duration time.Duration) []Sample {
+	if interval <= 0 {
+		interval = AutoInterval(duration)
+	}
+	var out []Sample
+	var last opsAt
+	for _, c := range counts {
+		if d := c.at - last.at; d >= interval-sampleTick/10 {
+			out = append(out, Sample{Elapsed: c.at, OpsPerSec: float64(c.ops-last.ops) / d.Seconds()})
+			last = c
+		}
+	}
+	return out
+}
+
+// AutoInterval is the report interval chosen for a benchmark of duration
+// d when Spec.ReportInterval is 0: the round interval (1, 2 or 5 times a
+// power of ten) nearest above d/autoSamples, and at least sampleTick.
+func AutoInterval(d time.Duration) time.Duration {
+	want := d / autoSamples
+	for step := sampleTick; ; step *= 10 {
+		for _, m := range []time.Duration{1, 2, 5} {
+			if m*step >= want {
+				return m * step
+			}
+		}
+	}
 }

@@ -141,18 +141,31 @@ type Spec struct {
 	Dir string `json:"dir"`
 	// KeepDB leaves the databases in Dir after the run.
 	KeepDB bool `json:"keep_db"`
-	// ReportInterval is the spacing of throughput-over-time samples (1s).
+	// ReportInterval is the spacing of throughput-over-time samples; 0
+	// (the default) chooses it per benchmark, for about 25 samples, at
+	// least 100ms apart (see AutoInterval; db_bench's are whole seconds).
 	ReportInterval time.Duration `json:"report_interval_ns"`
 	Config         Config        `json:"config"`
+
+	// Repeat runs the whole spec this many times (1 by default): each
+	// figure is then the median of the runs, with its minimum and maximum
+	// (see Result.Runs).
+	Repeat int `json:"repeat,omitempty"`
+	// CPUProfile and MemProfile, when set, are files to write Strata's CPU
+	// and heap profiles to (see profile.go for what they cover).
+	CPUProfile string `json:"cpu_profile,omitempty"`
+	MemProfile string `json:"mem_profile,omitempty"`
 }
 
 // DefaultSpec is what `kvbench` runs with no flags: a comparison that takes
-// about a minute on a 2-core machine.
+// a few minutes on a 2-core machine (200,000 keys of 4 KiB values, so
+// that each benchmark lasts long enough for its throughput over time to
+// show).
 func DefaultSpec() Spec {
 	return Spec{
 		Engines:        []string{"strata", "pebble", "pebble-vs", "badger", "rocksdb", "rocksdb-blob"},
 		Benchmarks:     []string{FillRandom, ReadRandom, Overwrite, SeekRandom},
-		Num:            50_000,
+		Num:            200_000,
 		KeySize:        16,
 		Value:          ValueDist{Kind: "fixed", Size: 4096},
 		Threads:        1,
@@ -160,7 +173,7 @@ func DefaultSpec() Spec {
 		ZipfTheta:      0.99,
 		KeyDist:        KeyUniform,
 		Seed:           1,
-		ReportInterval: time.Second,
+		ReportInterval: 0, // automatic
 		Config: Config{
 			ValueThreshold: 1024,
 			MemTableSize:   64 << 20,
@@ -210,8 +223,14 @@ func (s *Spec) Normalize() error {
 	if s.ZipfTheta <= 0 || s.ZipfTheta >= 1 {
 		errs = append(errs, fmt.Errorf("zipf theta must be in (0, 1), got %v", s.ZipfTheta))
 	}
-	if s.ReportInterval <= 0 {
-		s.ReportInterval = time.Second
+	if s.ReportInterval < 0 {
+		errs = append(errs, fmt.Errorf("report interval must not be negative, got %s", s.ReportInterval))
+	}
+	if s.Repeat == 0 {
+		s.Repeat = 1
+	}
+	if s.Repeat < 0 {
+		errs = append(errs, fmt.Errorf("repeat must be positive, got %d", s.Repeat))
 	}
 	switch s.KeyDist {
 	case "":

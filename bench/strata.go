@@ -19,8 +19,13 @@ func init() {
 			return openStrata(dir, cfg, "")
 		},
 		Variant: strataVariant,
+		Version: strataVersion,
 	})
 }
+
+// strataVersion is the engine's module version (in this repository's
+// workspace, "devel").
+func strataVersion() string { return ModuleVersion("github.com/strata-db/strata") }
 
 // GCPolicyNames are the value-log GC policies Strata's variants run with:
 // "strata/<policy>" is Strata with Options.GCPolicy set to that policy

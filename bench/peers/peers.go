@@ -19,25 +19,29 @@ import (
 	"github.com/strata-db/strata/bench"
 )
 
-// Versions of the peer modules, as pinned in go.mod; they appear in the
-// engine descriptions.
+// The peers' modules; their versions come from the binary's build
+// information, so a report names the versions that really ran.
 const (
-	pebbleVersion = "v2.1.7"
-	badgerVersion = "v4.9.6"
+	pebbleModule = "github.com/cockroachdb/pebble/v2"
+	badgerModule = "github.com/dgraph-io/badger/v4"
 )
+
+func pebbleVersion() string { return bench.ModuleVersion(pebbleModule) }
+func badgerVersion() string { return bench.ModuleVersion(badgerModule) }
 
 func init() {
 	bench.RegisterEngine(bench.EngineInfo{
 		Name:        "pebble",
-		Description: "Pebble " + pebbleVersion + ", no value separation; " + pebbleSettings,
+		Description: "Pebble " + pebbleVersion() + ", no value separation; " + pebbleSettings,
 		Open: func(dir string, cfg bench.Config) (bench.Engine, error) {
 			return openPebble(dir, cfg, false)
 		},
 		Available: available,
+		Version:   pebbleVersion,
 	})
 	bench.RegisterEngine(bench.EngineInfo{
 		Name: "pebble-vs",
-		Description: "Pebble " + pebbleVersion + " with value separation: values >= threshold in blob files " +
+		Description: "Pebble " + pebbleVersion() + " with value separation: values >= threshold in blob files " +
 			fmt.Sprintf("(max blob reference depth %d, blob files rewritten above %.0f%% garbage once %s old); ",
 				pebbleMaxBlobReferenceDepth, pebbleTargetGarbageRatio*100, pebbleRewriteMinimumAge) +
 			pebbleSettings,
@@ -45,15 +49,17 @@ func init() {
 			return openPebble(dir, cfg, true)
 		},
 		Available: available,
+		Version:   pebbleVersion,
 	})
 	bench.RegisterEngine(bench.EngineInfo{
 		Name: "badger",
-		Description: "Badger " + badgerVersion + ", values >= threshold (capped at 1 MiB) in the value log; " +
+		Description: "Badger " + badgerVersion() + ", values >= threshold (capped at 1 MiB) in the value log; " +
 			fmt.Sprintf("%d queued memtables, %d compactors; ", badgerNumMemtables, badgerNumCompactors) +
 			"DisableWAL has no effect (its memtable log cannot be turned off); " +
 			fmt.Sprintf("value-log GC after each writing benchmark: RunValueLogGC(%.1f) until ErrNoRewrite", badgerGCDiscardRatio),
 		Open:      openBadger,
 		Available: available,
+		Version:   badgerVersion,
 	})
 }
 

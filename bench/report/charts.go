@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/strata-db/strata/bench"
 )
@@ -65,6 +66,9 @@ type barItem struct {
 	label  string // the value, written at the end of the bar
 	aside  string // a secondary label after the value, such as a ratio
 	note   string // when set, written in place of the bar (skipped engines)
+	// lo and hi, when hi > lo, are the smallest and largest value over
+	// repeated runs (value is their median): drawn as a whisker.
+	lo, hi float64
 }
 
 // barChart draws a horizontal bar per item, Strata's highlighted, on an axis
@@ -85,7 +89,7 @@ func barChart(title string, items []barItem, colors map[string]string) template.
 		labelW = max(labelW, textWidth(it.engine)+14)
 		if it.note == "" {
 			rightW = max(rightW, textWidth(it.label+"  "+it.aside)+12)
-			hi = max(hi, finite(it.value))
+			hi = max(hi, finite(it.value), finite(it.hi))
 		}
 	}
 	labelW = min(labelW, 150)
@@ -127,6 +131,15 @@ func barChart(title string, items []barItem, colors map[string]string) template.
 			tip += " (" + it.aside + ")"
 		}
 		s.rect(labelW, y+(rowH-barH)/2, w, barH, colors[it.engine], tip)
+		if it.hi > it.lo {
+			// The whisker: min to max over the runs, across the bar's end
+			// (none when every run measured the same).
+			x0, x1, cy := labelW+plotW*max(finite(it.lo), 0)/axisTop, labelW+plotW*finite(it.hi)/axisTop, y+rowH/2
+			s.line(x0, cy, x1, cy, "#18181b", 1.25)
+			s.line(x0, cy-4, x0, cy+4, "#18181b", 1.25)
+			s.line(x1, cy-4, x1, cy+4, "#18181b", 1.25)
+			w = max(w, x1-labelW)
+		}
 		vc := "value"
 		if isStrata(it.engine) {
 			vc = "value strong"
@@ -257,8 +270,22 @@ type roundLine struct {
 	engine string
 	rounds []int
 	values []float64
+	// lo and hi, parallel to values when set, are the minimum and maximum
+	// over repeated runs (values are medians): drawn as whiskers.
+	lo, hi []float64
 	dashed bool
 	what   string // for tooltips: what a dashed value is
+}
+
+// add appends a round's value, with its spread when it has one.
+func (l *roundLine) add(round int, value float64, spread bench.Range, hasSpread bool) {
+	l.rounds, l.values = append(l.rounds, round), append(l.values, value)
+	if hasSpread {
+		for len(l.lo) < len(l.values)-1 {
+			l.lo, l.hi = append(l.lo, 0), append(l.hi, 0)
+		}
+		l.lo, l.hi = append(l.lo, spread.Min), append(l.hi, spread.Max)
+	}
 }
 
 // roundChart draws values per overwrite round: the rounds as evenly spaced
@@ -280,6 +307,9 @@ func roundChart(title, unit string, lines []roundLine, colors map[string]string,
 		for i, r := range l.rounds {
 			maxRound = max(maxRound, r)
 			maxY = max(maxY, finite(l.values[i]))
+			if i < len(l.hi) {
+				maxY = max(maxY, finite(l.hi[i]))
+			}
 			points++
 		}
 	}
@@ -349,6 +379,13 @@ func roundChart(title, unit string, lines []roundLine, colors map[string]string,
 			if l.what != "" {
 				tip += " (" + l.what + ")"
 			}
+			if i < len(l.hi) && finite(l.hi[i]) > finite(l.lo[i]) {
+				y0, y1 := py(l.lo[i]), py(l.hi[i])
+				s.line(xs[i], y0, xs[i], y1, c, 1.25)
+				s.line(xs[i]-3, y0, xs[i]+3, y0, c, 1.25)
+				s.line(xs[i]-3, y1, xs[i]+3, y1, c, 1.25)
+				tip += "; runs " + format(l.lo[i]) + " to " + format(l.hi[i])
+			}
 			s.circle(xs[i], ys[i], r, c, tip)
 		}
 	}
@@ -382,4 +419,129 @@ func hex2(v int) string {
 	const digits = "0123456789abcdef"
 	v = max(min(v, 255), 0)
 	return string([]byte{digits[v>>4], digits[v&15]})
+}
+
+// pctLine is one engine's latency at each percentile of latencyPercentiles,
+// with the minimum and maximum over repeated runs (lo, hi nil for one run).
+type pctLine struct {
+	engine string
+	values []float64 // nanoseconds; 0 where not measured
+	lo, hi []float64
+}
+
+// latencyPercentiles name the percentiles of a latency chart, in the order
+// of pctLine values.
+var latencyPercentiles = []string{"p50", "p95", "p99", "p99.9"}
+
+// latencyChart draws each engine's latency percentiles, the percentiles as
+// evenly spaced categories and the latency on a logarithmic axis (tails
+// are often 100 times the median), a line per engine, whiskers for the
+// spread over repeated runs.
+func latencyChart(title string, lines []pctLine, colors map[string]string) template.HTML {
+	var names, cols []string
+	lo, hi := math.Inf(1), 0.0
+	for _, l := range lines {
+		measured := false
+		for i, v := range l.values {
+			if v = finite(v); v > 0 {
+				measured = true
+				lo, hi = min(lo, v), max(hi, v)
+				if l.lo != nil && finite(l.lo[i]) > 0 {
+					lo = min(lo, l.lo[i])
+				}
+				if l.hi != nil {
+					hi = max(hi, finite(l.hi[i]))
+				}
+			}
+		}
+		if measured {
+			names = append(names, l.engine)
+			cols = append(cols, colors[l.engine])
+		}
+	}
+	if len(names) == 0 {
+		return placeholder("no latencies measured")
+	}
+	const (
+		left   = 52.0
+		right  = 18.0
+		bottom = 38.0
+		plotH  = 190.0
+	)
+	legend := layoutLegend(names, chartWidth-left-right)
+	top := 8 + legend.height + 22
+	s := newSVG(chartWidth, top+plotH+bottom, title)
+	s.legend(left, 8, legend, cols, isStrata)
+	plotW := chartWidth - left - right
+
+	// Decades of nanoseconds around the data.
+	dLo, dHi := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if dHi <= dLo {
+		dHi = dLo + 1
+	}
+	py := func(v float64) float64 {
+		return top + plotH - plotH*(math.Log10(max(finite(v), 1))-dLo)/(dHi-dLo)
+	}
+	n := len(latencyPercentiles)
+	px := func(i int) float64 { return left + plotW*(float64(i)+0.5)/float64(n) }
+	for d := dLo; d <= dHi; d++ {
+		y := py(math.Pow(10, d))
+		s.line(left, y, left+plotW, y, "#e4e4e7", 1)
+		s.text(left-6, y+4, "end", "tick", fmtDecade(d))
+		if d < dHi {
+			for _, m := range []float64{2, 5} { // minor grid lines
+				y := py(m * math.Pow(10, d))
+				s.line(left, y, left+plotW, y, "#f4f4f5", 1)
+			}
+		}
+	}
+	for i, p := range latencyPercentiles {
+		x := px(i)
+		s.line(x, top+plotH, x, top+plotH+4, "#52525b", 1)
+		s.text(x, top+plotH+16, "middle", "tick", p)
+	}
+	s.text(left+plotW, top+plotH+32, "end", "tick", "percentile (log scale)")
+	s.line(left, top+plotH, left+plotW, top+plotH, "#52525b", 1)
+	s.line(left, top, left, top+plotH, "#52525b", 1)
+
+	for _, l := range strataLast(lines, func(l pctLine) string { return l.engine }) {
+		c := colors[l.engine]
+		w := 1.75
+		if isStrata(l.engine) {
+			w = 2.75
+		}
+		var xs, ys []float64
+		for i, v := range l.values {
+			if finite(v) <= 0 {
+				continue
+			}
+			xs, ys = append(xs, px(i)), append(ys, py(v))
+		}
+		if len(xs) > 1 {
+			s.polyline(xs, ys, c, w)
+		}
+		for i, v := range l.values {
+			if finite(v) <= 0 {
+				continue
+			}
+			x := px(i)
+			tip := l.engine + " " + latencyPercentiles[i] + ": " + fmtLatency(time.Duration(v))
+			if l.hi != nil && finite(l.hi[i]) > finite(l.lo[i]) {
+				y0, y1 := py(l.lo[i]), py(l.hi[i])
+				s.line(x, y0, x, y1, c, 1.25)
+				s.line(x-3, y0, x+3, y0, c, 1.25)
+				s.line(x-3, y1, x+3, y1, c, 1.25)
+				tip += " (runs: " + fmtLatency(time.Duration(l.lo[i])) + "-" + fmtLatency(time.Duration(l.hi[i])) + ")"
+			}
+			s.circle(x, py(v), 3, c, tip)
+		}
+	}
+	return s.html()
+}
+
+// fmtDecade writes 10^d nanoseconds for an axis: 1ns, 10µs, 100ms, 1s.
+func fmtDecade(d float64) string {
+	units := []string{"ns", "µs", "ms", "s"}
+	i := min(max(int(d)/3, 0), len(units)-1)
+	return strconv.FormatFloat(math.Pow(10, d-float64(3*i)), 'f', -1, 64) + units[i]
 }

@@ -158,3 +158,37 @@ func roundsReport() *bench.Report {
 	r.Rounds = bench.BuildRounds(&r.Spec, r.Results)
 	return r
 }
+
+// repeatedReport is smallReport run three times: the runs at 90%, 100%
+// and 110% of its figures, summed up by bench.Aggregate.
+func repeatedReport() *bench.Report { return repeated(smallReport()) }
+
+// repeated is base run three times, at 90%, 100% and 110% of its figures.
+func repeated(base *bench.Report) *bench.Report {
+	var runs [][]bench.Result
+	for _, f := range []float64{0.9, 1, 1.1} {
+		var run []bench.Result
+		for _, res := range base.Results {
+			if !res.Skipped {
+				res.OpsPerSec *= f
+				res.RowsPerSec *= f
+				res.MBPerSec *= f
+				res.P50 = time.Duration(float64(res.P50) * f)
+				res.P95 = time.Duration(float64(res.P95) * f)
+				res.P99 = time.Duration(float64(res.P99) * f)
+				res.P999 = time.Duration(float64(res.P999) * f)
+				res.WriteAmp *= f
+				res.SpaceAmp *= f
+				res.DiskWritten = int64(float64(res.DiskWritten) * f)
+				res.EngineVersion = map[string]string{"strata": "devel", "pebble": "v2.1.7"}[res.Engine]
+			}
+			run = append(run, res)
+		}
+		runs = append(runs, run)
+	}
+	base.Spec.Repeat = 3
+	base.Results = bench.Aggregate(runs)
+	base.Repeats = runs
+	base.Rounds = bench.BuildRounds(&base.Spec, base.Results)
+	return base
+}

@@ -242,6 +242,9 @@ func specLine(s *bench.Spec) string {
 		parts = append(parts, "gc budget "+strconv.FormatFloat(s.Config.GCBudget, 'g', -1, 64))
 	}
 	parts = append(parts, fmt.Sprintf("seed %d", s.Seed))
+	if s.Repeat > 1 {
+		parts = append(parts, fmt.Sprintf("median of %d runs", s.Repeat))
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -314,3 +317,52 @@ func truncate(s string, n int) string {
 	}
 	return string([]rune(s)[:n-3]) + "..."
 }
+
+// spreadOf writes the minimum and maximum of a figure over repeated runs,
+// as "min-max" (one value when they are equal), or "" when the result has
+// no spread for it.
+func spreadOf(res *bench.Result, key string, format func(float64) string) string {
+	return spreadIn(res.Spread, key, format)
+}
+
+// spreadIn is spreadOf for a spread of any origin (a Result's, a Round's).
+func spreadIn(spread map[string]bench.Range, key string, format func(float64) string) string {
+	r, ok := spread[key]
+	if !ok {
+		return ""
+	}
+	lo, hi := format(r.Min), format(r.Max)
+	if lo == hi {
+		return lo
+	}
+	// A unit both share is written once: 11.1-13.6µs, 45-55k.
+	unit := strings.TrimLeft(hi, "0123456789.,")
+	if unit != "" && unit != hi && strings.HasSuffix(lo, unit) && strings.TrimSuffix(lo, unit) != "" {
+		lo = strings.TrimSuffix(lo, unit)
+	}
+	return lo + "-" + hi
+}
+
+// fmtNs writes a latency given in nanoseconds.
+func fmtNs(f float64) string { return fmtLatency(time.Duration(finite(f))) }
+
+// fmtMiBf writes a byte count, given as a float, in MiB.
+func fmtMiBf(f float64) string { return fmtMiB(int64(finite(f))) }
+
+// versionsLine names each engine's version, as its results report it:
+// "strata devel, pebble v2.1.7, rocksdb 7.8.3"; "" when none does.
+func versionsLine(m *model) string {
+	var parts []string
+	for _, e := range m.engines {
+		if v := m.version(e); v != "" {
+			parts = append(parts, e+" "+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// fmtNsSettle writes a settle time given in nanoseconds.
+func fmtNsSettle(f float64) string { return fmtSettle(time.Duration(finite(f))) }
+
+// fmtNsElapsed writes a duration given in nanoseconds.
+func fmtNsElapsed(f float64) string { return fmtElapsed(time.Duration(finite(f))) }

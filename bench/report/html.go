@@ -12,8 +12,10 @@ import (
 
 // WriteHTML writes r as one self-contained HTML page: the spec and machine,
 // a summary of Strata's throughput relative to each peer, and for every
-// benchmark a throughput bar chart, a throughput-over-time line chart and
-// bar charts of write and space amplification, all inline SVG; for
+// benchmark a throughput bar chart, a throughput-over-time line chart, bar
+// charts of write and space amplification and a chart of latency
+// percentiles, all inline SVG (with whiskers from min to max when the run
+// was repeated); for
 // overwrite rounds one section of per-round line charts (space
 // amplification after and before settling, bytes written, throughput) and
 // throughput over time through the rounds, with their numbers; then every
@@ -36,6 +38,7 @@ type page struct {
 	Machine    string
 	Spec       string
 	Settings   string
+	Versions   string
 	Legend     []legendItem
 	Peers      []string
 	Summary    []summaryRow
@@ -58,6 +61,8 @@ type roundRow struct {
 	Strong        bool
 	Skipped       string // why the engine has no rounds
 	Cells         []string
+	// Spread marks a row of min-max ranges under the round above it.
+	Spread bool
 }
 
 // roundHeaders are the columns of the rounds table after the engine.
@@ -86,6 +91,10 @@ type section struct {
 	Name, Anchor, Unit, Lead string
 	Throughput, Timeline     template.HTML
 	WriteAmp, SpaceAmp       template.HTML
+	Latency                  template.HTML
+	// Runs is the number of repetitions the figures are medians of (0 or
+	// 1: a single run).
+	Runs int
 }
 
 type tableGroup struct {
@@ -98,6 +107,9 @@ type tableRow struct {
 	Strong        bool
 	Skipped       string // the note of a skipped result
 	Cells         []string
+	// Spread, for a result of several runs, is each figure's min-max,
+	// written in a row under Cells.
+	Spread []string
 }
 
 type statsItem struct {
@@ -116,6 +128,7 @@ func newPage(r *bench.Report) *page {
 		Machine:  machineLine(&r.Machine),
 		Spec:     specLine(&r.Spec),
 		Settings: settingsLine(&r.Spec.Config),
+		Versions: versionsLine(m),
 	}
 	if !r.Started.IsZero() {
 		p.Started = r.Started.Format("2006-01-02 15:04:05 MST")
@@ -205,6 +218,7 @@ func sectionOf(m *model, g *group, anchor string, colors map[string]string) sect
 
 	var thr, wamp, samp []barItem
 	var tl []series
+	var lat []pctLine
 	anyWrite, anySpace := false, false
 	for _, e := range m.engines {
 		res, ok := first[e]
@@ -222,6 +236,12 @@ func sectionOf(m *model, g *group, anchor string, colors map[string]string) sect
 		}
 		rate := g.rate(res)
 		it := barItem{engine: e, value: rate, label: fmtCompact(rate)}
+		rateKey := "ops_per_sec"
+		if g.rowsMetric {
+			rateKey = "rows_per_sec"
+		}
+		it.lo, it.hi = spreadRange(res, rateKey)
+		sec.Runs = max(sec.Runs, res.Runs)
 		if rate <= 0 {
 			it.label = "-"
 		}
@@ -232,16 +252,20 @@ func sectionOf(m *model, g *group, anchor string, colors map[string]string) sect
 
 		wa := finite(res.WriteAmp)
 		anyWrite = anyWrite || wa > 0
-		wamp = append(wamp, barItem{engine: e, value: wa, label: fmtAmp(wa),
-			aside: fmtMiB(res.DiskWritten) + " MiB written"})
+		wi := barItem{engine: e, value: wa, label: fmtAmp(wa), aside: fmtMiB(res.DiskWritten) + " MiB written"}
+		wi.lo, wi.hi = spreadRange(res, "write_amp")
+		wamp = append(wamp, wi)
 		sa := finite(res.SpaceAmp)
 		anySpace = anySpace || sa > 0
-		samp = append(samp, barItem{engine: e, value: sa, label: fmtAmp(sa),
-			aside: fmtMiB(res.DiskSize) + " MiB on disk"})
+		si := barItem{engine: e, value: sa, label: fmtAmp(sa), aside: fmtMiB(res.DiskSize) + " MiB on disk"}
+		si.lo, si.hi = spreadRange(res, "space_amp")
+		samp = append(samp, si)
 		tl = append(tl, series{engine: e, points: res.Timeline})
+		lat = append(lat, pctLineOf(res))
 	}
 	sec.Throughput = barChart(g.name+" throughput", thr, colors)
 	sec.Timeline = lineChart(g.name+" throughput over time", "ops/s", tl, colors)
+	sec.Latency = latencyChart(g.name+" latency percentiles", lat, colors)
 	if anyWrite {
 		sec.WriteAmp = barChart(g.name+" write amplification", wamp, colors)
 	} else {
@@ -291,7 +315,40 @@ func tableRowOf(g *group, res *bench.Result, colors map[string]string) tableRow 
 		groupDigits(res.Ops),
 		fmtElapsed(res.Duration),
 	}
+	if res.Runs > 1 {
+		ns := func(key string) string { return spreadOf(res, key, fmtNs) }
+		row.Spread = []string{
+			spreadOf(res, "ops_per_sec", fmtCompact), spreadOf(res, "rows_per_sec", fmtCompact), "",
+			spreadOf(res, "mb_per_sec", fmtCompact),
+			ns("p50_ns"), ns("p95_ns"), ns("p99_ns"), ns("p999_ns"),
+			spreadOf(res, "disk_written", fmtMiBf), spreadOf(res, "write_amp", fmtAmp),
+			spreadOf(res, "disk_size", fmtMiBf), spreadOf(res, "space_amp", fmtAmp),
+			"", "", "", "", spreadOf(res, "duration_ns", fmtNsElapsed),
+		}
+	}
 	return row
+}
+
+// spreadRange is a figure's minimum and maximum over repeated runs, 0, 0
+// when the result has none.
+func spreadRange(res *bench.Result, key string) (lo, hi float64) {
+	r, ok := res.Spread[key]
+	if !ok {
+		return 0, 0
+	}
+	return finite(r.Min), finite(r.Max)
+}
+
+// pctLineOf is a result's latency percentiles for the latency chart.
+func pctLineOf(res *bench.Result) pctLine {
+	l := pctLine{engine: res.Engine, values: []float64{float64(res.P50), float64(res.P95), float64(res.P99), float64(res.P999)}}
+	if res.Runs > 1 {
+		for _, key := range []string{"p50_ns", "p95_ns", "p99_ns", "p999_ns"} {
+			lo, hi := spreadRange(res, key)
+			l.lo, l.hi = append(l.lo, lo), append(l.hi, hi)
+		}
+	}
+	return l
 }
 
 // roundsOf is the report's rounds, built from its results when the report
@@ -349,15 +406,18 @@ func roundsSectionOf(r *bench.Report, colors map[string]string) *roundsSection {
 		own := roundLine{engine: se.Engine, dashed: true, what: "the engine's own count"}
 		ops := roundLine{engine: se.Engine}
 		for _, rd := range se.Rounds {
-			after.rounds, after.values = append(after.rounds, rd.Round), append(after.values, rd.SpaceAmp)
+			sp, ok := rd.Spread["space_amp"]
+			after.add(rd.Round, rd.SpaceAmp, sp, ok)
 			if rd.SpaceAmpBeforeSettle > 0 {
-				before.rounds, before.values = append(before.rounds, rd.Round), append(before.values, rd.SpaceAmpBeforeSettle)
+				before.add(rd.Round, rd.SpaceAmpBeforeSettle, bench.Range{}, false)
 			}
-			proc.rounds, proc.values = append(proc.rounds, rd.Round), append(proc.values, float64(rd.BytesWritten)/(1<<20))
+			w, ok := rd.Spread["disk_written"]
+			proc.add(rd.Round, float64(rd.BytesWritten)/(1<<20), bench.Range{Min: w.Min / (1 << 20), Max: w.Max / (1 << 20)}, ok)
 			if rd.EngineBytesWritten > 0 {
-				own.rounds, own.values = append(own.rounds, rd.Round), append(own.values, float64(rd.EngineBytesWritten)/(1<<20))
+				own.add(rd.Round, float64(rd.EngineBytesWritten)/(1<<20), bench.Range{}, false)
 			}
-			ops.rounds, ops.values = append(ops.rounds, rd.Round), append(ops.values, rd.OpsPerSec)
+			o, ok := rd.Spread["ops_per_sec"]
+			ops.add(rd.Round, rd.OpsPerSec, o, ok)
 			sec.Rows = append(sec.Rows, roundRow{Engine: se.Engine, Color: colors[se.Engine], Strong: isStrata(se.Engine), Cells: []string{
 				strconv.Itoa(rd.Round),
 				fmtRate(rd.OpsPerSec),
@@ -374,6 +434,15 @@ func roundsSectionOf(r *bench.Report, colors map[string]string) *roundsSection {
 				fmtAmp(rd.SpaceAmpBeforeSettle),
 				fmtSettle(rd.Settle),
 			}})
+			if len(rd.Spread) > 0 {
+				sp := func(key string, f func(float64) string) string { return spreadIn(rd.Spread, key, f) }
+				sec.Rows = append(sec.Rows, roundRow{Spread: true, Cells: []string{
+					"min-max", sp("ops_per_sec", fmtCompact), sp("duration_ns", fmtNsElapsed), "",
+					sp("disk_written", fmtMiBf), sp("write_amp", fmtAmp), sp("engine_written", fmtMiBf),
+					sp("engine_write_amp", fmtAmp), sp("disk_size", fmtMiBf), "", sp("space_amp", fmtAmp),
+					sp("disk_size_before_settle", fmtMiBf), sp("space_amp_before_settle", fmtAmp), sp("settle_ns", fmtNsSettle),
+				}})
+			}
 		}
 		samp = append(samp, after, before)
 		written = append(written, proc, own)
@@ -446,6 +515,8 @@ details { margin: 6px 0; }
 summary { cursor: pointer; }
 pre { background: #fafafa; border: 1px solid var(--line); padding: 8px; overflow-x: auto; font-size: 12px; }
 .note { color: var(--muted); font-size: 12.5px; margin: 8px 0 0; }
+tr.spread td { color: var(--muted); font-size: 11px; border-bottom-style: dashed; padding-top: 0; }
+tr.spread td:first-child { padding-left: 24px; }
 </style>
 </head>
 <body>
@@ -456,6 +527,7 @@ pre { background: #fafafa; border: 1px solid var(--line); padding: 8px; overflow
 <p class="meta"><b>machine</b> {{.Machine}}</p>
 <p class="meta"><b>spec</b> {{.Spec}}</p>
 <p class="meta"><b>settings</b> {{.Settings}} (every engine)</p>
+{{if .Versions}}<p class="meta"><b>engines</b> {{.Versions}}</p>{{end}}
 <div class="legend-row">{{range .Legend}}<span{{if .Strong}} style="font-weight:700"{{end}}><span class="swatch" style="background:{{.Color}}"></span>{{.Name}}</span>{{end}}</div>
 <nav>{{range .Benchmarks}}<a href="#{{.Anchor}}">{{.Name}}</a>{{end}}{{if .Rounds}}<a href="#{{.Rounds.Anchor}}">overwrite rounds</a>{{end}}<a href="#numbers">all numbers</a></nav>
 </header>
@@ -477,7 +549,9 @@ pre { background: #fafafa; border: 1px solid var(--line); padding: 8px; overflow
 <figure><figcaption>Throughput over time <span>(ops/s per interval)</span></figcaption>{{.Timeline}}</figure>
 <figure><figcaption>Write amplification <span>(bytes written to disk / user bytes)</span></figcaption>{{.WriteAmp}}</figure>
 <figure><figcaption>Space amplification <span>(disk size / live bytes)</span></figcaption>{{.SpaceAmp}}</figure>
+<figure><figcaption>Latency percentiles <span>(single operations{{if gt .Runs 1}}; median of {{.Runs}} runs, bars from min to max{{end}})</span></figcaption>{{.Latency}}</figure>
 </div>
+{{if gt .Runs 1}}<p class="note">Each figure is the median of {{.Runs}} runs, the engines taking turns in each; whiskers span the runs' minimum to maximum. Throughput over time is the run of median throughput.</p>{{end}}
 </section>
 {{end}}
 {{with .Rounds}}<section class="card" id="{{.Anchor}}">
@@ -491,8 +565,9 @@ pre { background: #fafafa; border: 1px solid var(--line); padding: 8px; overflow
 </div>
 <div class="scroll" style="margin-top:12px"><table>
 <thead><tr><th>engine</th>{{range roundHeaders}}<th>{{.}}</th>{{end}}</tr></thead>
-<tbody>{{range .Rows}}<tr{{if .Strong}} class="strata"{{end}}><td><span class="swatch" style="background:{{.Color}}"></span>{{.Engine}}</td>{{if .Skipped}}<td class="skipped" colspan="{{roundSpan}}">{{.Skipped}}</td>{{else}}{{range .Cells}}<td class="num">{{.}}</td>{{end}}{{end}}</tr>
-{{end}}</tbody></table></div>
+<tbody>{{range .Rows}}{{if .Spread}}<tr class="spread"><td></td>{{range .Cells}}<td class="num">{{.}}</td>{{end}}</tr>
+{{else}}<tr{{if .Strong}} class="strata"{{end}}><td><span class="swatch" style="background:{{.Color}}"></span>{{.Engine}}</td>{{if .Skipped}}<td class="skipped" colspan="{{roundSpan}}">{{.Skipped}}</td>{{else}}{{range .Cells}}<td class="num">{{.}}</td>{{end}}{{end}}</tr>
+{{end}}{{end}}</tbody></table></div>
 {{range .Notes}}<p class="note">{{.}}</p>
 {{end}}</section>
 {{end}}
@@ -504,7 +579,8 @@ pre { background: #fafafa; border: 1px solid var(--line); padding: 8px; overflow
 {{range .Table}}<tbody>
 <tr class="group"><td colspan="{{span}}"><a href="#{{.Anchor}}">{{.Benchmark}}</a></td><td></td></tr>
 {{range .Rows}}<tr{{if .Strong}} class="strata"{{end}}><td><span class="swatch" style="background:{{.Color}}"></span>{{.Engine}}</td>{{if .Skipped}}<td class="skipped" colspan="{{span}}">{{.Skipped}}</td>{{else}}{{range .Cells}}<td class="num">{{.}}</td>{{end}}{{end}}</tr>
-{{end}}</tbody>
+{{if .Spread}}<tr class="spread"><td>min-max</td>{{range .Spread}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}{{end}}</tbody>
 {{end}}</table></div>
 {{if .Stats}}<h2 style="margin-top:18px">Engine statistics</h2>
 {{range .Stats}}<details><summary>{{.Engine}} after {{.Benchmark}}</summary><pre>{{.Text}}</pre></details>

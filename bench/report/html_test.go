@@ -17,8 +17,8 @@ import (
 )
 
 // chartsPerBenchmark: throughput, throughput over time, write and space
-// amplification.
-const chartsPerBenchmark = 4
+// amplification, latency percentiles.
+const chartsPerBenchmark = 5
 
 // checkHTML renders r and checks what every page must satisfy: one SVG per
 // chart, each well-formed XML, no non-finite numbers, no values the template
@@ -29,7 +29,12 @@ func checkHTML(t *testing.T, r *bench.Report, benchmarks int) string {
 	require.NoError(t, WriteHTML(&buf, r))
 	out := buf.String()
 	require.True(t, strings.HasPrefix(out, "<!DOCTYPE html>"))
-	assert.Equal(t, chartsPerBenchmark*benchmarks, strings.Count(out, "<svg"))
+	charts := chartsPerBenchmark * benchmarks
+	if newModel(r).hasRounds() {
+		// The rounds count as one benchmark, with four charts.
+		charts += 4 - chartsPerBenchmark
+	}
+	assert.Equal(t, charts, strings.Count(out, "<svg"))
 	assert.Equal(t, strings.Count(out, "<svg"), strings.Count(out, "</svg>"))
 	for _, bad := range []string{"NaN", "Inf", "ZgotmplZ", "<script src", "http://", "https://"} {
 		if bad == "http://" {
@@ -93,9 +98,36 @@ func TestWriteHTML(t *testing.T) {
 	assert.Contains(t, out, "#e4491c")            // strata's color
 	assert.Contains(t, out, "levels: L0 2 files") // engine stats
 	assert.Contains(t, out, "Test CPU @ 2.0GHz")  // machine
-	assert.Contains(t, out, "num 50,000")         // spec
+	assert.Contains(t, out, "num 200,000")        // spec
 	assert.Contains(t, out, "no sync")            // settings
 	assert.Contains(t, out, "<title>strata at 1.0s: 48k ops/s</title>")
+	assert.Contains(t, out, "<title>strata p99.9: 5.00ms</title>") // latency chart
+	assert.Contains(t, out, "<title>pebble p99: 2.31ms</title>")
+	assert.NotContains(t, out, "min-max", "a single run has no spread")
+}
+
+// TestWriteHTMLRepeated: a report of several runs says so, draws whiskers
+// and writes each figure's range under it.
+func TestWriteHTMLRepeated(t *testing.T) {
+	r := repeatedReport()
+	out := checkHTML(t, r, 2)
+	assert.Contains(t, out, "median of 3 runs")
+	assert.Contains(t, out, `<tr class="spread"><td>min-max</td><td class="num">45-55k</td>`)
+	assert.Contains(t, out, "<title>strata p99: 1.23ms (runs: 1.11ms-1.36ms)</title>")
+	assert.Contains(t, out, "strata devel, pebble v2.1.7") // versions
+	// Whiskers: three lines (the span and its two caps) per bar with a spread.
+	assert.Contains(t, out, `stroke="#18181b" stroke-width="1.25"`)
+	if d := os.Getenv("STRATA_REPORT_EXAMPLE"); d != "" {
+		writeExample(t, d, "repeated.html", r)
+	}
+}
+
+func writeExample(t *testing.T, dir, name string, r *bench.Report) {
+	t.Helper()
+	f, err := os.Create(filepath.Join(dir, name))
+	require.NoError(t, err)
+	require.NoError(t, WriteHTML(f, r))
+	require.NoError(t, f.Close())
 }
 
 func TestWriteHTMLEmpty(t *testing.T) {
@@ -260,4 +292,19 @@ func TestWriteHTMLRoundsEmpty(t *testing.T) {
 	out = checkHTML(t, r, 2)
 	assert.Contains(t, out, "no rounds measured")
 	assert.Contains(t, out, "no throughput samples")
+}
+
+// TestWriteHTMLRoundsRepeated: repeated rounds get whiskers in the round
+// charts and a min-max row under each round.
+func TestWriteHTMLRoundsRepeated(t *testing.T) {
+	r := repeated(roundsReport())
+	out := checkHTML(t, r, 2)
+	assert.Contains(t, out, "; runs ")
+	assert.Contains(t, out, `<tr class="spread"><td></td><td class="num">min-max</td>`)
+	if d := os.Getenv("STRATA_REPORT_EXAMPLE"); d != "" {
+		writeExample(t, d, "rounds-repeated.html", r)
+	}
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, r))
+	lineWith(t, buf.String(), "min-max", "-")
 }

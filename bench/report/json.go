@@ -8,7 +8,10 @@ import (
 	"github.com/strata-db/strata/bench"
 )
 
-// WriteJSON writes r as indented JSON: the spec, the machine, every result,
+// WriteJSON writes r as indented JSON: the spec, the machine, every result
+// (with its latency histogram's buckets, "latency_buckets"; for a repeated
+// run, "runs" and each figure's "spread" {"min", "max"}, and the runs'
+// own results in "repeats"),
 // and the overwrite rounds as one series per engine ("rounds": each with
 // "engine", "rounds" of {"round", "ops_per_sec", "duration_ns",
 // "user_bytes", "bytes_written", "write_amp", "engine_bytes_written",
@@ -21,17 +24,12 @@ func WriteJSON(w io.Writer, r *bench.Report) error {
 		return errNilReport
 	}
 	out := *r
-	out.Results = make([]bench.Result, len(r.Results))
-	for i, res := range r.Results {
-		res.OpsPerSec = finite(res.OpsPerSec)
-		res.RowsPerSec = finite(res.RowsPerSec)
-		res.MBPerSec = finite(res.MBPerSec)
-		res.WriteAmp = finite(res.WriteAmp)
-		res.EngineWriteAmp = finite(res.EngineWriteAmp)
-		res.SpaceAmp = finite(res.SpaceAmp)
-		res.SpaceAmpBeforeSettle = finite(res.SpaceAmpBeforeSettle)
-		res.Timeline = finiteSamples(res.Timeline)
-		out.Results[i] = res
+	out.Results = finiteResults(r.Results)
+	if r.Repeats != nil {
+		out.Repeats = make([][]bench.Result, len(r.Repeats))
+		for i, run := range r.Repeats {
+			out.Repeats[i] = finiteResults(run)
+		}
 	}
 	if r.Rounds != nil {
 		out.Rounds = make([]bench.RoundSeries, len(r.Rounds))
@@ -58,6 +56,30 @@ func WriteJSON(w io.Writer, r *bench.Report) error {
 		return fmt.Errorf("report: writing JSON: %w", err)
 	}
 	return nil
+}
+
+// finiteResults returns a copy of results with non-finite figures as 0.
+func finiteResults(results []bench.Result) []bench.Result {
+	out := make([]bench.Result, len(results))
+	for i, res := range results {
+		res.OpsPerSec = finite(res.OpsPerSec)
+		res.RowsPerSec = finite(res.RowsPerSec)
+		res.MBPerSec = finite(res.MBPerSec)
+		res.WriteAmp = finite(res.WriteAmp)
+		res.EngineWriteAmp = finite(res.EngineWriteAmp)
+		res.SpaceAmp = finite(res.SpaceAmp)
+		res.SpaceAmpBeforeSettle = finite(res.SpaceAmpBeforeSettle)
+		res.Timeline = finiteSamples(res.Timeline)
+		if res.Spread != nil {
+			spread := make(map[string]bench.Range, len(res.Spread))
+			for k, v := range res.Spread {
+				spread[k] = bench.Range{Min: finite(v.Min), Max: finite(v.Max)}
+			}
+			res.Spread = spread
+		}
+		out[i] = res
+	}
+	return out
 }
 
 // finiteSamples returns a copy of samples with non-finite rates as 0.

@@ -13,7 +13,7 @@ import (
 )
 
 func TestWriteJSONRoundTrip(t *testing.T) {
-	for _, r := range []*bench.Report{smallReport(), bigReport()} {
+	for _, r := range []*bench.Report{smallReport(), bigReport(), repeatedReport()} {
 		var buf bytes.Buffer
 		require.NoError(t, WriteJSON(&buf, r))
 		assert.Contains(t, buf.String(), "\n  \"spec\": {", "indented")
@@ -23,7 +23,31 @@ func TestWriteJSONRoundTrip(t *testing.T) {
 		assert.Equal(t, r.Machine, back.Machine)
 		assert.True(t, r.Started.Equal(back.Started))
 		assert.Equal(t, r.Results, back.Results)
+		assert.Equal(t, r.Repeats, back.Repeats)
 	}
+}
+
+// TestWriteJSONRepeated: a repeated run's JSON has each figure's spread,
+// the runs it sums up, and each run's results.
+func TestWriteJSONRepeated(t *testing.T) {
+	r := repeatedReport()
+	r.Results[0].Latency = []bench.LatencyBucket{{Lower: 1000, Upper: 1031, Count: 7}}
+	var buf bytes.Buffer
+	require.NoError(t, WriteJSON(&buf, r))
+	out := buf.String()
+	assert.Contains(t, out, `"runs": 3`)
+	assert.Contains(t, out, `"ops_per_sec": {
+          "min": 27900,
+          "max": 34100
+        }`)
+	assert.Contains(t, out, `"latency_buckets": [
+        {
+          "lower_ns": 1000,
+          "upper_ns": 1031,
+          "count": 7
+        }`)
+	assert.Contains(t, out, `"repeats": [`)
+	assert.Contains(t, out, `"engine_version": "devel"`)
 }
 
 func TestWriteJSONNonFinite(t *testing.T) {

@@ -239,3 +239,14 @@ func finite(f float64) float64 {
 	}
 	return f
 }
+
+// version is an engine's version as its first result that names one says,
+// "" when none does.
+func (m *model) version(engine string) string {
+	for i := range m.report.Results {
+		if res := &m.report.Results[i]; res.Engine == engine && res.EngineVersion != "" {
+			return res.EngineVersion
+		}
+	}
+	return ""
+}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-db/strata/bench"
 )
 
 // fakeClock is a clock tests move by hand; safe for concurrent use.
@@ -141,4 +143,32 @@ func TestIsTerminal(t *testing.T) {
 	defer r.Close()
 	defer w.Close()
 	assert.False(t, IsTerminal(w), "a pipe")
+}
+
+// TestProgressMeasured: when the benchmark says what it measured (db_bench's
+// own figures), the summary line shows that, with the whole time apart,
+// so it agrees with the table; a later benchmark that says nothing is
+// timed by the progress's clock again.
+func TestProgressMeasured(t *testing.T) {
+	clock := newFakeClock()
+	var buf bytes.Buffer
+	p := newProgress(&buf, false, clock.now)
+	var _ bench.Measurer = p
+	p.Start("rocksdb", "overwrite", 50_000)
+	p.Add(50_000)
+	clock.advance(6500 * time.Millisecond) // db_bench's start and its wait for compactions included
+	bench.ReportMeasured(p, 50_000, 1810*time.Millisecond)
+	p.Done()
+	p.Start("rocksdb", "readrandom", 100)
+	p.Add(100)
+	clock.advance(time.Second)
+	bench.ReportMeasured(p, 100, 980*time.Millisecond) // within 10%: no total
+	p.Done()
+	p.Start("strata", "fillrandom", 10)
+	p.Add(10)
+	clock.advance(time.Second)
+	p.Done()
+	assert.Equal(t, "rocksdb overwrite: 50000 ops in 1.8s (27.6k ops/s), 6.5s in all\n"+
+		"rocksdb readrandom: 100 ops in 1.0s (102 ops/s)\n"+
+		"strata fillrandom: 10 ops in 1.0s (10 ops/s)\n", buf.String())
 }

@@ -36,6 +36,9 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 	type row struct {
 		cells []string
 		note  string // for skipped results: replaces every cell but the engine
+		// spread, for a result of several runs: each figure's minimum and
+		// maximum, written under it.
+		spread []string
 	}
 	rows := make([][]row, len(m.benchmarks))
 	widths := make([]int, len(tableColumns))
@@ -68,8 +71,29 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 					fmtAmp(res.SpaceAmp),
 					vs,
 				}}
+				if res.Runs > 1 {
+					rateKey := "ops_per_sec"
+					if g.rowsMetric {
+						rateKey = "rows_per_sec"
+					}
+					rw.spread = []string{
+						"  min-max",
+						spreadOf(res, rateKey, fmtCompact),
+						spreadOf(res, "mb_per_sec", fmtCompact),
+						spreadOf(res, "p50_ns", fmtNs),
+						spreadOf(res, "p99_ns", fmtNs),
+						spreadOf(res, "disk_written", fmtMiBf),
+						spreadOf(res, "write_amp", fmtAmp),
+						spreadOf(res, "disk_size", fmtMiBf),
+						spreadOf(res, "space_amp", fmtAmp),
+						"",
+					}
+				}
 			}
 			for i, c := range rw.cells {
+				widths[i] = max(widths[i], width(c))
+			}
+			for i, c := range rw.spread {
 				widths[i] = max(widths[i], width(c))
 			}
 			rows[gi] = append(rows[gi], rw)
@@ -78,22 +102,24 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 
 	const indent, gap = "  ", "  "
 	line := func(cells []string) {
-		b.WriteString(indent)
+		var l strings.Builder
+		l.WriteString(indent)
 		for i, c := range cells {
 			if i > 0 {
-				b.WriteString(gap)
+				l.WriteString(gap)
 			}
 			pad := strings.Repeat(" ", max(widths[i]-width(c), 0))
 			if i == 0 {
-				b.WriteString(c)
+				l.WriteString(c)
 				if i < len(cells)-1 {
-					b.WriteString(pad)
+					l.WriteString(pad)
 				}
 			} else {
-				b.WriteString(pad + c)
+				l.WriteString(pad + c)
 			}
 		}
-		b.WriteByte('\n')
+		// Rows whose last cells are empty (ranges) end without padding.
+		b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
 	}
 
 	roundsDone := false
@@ -119,6 +145,9 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 		for _, rw := range rows[gi] {
 			if rw.note == "" {
 				line(rw.cells)
+				if rw.spread != nil {
+					line(rw.spread)
+				}
 				continue
 			}
 			lead := indent + rw.cells[0] + strings.Repeat(" ", max(widths[0]-width(rw.cells[0]), 0)) + gap
@@ -143,6 +172,9 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 	}
 	b.WriteString(wrap(machine, tableWidth, "    "))
 	b.WriteString(wrap("spec: "+specLine(&r.Spec), tableWidth, "    "))
+	if v := versionsLine(m); v != "" {
+		b.WriteString(wrap("engines: "+v, tableWidth, "    "))
+	}
 	b.WriteString(wrap("engine settings: "+settingsLine(&r.Spec.Config), tableWidth, "    "))
 
 	if _, err := io.WriteString(w, b.String()); err != nil {
@@ -254,25 +286,36 @@ func writeRounds(b *strings.Builder, r *bench.Report) {
 				widths[j] = max(widths[j], width(c))
 			}
 			rows = append(rows, row{cells: cells})
+			if len(rd.Spread) > 0 {
+				sp := func(key string, f func(float64) string) string { return spreadIn(rd.Spread, key, f) }
+				cells := []string{"", "min-max", sp("ops_per_sec", fmtCompact), sp("disk_written", fmtMiBf),
+					sp("write_amp", fmtAmp), sp("engine_written", fmtMiBf), sp("disk_size", fmtMiBf),
+					sp("space_amp", fmtAmp), sp("space_amp_before_settle", fmtAmp), sp("settle_ns", fmtNsSettle)}
+				for j, c := range cells {
+					widths[j] = max(widths[j], width(c))
+				}
+				rows = append(rows, row{cells: cells})
+			}
 		}
 	}
 	line := func(cells []string) {
-		b.WriteString(indent)
+		var l strings.Builder
+		l.WriteString(indent)
 		for i, c := range cells {
 			if i > 0 {
-				b.WriteString(gap)
+				l.WriteString(gap)
 			}
 			pad := strings.Repeat(" ", max(widths[i]-width(c), 0))
 			if i == 0 {
-				b.WriteString(c)
+				l.WriteString(c)
 				if i < len(cells)-1 {
-					b.WriteString(pad)
+					l.WriteString(pad)
 				}
 			} else {
-				b.WriteString(pad + c)
+				l.WriteString(pad + c)
 			}
 		}
-		b.WriteByte('\n')
+		b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
 	}
 	line(roundColumns)
 	if len(rows) == 0 {

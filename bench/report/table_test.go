@@ -64,7 +64,7 @@ func TestWriteTable(t *testing.T) {
 	assert.Contains(t, lineWith(t, out, "fillrandom: "), "1.61x pebble")
 	assert.Contains(t, lineWith(t, out, "seekrandom: "), "2.00x pebble")
 	assert.Contains(t, out, "machine: linux/amd64, 2 CPUs (Test CPU @ 2.0GHz), 8 GiB RAM, go1.26.8")
-	assert.Contains(t, out, "spec: num 50,000, key 16 B, value 4096 B, threads 1")
+	assert.Contains(t, out, "spec: num 200,000, key 16 B, value 4096 B, threads 1")
 	assert.Contains(t, out, "memtable 64 MiB, cache 64 MiB, compression none, WAL on, no sync")
 
 	for _, l := range strings.Split(out, "\n") {
@@ -173,5 +173,22 @@ func TestWriteTableRounds(t *testing.T) {
 
 	for _, l := range strings.Split(out, "\n") {
 		assert.LessOrEqual(t, width(l), tableWidth, "line too wide: %q", l)
+	}
+}
+
+// TestWriteTableRepeated: a repeated run writes each figure's range under
+// it, says the figures are medians, and names the engines' versions.
+func TestWriteTableRepeated(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, repeatedReport()))
+	out := buf.String()
+	t.Log("\n" + out)
+	lineWith(t, out, "strata", "50,000", "12.3µs", "1.23ms", "1.53", "1.00x")
+	lineWith(t, out, "min-max", "45-55k", "11.1-13.6µs", "1.11-1.36ms", "1.38-1.68", "0.96-1.18")
+	lineWith(t, out, "min-max", "2.25-2.75M", "900-1.1k")
+	assert.Contains(t, out, "seed 1, median of 3 runs\n")
+	assert.Contains(t, out, "engines: strata devel, pebble v2.1.7")
+	for _, l := range strings.Split(out, "\n") {
+		assert.False(t, strings.HasSuffix(l, " "), "trailing blanks: %q", l)
 	}
 }

@@ -100,6 +100,7 @@ func (e *engine) Run(ctx context.Context, spec *bench.Spec, dir string, progress
 			res, err = buildResult(spec, p, name, r, &live)
 			if err == nil {
 				progress.Add(max(0, min(res.Ops, p.total)-r.reported))
+				bench.ReportMeasured(progress, res.Ops, res.Duration)
 			}
 		}
 		progress.Done()
@@ -154,6 +155,7 @@ func checkSpec(spec *bench.Spec, blob bool) error {
 // run is what one db_bench process left behind.
 type run struct {
 	stdout   string
+	version  string         // RocksDB's, as db_bench printed it
 	written  int64          // bytes written to storage (ru_oublock x 512)
 	timeline []bench.Sample // from the report file
 	reported int64          // operations already passed to progress
@@ -213,6 +215,7 @@ func invoke(ctx context.Context, bin string, args []string, reportFile string, i
 			indent(lastLines(stderr.String()+"\n"+stdout.String(), 12)))
 	}
 	r.stdout = stdout.String()
+	r.version = parseVersion(stderr.String() + "\n" + r.stdout)
 	// A run that did no benchmark writes no report file; parseOutput then
 	// says why.
 	data, err := os.ReadFile(reportFile)
@@ -233,12 +236,13 @@ func buildResult(spec *bench.Spec, p plan, name string, r *run, live *liveModel)
 		return bench.Result{}, fmt.Errorf("%w%s", err, indent(lastLines(r.stdout, 12)))
 	}
 	res := bench.Result{
-		Benchmark:   name,
-		Ops:         out.ops,
-		Duration:    out.wall(),
-		DiskWritten: r.written,
-		Timeline:    r.timeline,
-		EngineStats: out.levels,
+		Benchmark:     name,
+		Ops:           out.ops,
+		Duration:      out.wall(),
+		DiskWritten:   r.written,
+		Timeline:      r.timeline,
+		EngineStats:   out.levels,
+		EngineVersion: r.version,
 	}
 	if out.assertions {
 		res.EngineStats = joinSummary("db_bench built with assertions enabled (slower than a release build)", out.levels)
@@ -254,6 +258,9 @@ func buildResult(spec *bench.Spec, p plan, name string, r *run, live *liveModel)
 		res.P95 = micros(h.get("P95", 95))
 		res.P99 = micros(h.get("P99", 99))
 		res.P999 = micros(h.get("P99.9", 99.9))
+		for _, b := range h.buckets {
+			res.Latency = append(res.Latency, bench.LatencyBucket{Lower: micros(b.lo), Upper: micros(b.hi), Count: b.count})
+		}
 	}
 	entry := float64(spec.KeySize) + spec.Value.Mean() // key and value bytes of a write
 	switch p.kind {

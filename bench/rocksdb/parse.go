@@ -399,3 +399,15 @@ func reportOps(samples []bench.Sample, interval int) int64 {
 	}
 	return int64(n + 0.5)
 }
+
+// versionLine is db_bench's header line naming RocksDB's version.
+var versionLine = regexp.MustCompile(`RocksDB:\s+version\s+(\S+)`)
+
+// parseVersion returns the RocksDB version db_bench printed in out, or ""
+// when it printed none.
+func parseVersion(out string) string {
+	if m := versionLine.FindStringSubmatch(out); m != nil {
+		return m[1]
+	}
+	return ""
+}

@@ -1,7 +1,7 @@
 // Command kvbench runs one workload on Strata and its peers (Pebble, Pebble
 // with value separation, Badger, RocksDB through db_bench) and reports them
 // side by side: a table on the terminal, a JSON file and an HTML page of
-// charts. With no flags it runs a short default comparison.
+// charts. With no flags it runs a default comparison of a few minutes.
 //
 // Flags follow db_bench's names where db_bench has one.
 package main
@@ -70,12 +70,15 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		compress   = fs.String("compression_type", d.Config.Compression, "block compression: none or snappy")
 		disableWAL = fs.Bool("disable_wal", false, "turn the write-ahead log off in every engine")
 		syncWrites = fs.Bool("sync", false, "sync every write")
-		interval   = fs.Duration("report_interval", d.ReportInterval, "spacing of throughput-over-time samples")
+		interval   = fs.Duration("report_interval", d.ReportInterval, "spacing of throughput-over-time samples (0: chosen per benchmark, about 25 samples, at least 100ms apart; db_bench's are whole seconds)")
 		gcPolicies = fs.String("gc_policy", "", "value-log GC policies to run Strata with, each as an engine of its own "+
 			"(strata/<policy>): "+strings.Join(bench.GCPolicyNames, ",")+" (default: Strata's default policy, as engine strata)")
 		gcBudget = fs.Float64("gc_budget", gc.DefaultBudget, "space-amplification budget of the cost GC policy")
 		rounds   = fs.Int("overwrite_rounds", 0, "run overwrite this many times in a row, measuring space and write amplification after each round (0: off)")
 		keyDist  = fs.String("key_dist", bench.KeyUniform, "keys overwrite writes: uniform or zipfian (--zipf_theta)")
+		repeat   = fs.Int("repeat", 1, "run everything this many times, the engines in turn each time, and report each figure's median with its min and max")
+		cpuProf  = fs.String("cpuprofile", "", "write a CPU profile of Strata's benchmarks (its first run) to this file")
+		memProf  = fs.String("memprofile", "", "write a heap profile at the end of Strata's last benchmark to this file")
 		jsonOut  = fs.String("json", "kvbench-report.json", "write the JSON report here (empty: none)")
 		htmlOut  = fs.String("html", "kvbench-report.html", "write the HTML report here (empty: none)")
 	)
@@ -102,6 +105,9 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		Seed:            *seed,
 		Dir:             *dir,
 		KeepDB:          *keepDB,
+		Repeat:          *repeat,
+		CPUProfile:      *cpuProf,
+		MemProfile:      *memProf,
 
 		ReportInterval: *interval,
 		Config: bench.Config{

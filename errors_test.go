@@ -1,0 +1,75 @@
+package strata
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// TestInvertedIterBounds: a lower bound above the upper bound is an error
+// from NewIter and Snapshot.NewIter, not an iterator that yields nothing;
+// equal bounds are an empty range, and no iterator is left open.
+func TestInvertedIterBounds(t *testing.T) {
+	db, err := Open("db", &Options{FS: vfs.NewMem()})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("b"), []byte("1"), NoSync))
+	snap := db.NewSnapshot()
+	inverted := &IterOptions{LowerBound: []byte("c"), UpperBound: []byte("a")}
+	for _, newIter := range []func(*IterOptions) (*Iterator, error){db.NewIter, snap.NewIter} {
+		it, err := newIter(inverted)
+		require.ErrorContains(t, err, "inverted")
+		require.Nil(t, it)
+
+		it, err = newIter(&IterOptions{LowerBound: []byte("b"), UpperBound: []byte("b")})
+		require.NoError(t, err)
+		require.False(t, it.First())
+		require.NoError(t, it.Close())
+	}
+	require.NoError(t, snap.Close())
+	require.NoError(t, db.Close(), "a refused iterator must not count as open")
+}
+
+// TestCorruptionErrorAs: the details of a corruption error are reachable
+// through the root package's CorruptionError, however deeply it is wrapped.
+func TestCorruptionErrorAs(t *testing.T) {
+	err := fmt.Errorf("strata: get: %w", &CorruptionError{File: "000007.sst", Offset: 4096, Detail: "checksum mismatch"})
+	require.ErrorIs(t, err, ErrCorruption)
+	var ce *CorruptionError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "000007.sst", ce.File)
+	require.Equal(t, int64(4096), ce.Offset)
+	require.False(t, errors.Is(err, ErrWritesStopped))
+}
+
+// TestCloseReportsFailedWALRotation: when closing the old WAL fails as a
+// full memtable is rotated, that failure is the background error, and
+// Close reports it rather than the "writer closed" of the WAL it had
+// already closed.
+func TestCloseReportsFailedWALRotation(t *testing.T) {
+	var failSync atomic.Bool
+	fs := vfs.NewErrorFS(vfs.NewMem(), vfs.InjectorFunc(func(op vfs.Op) error {
+		if failSync.Load() && op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, ".log") {
+			return vfs.ErrInjected
+		}
+		return nil
+	}))
+	db, err := Open("db", &Options{FS: fs, MemTableSize: 16 << 10, ValueThreshold: -1})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("a"), []byte("1"), NoSync))
+	failSync.Store(true)
+	var werr error
+	for i := 0; i < 100 && werr == nil; i++ {
+		werr = db.Set([]byte(fmt.Sprint("k", i)), make([]byte, 1024), NoSync)
+	}
+	require.ErrorIs(t, werr, vfs.ErrInjected, "the rotation's failed WAL close fails the write")
+	werr = db.Set([]byte("b"), []byte("2"), NoSync)
+	require.ErrorIs(t, werr, ErrWritesStopped, "and every write after it")
+	require.ErrorIs(t, werr, vfs.ErrInjected)
+	err = db.Close()
+	require.ErrorIs(t, err, vfs.ErrInjected)
+}
