@@ -6,6 +6,7 @@ import (
 	"expvar"
 	"fmt"
 	"log"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-db/strata"
@@ -107,8 +108,12 @@ func ExampleDB_Merge() {
 // A write with a time to live disappears when it expires; the clock is
 // replaceable, here to let an hour pass at once.
 func ExampleDB_SetWithTTL() {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	db, err := strata.Open("example-db", &strata.Options{FS: vfs.NewMem(), Clock: func() time.Time { return now }})
+	// The engine reads the clock from background work too: keep it safe
+	// for concurrent use.
+	var elapsed atomic.Int64
+	start := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
+	db, err := strata.Open("example-db", &strata.Options{FS: vfs.NewMem(), Clock: clock})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -119,7 +124,7 @@ func ExampleDB_SetWithTTL() {
 	}
 	_, err = db.Get([]byte("dedup:order-17"))
 	fmt.Println("before:", err == nil)
-	now = now.Add(time.Hour)
+	elapsed.Add(int64(time.Hour))
 	_, err = db.Get([]byte("dedup:order-17"))
 	fmt.Println("after an hour:", errors.Is(err, strata.ErrNotFound))
 	// Output:

@@ -52,10 +52,12 @@ func (d *DB) flushOne() bool {
 		// the table in place: the edit may have reached the disk, and the
 		// next Open removes the table if it did not.
 		err = fmt.Errorf("strata: flush: %w", err)
-		d.setBackgroundErrorLocked(err)
+		first := d.setBackgroundErrorLocked(err)
 		d.mu.Unlock()
 		d.opts.EventListener.flushEnd(info)
-		d.opts.EventListener.backgroundError(err)
+		if first {
+			d.opts.EventListener.backgroundError(err)
+		}
 		return false
 	}
 	n := copy(d.imm, d.imm[1:])

@@ -170,8 +170,8 @@ func TestMergeWithoutMerger(t *testing.T) {
 func TestMergeOntoExpiringValue(t *testing.T) {
 	for _, compact := range []bool{false, true} {
 		t.Run(fmt.Sprintf("compact=%t", compact), func(t *testing.T) {
-			now := time.Unix(1_000_000, 0)
-			db, err := Open("db", &Options{FS: vfs.NewMem(), Merger: ListAppend, Clock: func() time.Time { return now }})
+			clock := newTestClock(time.Unix(1_000_000, 0))
+			db, err := Open("db", &Options{FS: vfs.NewMem(), Merger: ListAppend, Clock: clock.Now})
 			require.NoError(t, err)
 			require.NoError(t, db.SetWithTTL([]byte("k"), ListElement(nil, []byte("base")), time.Minute, nil))
 			require.NoError(t, db.Merge([]byte("k"), ListElement(nil, []byte("x")), nil))
@@ -181,7 +181,7 @@ func TestMergeOntoExpiringValue(t *testing.T) {
 			if compact {
 				require.NoError(t, db.Compact(nil, nil))
 			}
-			now = now.Add(2 * time.Minute)
+			clock.Advance(2 * time.Minute)
 			v, err = db.Get([]byte("k"))
 			require.NoError(t, err)
 			require.Equal(t, []string{"x"}, listOf(t, v))
@@ -199,8 +199,8 @@ func TestMergeOntoExpiringValue(t *testing.T) {
 // compactions that drop them read no value log; their records become
 // garbage that GC deletes.
 func TestTTLExpiresWithoutValueLogReads(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	db, err := Open("db", &Options{FS: vfs.NewMem(), ValueThreshold: 64, Clock: func() time.Time { return now }})
+	clock := newTestClock(time.Unix(1_000_000, 0))
+	db, err := Open("db", &Options{FS: vfs.NewMem(), ValueThreshold: 64, Clock: clock.Now})
 	require.NoError(t, err)
 	big := bytes.Repeat([]byte("v"), 500)
 	for i := 0; i < 200; i++ {
@@ -215,7 +215,7 @@ func TestTTLExpiresWithoutValueLogReads(t *testing.T) {
 	snap := db.NewSnapshot()
 	_, err = db.Get([]byte("k000"))
 	require.NoError(t, err)
-	now = now.Add(time.Minute) // expiry is inclusive
+	clock.Advance(time.Minute) // expiry is inclusive
 	_, err = db.Get([]byte("k000"))
 	require.ErrorIs(t, err, ErrNotFound)
 	_, err = snap.Get([]byte("k000"))
@@ -343,3 +343,17 @@ func dirSize(t *testing.T, dir string) int64 {
 	}
 	return n
 }
+
+// testClock is a clock for Options.Clock that tests move by hand; the
+// engine reads it from background goroutines too, so it is atomic.
+type testClock struct{ nanos atomic.Int64 }
+
+func newTestClock(start time.Time) *testClock {
+	c := &testClock{}
+	c.nanos.Store(start.UnixNano())
+	return c
+}
+
+func (c *testClock) Now() time.Time { return time.Unix(0, c.nanos.Load()) }
+
+func (c *testClock) Advance(d time.Duration) { c.nanos.Add(int64(d)) }

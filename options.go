@@ -81,7 +81,8 @@ type Options struct {
 	// fails with ErrNoMerger.
 	Merger Merger
 
-	// Clock is the time TTL expiry is decided by. Default: time.Now.
+	// Clock is the time TTL expiry is decided by. Background work calls it
+	// too, so it must be safe for concurrent use. Default: time.Now.
 	Clock func() time.Time
 	// DefaultTTL, if positive, makes every Set (and Batch.Set applied by
 	// DB.Apply) expire that long after it is written, as SetWithTTL does.

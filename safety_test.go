@@ -459,8 +459,11 @@ func TestWritesFailAfterBackgroundError(t *testing.T) {
 			requireGet(t, db, "a", "1")
 			_, err = db.Get([]byte("b"))
 			require.ErrorIs(t, err, ErrNotFound)
-			require.Equal(t, int32(1), reported.Load())
+			// The listener runs on the flushing goroutine, after the
+			// waiter saw the error: wait for it, then see it came once.
+			require.Eventually(t, func() bool { return reported.Load() > 0 }, 10*time.Second, time.Millisecond)
 			require.Error(t, db.Close())
+			require.Equal(t, int32(1), reported.Load())
 		})
 	}
 }

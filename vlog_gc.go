@@ -107,7 +107,9 @@ func (d *DB) collectGarbage() {
 	}
 	if err != nil {
 		err = fmt.Errorf("strata: value-log garbage collection: %w", err)
-		d.setBackgroundErrorLocked(err)
+		if !d.setBackgroundErrorLocked(err) {
+			err = nil // another error came first and was reported
+		}
 	}
 	d.cond.Broadcast() // for waiters on GC progress (tests, Close)
 	d.mu.Unlock()
