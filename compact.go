@@ -19,7 +19,7 @@ import (
 // table that overlaps those, so the levels stay ordered. Automatic
 // compactions pause while it runs.
 func (d *DB) Compact(start, end []byte) error {
-	if err := d.checkOpen(); err != nil {
+	if err := d.checkWritable(); err != nil {
 		return err
 	}
 	if start != nil && end != nil && base.Compare(start, end) > 0 {

@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -26,6 +27,8 @@ var (
 	ErrCorruption = base.ErrCorruption
 	// ErrClosed: the DB, iterator or snapshot was closed.
 	ErrClosed = base.ErrClosed
+	// ErrReadOnly: a write to a DB opened with Options.ReadOnly.
+	ErrReadOnly = errors.New("strata: database opened read-only")
 )
 
 // DB is an open database. All methods are safe for concurrent use.
@@ -283,4 +286,12 @@ func (d *DB) checkOpen() error {
 		return ErrClosed
 	}
 	return nil
+}
+
+// checkWritable is checkOpen for the entry points that write.
+func (d *DB) checkWritable() error {
+	if d.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	return d.checkOpen()
 }

@@ -32,6 +32,9 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 		return nil, err
 	}
 	o := opts.EnsureDefaults()
+	if o.ReadOnly {
+		return openReadOnly(dirname, o)
+	}
 	fs := o.FS
 	if err := createDir(fs, dirname); err != nil {
 		return nil, err
@@ -40,6 +43,13 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return open(dirname, o, lock)
+}
+
+// open opens the database in dirname, whose directory exists and is locked
+// (lock; a no-op closer for a read-only DB).
+func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
+	fs := o.FS
 	d := &DB{dirname: dirname, opts: o, fs: fs, lock: lock, flushCh: make(chan struct{}, 1), walFlushCh: make(chan struct{}, 1)}
 	d.cond.L = &d.mu
 	d.gc.init()
@@ -144,6 +154,8 @@ func (d *DB) loadManifest(names []string) error {
 	case exists:
 		d.vs, err = manifest.Load(vsOpts)
 		return err
+	case o.ReadOnly:
+		return fmt.Errorf("strata: database %q does not exist (no CURRENT; a read-only Open creates nothing): %w", dirname, os.ErrNotExist)
 	}
 	if err := d.checkNoOrphanedData(names); err != nil {
 		return err
@@ -311,6 +323,9 @@ func (d *DB) replayWALs(names []string) (*walReplay, error) {
 // needed.
 func (d *DB) installRecovered(rp *walReplay) error {
 	o, ve := d.opts, rp.ve
+	if o.ReadOnly {
+		return d.installReadOnly(rp)
+	}
 	if o.DisableWAL || rp.torn {
 		// Writes replayed from the WALs of an earlier run with the WAL on
 		// must reach a table before the log number moves past those WALs
@@ -383,6 +398,9 @@ func (d *DB) installRecovered(rp *walReplay) error {
 
 // start deletes what recovery left behind and starts the background work.
 func (d *DB) start(names []string) {
+	if d.opts.ReadOnly {
+		return // nothing to delete, flush, compact or collect
+	}
 	d.deleteUnreferencedFiles(names)
 	d.bgWG.Add(3)
 	go d.backgroundLoop()
@@ -417,10 +435,18 @@ type walReplay struct {
 	// adopted are the value logs written at commit that WAL records point
 	// into and the manifest does not list (see recover_vlog.go).
 	adopted map[base.FileNum]*adoptedVlog
+	// frozen are, for a read-only DB, the full memtables that a writer
+	// would have flushed, oldest first: they stay in memory.
+	frozen []*memTable
 }
 
 func (r *walReplay) flush() error {
 	if r.mem == nil || r.mem.Empty() {
+		return nil
+	}
+	if r.d.opts.ReadOnly {
+		r.frozen = append(r.frozen, r.mem)
+		r.mem = nil
 		return nil
 	}
 	meta, vm, err := r.d.writeL0(r.mem, nil)
@@ -583,7 +609,7 @@ func (d *DB) Close() error {
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
 	var err error
-	if d.opts.DisableWAL {
+	if d.opts.DisableWAL && !d.opts.ReadOnly {
 		err = d.flush()
 	}
 	// Wait for in-flight writes (opClose queues behind them), finish the
