@@ -1,0 +1,78 @@
+package tool
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// testValue is key i's value in generation gen: every other one large
+// enough to go to a value log.
+func testValue(i, gen int) string {
+	v := fmt.Sprintf("v%d.%d-", i, gen)
+	if i%2 == 0 {
+		v += strings.Repeat("x", 300)
+	}
+	return v
+}
+
+func testKey(i int) string { return fmt.Sprintf("key%05d", i) }
+
+func testOptions(fs vfs.FS) *strata.Options {
+	return &strata.Options{FS: fs, ValueThreshold: 100, MemTableSize: 64 << 10, ValueLogFileSize: 64 << 10, Compression: "none"}
+}
+
+// makeDB builds a database in dir with tables in several levels, value
+// logs, deletions, a range deletion, and writes left in the WAL only (with
+// values in a value log the manifest does not list), and returns what it
+// holds. The writer is closed by a crash (the DB is simply abandoned: its
+// files stay as they are) when crash is set.
+func makeDB(t *testing.T, fs vfs.FS, dir string, crash bool) map[string]string {
+	t.Helper()
+	db, err := strata.Open(dir, testOptions(fs))
+	require.NoError(t, err)
+	want := make(map[string]string)
+	for i := 0; i < 2000; i++ {
+		require.NoError(t, db.Set([]byte(testKey(i)), []byte(testValue(i, 0)), strata.NoSync))
+		want[testKey(i)] = testValue(i, 0)
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	for i := 0; i < 2000; i += 3 {
+		require.NoError(t, db.Set([]byte(testKey(i)), []byte(testValue(i, 1)), strata.NoSync))
+		want[testKey(i)] = testValue(i, 1)
+	}
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Delete([]byte(testKey(5)), strata.NoSync))
+	delete(want, testKey(5))
+	require.NoError(t, db.DeleteRange([]byte(testKey(100)), []byte(testKey(110)), strata.NoSync))
+	for i := 100; i < 110; i++ {
+		delete(want, testKey(i))
+	}
+	require.NoError(t, db.Flush())
+	for i := 0; i < 2000; i += 7 {
+		require.NoError(t, db.Set([]byte(testKey(i)), []byte(testValue(i, 2)), strata.NoSync))
+		want[testKey(i)] = testValue(i, 2)
+	}
+	require.NoError(t, db.Set([]byte("last"), []byte(testValue(0, 9)), strata.Sync))
+	want["last"] = testValue(0, 9)
+	if !crash {
+		require.NoError(t, db.Close())
+	} else {
+		t.Cleanup(func() { db.Close() })
+	}
+	return want
+}
+
+// run runs the tool with args and returns its exit status and output.
+func run(t *testing.T, fs vfs.FS, args ...string) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	tl := &Tool{FS: fs, Stdout: &out, Stderr: &out}
+	code := tl.Run(args)
+	return code, out.String()
+}
