@@ -5,5 +5,3 @@ func (t *Tool) runLSM(args []string) int       { return 2 }
 func (t *Tool) runScan(args []string) int      { return 2 }
 func (t *Tool) runGet(args []string) int       { return 2 }
 func (t *Tool) runGC(args []string) int        { return 2 }
-func (t *Tool) runStress(args []string) int    { return 2 }
-func (t *Tool) runCrashtest(args []string) int { return 2 }
