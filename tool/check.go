@@ -201,7 +201,7 @@ func checkVlog(r *CheckReport, fs vfs.FS, dir string, m *manifest.VlogMetadata) 
 		// root's recover_vlog.go): its records are read up to the first
 		// that does not verify.
 		x.unfinished = true
-		r.notef("%s has no footer (adopted by recovery after a crash)", name)
+		r.notef("%s has no valid footer (a value log written at commit that recovery adopted after a crash, or a damaged footer)", name)
 	}
 	sc := rd.NewScanner()
 	var values uint64

@@ -3,6 +3,7 @@ package tool
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -30,11 +31,19 @@ func testOptions(fs vfs.FS) *strata.Options {
 // makeDB builds a database in dir with tables in several levels, value
 // logs, deletions, a range deletion, and writes left in the WAL only (with
 // values in a value log the manifest does not list), and returns what it
-// holds. The writer is closed by a crash (the DB is simply abandoned: its
-// files stay as they are) when crash is set.
+// holds. With crash set, dir is a copy of the files taken while the writer
+// still has them open, with nothing running in the background: what a
+// kill of the writer would leave.
 func makeDB(t *testing.T, fs vfs.FS, dir string, crash bool) map[string]string {
 	t.Helper()
-	db, err := strata.Open(dir, testOptions(fs))
+	opts := testOptions(fs)
+	live := dir
+	if crash {
+		live = dir + ".live"
+		opts.DisableAutomaticCompactions = true
+		opts.DisableGC = true
+	}
+	db, err := strata.Open(live, opts)
 	require.NoError(t, err)
 	want := make(map[string]string)
 	for i := 0; i < 2000; i++ {
@@ -58,12 +67,32 @@ func makeDB(t *testing.T, fs vfs.FS, dir string, crash bool) map[string]string {
 		require.NoError(t, db.Set([]byte(testKey(i)), []byte(testValue(i, 2)), strata.NoSync))
 		want[testKey(i)] = testValue(i, 2)
 	}
+	require.NoError(t, db.DeleteRange([]byte(testKey(1990)), []byte(testKey(1995)), strata.NoSync))
+	for i := 1990; i < 1995; i++ {
+		delete(want, testKey(i))
+	}
 	require.NoError(t, db.Set([]byte("last"), []byte(testValue(0, 9)), strata.Sync))
 	want["last"] = testValue(0, 9)
 	if !crash {
 		require.NoError(t, db.Close())
-	} else {
-		t.Cleanup(func() { db.Close() })
+		return want
+	}
+	t.Cleanup(func() { db.Close() })
+	require.NoError(t, fs.MkdirAll(dir, 0o755))
+	names, err := fs.List(live)
+	require.NoError(t, err)
+	for _, name := range names {
+		if name == "LOCK" {
+			continue
+		}
+		src, err := fs.Open(fs.PathJoin(live, name))
+		require.NoError(t, err)
+		dst, err := fs.Create(fs.PathJoin(dir, name))
+		require.NoError(t, err)
+		_, err = io.Copy(dst, src)
+		require.NoError(t, err)
+		require.NoError(t, dst.Close())
+		require.NoError(t, src.Close())
 	}
 	return want
 }
@@ -75,4 +104,18 @@ func run(t *testing.T, fs vfs.FS, args ...string) (int, string) {
 	tl := &Tool{FS: fs, Stdout: &out, Stderr: &out}
 	code := tl.Run(args)
 	return code, out.String()
+}
+
+func openDB(dir string, o *strata.Options) (*strata.DB, error) { return strata.Open(dir, o) }
+
+// contains is require.Contains that prints at most the start of a long
+// output.
+func contains(t *testing.T, out, want string) {
+	t.Helper()
+	if !strings.Contains(out, want) {
+		if len(out) > 3000 {
+			out = out[:3000] + "..."
+		}
+		t.Fatalf("output does not contain %q:\n%s", want, out)
+	}
 }

@@ -53,8 +53,8 @@ type Command struct {
 func (t *Tool) Commands() []*Command {
 	return []*Command{
 		{Name: "check", Usage: "DIR", Short: "verify every table block, referenced value-log record, the manifest, the WALs and the garbage ledger", Run: t.runCheck},
-		{Name: "dump", Usage: "sst|vlog|manifest|wal FILE", Short: "print a file, with offsets", Run: t.runDump},
-		{Name: "lsm", Usage: "DIR", Short: "print the levels: tables, key ranges, sizes, value-log references", Run: t.runLSM},
+		{Name: "dump", Usage: "sst|vlog|manifest|wal FILE [--full] [--hex]", Short: "print a file, with offsets", Run: t.runDump},
+		{Name: "lsm", Usage: "DIR [--verbose] [--hex]", Short: "print the levels: tables, key ranges, sizes, value-log references", Run: t.runLSM},
 		{Name: "scan", Usage: "DIR [--start KEY] [--end KEY] [--limit N] [--hex]", Short: "print the keys and values in [start, end)", Run: t.runScan},
 		{Name: "get", Usage: "DIR KEY [--hex]", Short: "print the value of a key", Run: t.runGet},
 		{Name: "gc", Usage: "DIR [--policy NAME]", Short: "print the garbage ledger and what the policy would decide next", Run: t.runGC},
