@@ -8,7 +8,10 @@ import (
 	"testing"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/lsm/sstable"
 	"github.com/strata-db/strata/vfs"
+	"github.com/strata-db/strata/vlog"
 	"github.com/stretchr/testify/require"
 )
 
@@ -81,6 +84,43 @@ func liveVlog(t *testing.T, dir string) string {
 	return ""
 }
 
+// referencedRecord returns a value log and the offset of a record in it
+// that a table's pointer reaches.
+func referencedRecord(t *testing.T, dir string) (string, int64) {
+	t.Helper()
+	lv, err := loadVersion(vfs.Default, dir)
+	require.NoError(t, err)
+	var name string
+	var off int64
+	lv.v.Files(func(_ int, f *manifest.FileMetadata) {
+		if name != "" {
+			return
+		}
+		file, err := os.Open(filepath.Join(dir, base.MakeFilename(base.FileTypeTable, f.FileNum)))
+		require.NoError(t, err)
+		r, err := sstable.NewReader(vfsFile{file}, int64(f.Size), sstable.ReaderOptions{FileNum: f.FileNum})
+		require.NoError(t, err)
+		defer r.Close()
+		it := r.NewIter()
+		defer it.Close()
+		for ok := it.First(); ok; ok = it.Next() {
+			if it.Key().Kind() == base.KindValuePointer {
+				p, err := vlog.DecodePointer(it.Value())
+				require.NoError(t, err)
+				name, off = base.MakeFilename(base.FileTypeVlog, p.FileNum), int64(p.Offset)
+				return
+			}
+		}
+	})
+	require.NotEmpty(t, name, "no table points into a value log")
+	return name, off
+}
+
+// vfsFile is an *os.File as a vfs.File.
+type vfsFile struct{ *os.File }
+
+func (f vfsFile) Sync() error { return f.File.Sync() }
+
 func flipByte(t *testing.T, path string, off int64) {
 	t.Helper()
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
@@ -126,10 +166,10 @@ func TestCheckDamaged(t *testing.T) {
 			return name
 		}, []string{"value log in the manifest is missing from the directory"}},
 		{"value log byte flip", func(t *testing.T, dir string) string {
-			name := liveVlog(t, dir)
-			flipByte(t, filepath.Join(dir, name), 40) // inside the first record
+			name, off := referencedRecord(t, dir)
+			flipByte(t, filepath.Join(dir, name), off+8) // inside a record a table points to
 			return name
-		}, []string{"checksum"}},
+		}, []string{"record checksum mismatch", `.sst: key "`}},
 		{"manifest byte flip", func(t *testing.T, dir string) string {
 			name := filesOf(t, dir, base.FileTypeManifest)[0]
 			flipByte(t, filepath.Join(dir, name), 20)

@@ -56,6 +56,8 @@ func (d *dumper) printf(format string, args ...any) { fmt.Fprintf(d.w, format, a
 
 func (d *dumper) bytes(b []byte) string { return printable(b, d.hex, d.max) }
 
+func (d *dumper) key(b []byte) string { return printableKey(b, d.hex, 0) }
+
 // fileNum returns the number in a file's name, or 0.
 func (d *dumper) fileNum(path string) base.FileNum {
 	_, num, _ := base.ParseFilename(d.fs.PathBase(path))
@@ -79,17 +81,17 @@ func (d *dumper) open(path string) (vfs.File, int64, error) {
 func (d *dumper) entry(kind base.Kind, key, value []byte) string {
 	switch kind {
 	case base.KindDelete:
-		return d.bytes(key)
+		return d.key(key)
 	case base.KindValuePointer:
 		p, err := vlog.DecodePointer(value)
 		if err != nil {
-			return fmt.Sprintf("%s -> bad pointer %x: %v", d.bytes(key), value, err)
+			return fmt.Sprintf("%s -> bad pointer %x: %v", d.key(key), value, err)
 		}
-		return fmt.Sprintf("%s -> %s.vlog offset %d, record %d bytes, value %d bytes", d.bytes(key), p.FileNum, p.Offset, p.Length, p.ValueLen)
+		return fmt.Sprintf("%s -> %s.vlog offset %d, record %d bytes, value %d bytes", d.key(key), p.FileNum, p.Offset, p.Length, p.ValueLen)
 	case base.KindRangeDelete:
-		return fmt.Sprintf("[%s, %s)", d.bytes(key), d.bytes(value))
+		return fmt.Sprintf("[%s, %s)", d.key(key), d.key(value))
 	}
-	return fmt.Sprintf("%s = %s", d.bytes(key), d.bytes(value))
+	return fmt.Sprintf("%s = %s", d.key(key), d.bytes(value))
 }
 
 // sst prints a table block by block: each block's offset, size and
@@ -229,7 +231,7 @@ func (d *dumper) vlog(path string) error {
 	end := uint64(vlog.HeaderLen)
 	for sc.Next() {
 		p := sc.Pointer()
-		d.printf("offset %d: record %d bytes: %s = %s\n", p.Offset, p.Length, d.bytes(sc.Key()), d.bytes(sc.Value()))
+		d.printf("offset %d: record %d bytes: %s = %s\n", p.Offset, p.Length, d.key(sc.Key()), d.bytes(sc.Value()))
 		n++
 		values += uint64(p.ValueLen)
 		end = p.End()

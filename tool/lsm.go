@@ -82,7 +82,7 @@ const maxRefsShown = 4
 func writeLSM(w io.Writer, lv *loadedVersion, hex, verbose bool) {
 	v := lv.v
 	key := func(k base.InternalKey) string {
-		return fmt.Sprintf("%s#%d,%s", printable(k.UserKey, hex, 24), k.SeqNum(), k.Kind())
+		return fmt.Sprintf("%s#%d,%s", printableKey(k.UserKey, hex, 24), k.SeqNum(), k.Kind())
 	}
 	fmt.Fprintf(w, "%s: WALs from %s, last sequence number %d, next file %s\n", lv.manifest, lv.logNum, lv.lastSeq, lv.nextFileNum)
 	refs := make(map[base.FileNum]int)
@@ -234,7 +234,7 @@ func (t *Tool) runScan(args []string) int {
 	}
 	n := 0
 	for ok := it.First(); ok && (*limit == 0 || n < *limit); ok = it.Next() {
-		fmt.Fprintf(t.Stdout, "%s %s\n", printable(it.Key(), *hex, 0), printable(it.Value(), *hex, max))
+		fmt.Fprintf(t.Stdout, "%s %s\n", printableKey(it.Key(), *hex, 0), printable(it.Value(), *hex, max))
 		n++
 	}
 	if err := it.Close(); err != nil {

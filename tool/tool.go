@@ -184,12 +184,21 @@ func printable(b []byte, hex bool, max int) string {
 	s := string(b)
 	for _, r := range s {
 		if r < 0x20 || r > 0x7e || r == '"' || r == '\\' {
-			q := fmt.Sprintf("%q", s)
-			return q + cut
+			return fmt.Sprintf("%q", s) + cut
 		}
 	}
-	if s == "" || strings.ContainsAny(s, " =") {
+	if s == "" || strings.HasPrefix(s, " ") || strings.HasSuffix(s, " ") {
 		return fmt.Sprintf("%q", s) + cut
 	}
 	return s + cut
+}
+
+// printableKey is printable for a key, quoted also when it holds a space
+// or an "=", so that a line "key value" or "key = value" reads one way.
+func printableKey(b []byte, hex bool, max int) string {
+	s := printable(b, hex, max)
+	if !hex && !strings.HasPrefix(s, "\"") && strings.ContainsAny(s, " =") {
+		return fmt.Sprintf("%q", b)
+	}
+	return s
 }
