@@ -167,7 +167,10 @@ func TestReadOnlyReopen(t *testing.T) {
 // open afterwards recovers the same contents.
 func TestReadOnlyAfterCrash(t *testing.T) {
 	mem := vfs.NewMem()
-	db, err := Open("db", roOptions(mem))
+	// The writer's memtables are larger than the read-only DB's.
+	big := roOptions(mem)
+	big.MemTableSize = 4 << 20
+	db, err := Open("db", big)
 	require.NoError(t, err)
 	want := writeUnflushed(t, db, 300)
 	// Many more WAL-only writes than one small memtable holds.
@@ -194,6 +197,7 @@ func TestReadOnlyAfterCrash(t *testing.T) {
 	for range 2 {
 		ro, err := Open("db", &Options{FS: noWrites, ReadOnly: true, MemTableSize: 16 << 10})
 		require.NoError(t, err)
+		require.Positive(t, ro.Metrics().MemTable.Immutable, "the replay filled several memtables")
 		requireContents(t, ro, want)
 		requireReadOnlyWrites(t, ro)
 		require.NoError(t, ro.Close())
