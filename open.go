@@ -624,7 +624,9 @@ func (d *DB) Close() error {
 		d.cond.Wait()
 	}
 	d.mu.Unlock()
-	close(d.expiryStop)
+	if d.expiryStop != nil { // nil for a read-only DB, which starts no goroutine
+		close(d.expiryStop)
+	}
 	d.stopBackground()
 	close(d.walFlushCh)
 	d.bgWG.Wait()

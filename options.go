@@ -174,8 +174,8 @@ type Options struct {
 	// memory only, value logs written at commit that the manifest does not
 	// list yet are adopted in memory, nothing is flushed, compacted,
 	// collected or deleted, and no background goroutine runs. Every write
-	// (Set, Delete, DeleteRange, Apply, Flush, Compact, Checkpoint) fails
-	// with an error matching ErrReadOnly. The DB sees the database as it
+	// (Set, SetWithTTL, Merge, Delete, DeleteRange, Apply, Flush, Compact,
+	// Checkpoint) fails with an error matching ErrReadOnly. The DB sees the database as it
 	// was when Open read it; a writer elsewhere may later delete files it
 	// has not opened yet (reads of them then fail): for a stable view of a
 	// database in use, open a checkpoint of it. Default: false.

@@ -26,8 +26,10 @@ import (
 //   - every write fails with ErrReadOnly.
 
 // readOnlyRetries bounds the attempts of a read-only Open of a database a
-// writer changes under it (see openReadOnly).
-const readOnlyRetries = 5
+// writer changes under it (see openReadOnly). An attempt fails only when
+// the writer installed a version edit during it, and a failed attempt is
+// cheap; a busy writer with small memtables edits every few milliseconds.
+const readOnlyRetries = 100
 
 // openReadOnly opens dirname read-only. A writer in another process may
 // delete, between the moment the manifest is read and the moment a file it
