@@ -11,7 +11,8 @@ import (
 //
 //	seq (8, LE) | count (4, LE) | entries: kind (1) | uvarint key len | key | [uvarint value len | value]
 //
-// The value is present for SET, RANGEDEL and VALUEPTR, absent for DEL.
+// The value is present for every kind but DEL; SETM and VPTRM values start
+// with entry metadata (base.EntryMeta).
 
 const batchHeaderLen = 12
 
@@ -45,7 +46,7 @@ func decodeBatch(rec []byte) (seq uint64, entries []batchEntry, err error) {
 			return seq, entries, fmt.Errorf("entry %d: truncated key", len(entries))
 		}
 		switch e.kind {
-		case base.KindSet, base.KindRangeDelete, base.KindValuePointer:
+		case base.KindSet, base.KindRangeDelete, base.KindValuePointer, base.KindSetMeta, base.KindValuePointerMeta, base.KindMerge:
 			if e.value, ok = field(); !ok {
 				return seq, entries, fmt.Errorf("entry %d: truncated value", len(entries))
 			}

@@ -322,9 +322,17 @@ func checkTable(r *CheckReport, fs vfs.FS, dir string, level int, f *manifest.Fi
 				switch ik.Kind() {
 				case base.KindDelete:
 					dels++
-				case base.KindValuePointer:
+				case base.KindValuePointer, base.KindValuePointerMeta:
 					r.Pointers++
-					checkPointer(c, b.Offset, ik.UserKey, val, vlogs, &refs)
+					if _, enc, err := base.SplitEntry(ik.Kind(), val); err != nil {
+						c.problemf("data block at offset %d: key %s: %v", b.Offset, ik, err)
+					} else {
+						checkPointer(c, b.Offset, ik.UserKey, enc, vlogs, &refs)
+					}
+				case base.KindSetMeta:
+					if _, _, err := base.SplitEntry(ik.Kind(), val); err != nil {
+						c.problemf("data block at offset %d: key %s: %v", b.Offset, ik, err)
+					}
 				case base.KindSet, base.KindMerge:
 				default:
 					c.problemf("data block at offset %d: key %s has unknown kind", b.Offset, ik)
@@ -517,8 +525,12 @@ func checkWAL(r *CheckReport, fs vfs.FS, dir, name string) {
 			r.problemf("%s at offset %d: batch has sequence number 0", name, off)
 		}
 		for _, e := range entries {
-			if e.kind == base.KindValuePointer {
-				if _, err := vlog.DecodePointer(e.value); err != nil {
+			if e.kind.IsPointer() {
+				_, enc, err := base.SplitEntry(e.kind, e.value)
+				if err == nil {
+					_, err = vlog.DecodePointer(enc)
+				}
+				if err != nil {
 					r.problemf("%s at offset %d: key %q: %v", name, off, e.key, err)
 				}
 			}

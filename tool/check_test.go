@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/sstable"
@@ -27,7 +28,7 @@ func TestCheckHealthy(t *testing.T) {
 		require.Equal(t, 0, code, out)
 		require.Contains(t, out, "\nOK\n")
 		require.NotContains(t, out, "PROBLEM")
-		r := Check(vfs.Default, dir, nil)
+		r := Check(vfs.Default, dir, &strata.Options{Merger: strata.ListAppend})
 		require.Equal(t, len(want), r.Keys)
 		require.Positive(t, r.Pointers)
 		require.Positive(t, r.Records)

@@ -46,6 +46,9 @@ func TestDump(t *testing.T) {
 	contains(t, out, "offset 0: batch seq ")
 	contains(t, out, "RANGEDEL [key01990, key01995)")
 	contains(t, out, "VPTR last -> ")
+	contains(t, out, "VPTRM ttl -> ")
+	contains(t, out, "(expires ")
+	contains(t, out, `MERGE list = "\x01a"`)
 	contains(t, out, "SET key00007 = v7.2-")
 	contains(t, out, "the log ends at offset ")
 
@@ -121,7 +124,7 @@ func TestScanAndGet(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	require.Equal(t, fmt.Sprintf("%d keys", len(keys)), lines[len(lines)-1])
 	for i, k := range keys {
-		require.Equal(t, k+" "+want[k], lines[i])
+		require.Equal(t, printableKey([]byte(k), false, 0)+" "+printable([]byte(want[k]), false, 0), lines[i])
 	}
 
 	code, out = run(t, vfs.Default, "scan", "--start", testKey(95), "--end", testKey(120), "--limit", "5", dir)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -79,6 +80,13 @@ func (d *dumper) open(path string) (vfs.File, int64, error) {
 
 // entry formats one entry of a table or a batch.
 func (d *dumper) entry(kind base.Kind, key, value []byte) string {
+	meta, value, err := base.SplitEntry(kind, value)
+	if err != nil {
+		return fmt.Sprintf("%s: bad entry metadata: %v", d.key(key), err)
+	}
+	if kind.HasMeta() {
+		return d.entry(kind.WithoutMeta(), key, value) + metaString(meta)
+	}
 	switch kind {
 	case base.KindDelete:
 		return d.key(key)
@@ -92,6 +100,18 @@ func (d *dumper) entry(kind base.Kind, key, value []byte) string {
 		return fmt.Sprintf("[%s, %s)", d.key(key), d.key(value))
 	}
 	return fmt.Sprintf("%s = %s", d.key(key), d.bytes(value))
+}
+
+// metaString formats entry metadata.
+func metaString(m base.EntryMeta) string {
+	s := ""
+	if m.ExpiresAt != 0 {
+		s += " (expires " + time.UnixMilli(m.ExpiresAt).UTC().Format(time.RFC3339Nano) + ")"
+	}
+	if m.User != 0 {
+		s += fmt.Sprintf(" (user metadata %d)", m.User)
+	}
+	return s
 }
 
 // sst prints a table block by block: each block's offset, size and

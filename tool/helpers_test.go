@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/vfs"
@@ -25,7 +26,7 @@ func testValue(i, gen int) string {
 func testKey(i int) string { return fmt.Sprintf("key%05d", i) }
 
 func testOptions(fs vfs.FS) *strata.Options {
-	return &strata.Options{FS: fs, ValueThreshold: 100, MemTableSize: 64 << 10, ValueLogFileSize: 64 << 10, Compression: "none"}
+	return &strata.Options{FS: fs, ValueThreshold: 100, MemTableSize: 64 << 10, ValueLogFileSize: 64 << 10, Compression: "none", Merger: strata.ListAppend}
 }
 
 // makeDB builds a database in dir with tables in several levels, value
@@ -71,6 +72,13 @@ func makeDB(t *testing.T, fs vfs.FS, dir string, crash bool) map[string]string {
 	for i := 1990; i < 1995; i++ {
 		delete(want, testKey(i))
 	}
+	// A value with a time to live (a day: it does not expire during the
+	// test), large enough to be separated, and a list built by merges.
+	require.NoError(t, db.SetWithTTL([]byte("ttl"), []byte(testValue(0, 7)), 24*time.Hour, strata.NoSync))
+	want["ttl"] = testValue(0, 7)
+	require.NoError(t, db.Merge([]byte("list"), strata.ListElement(nil, []byte("a")), strata.NoSync))
+	require.NoError(t, db.Merge([]byte("list"), strata.ListElement(nil, []byte("b")), strata.NoSync))
+	want["list"] = string(strata.ListElement(strata.ListElement(nil, []byte("a")), []byte("b")))
 	require.NoError(t, db.Set([]byte("last"), []byte(testValue(0, 9)), strata.Sync))
 	want["last"] = testValue(0, 9)
 	if !crash {
@@ -102,7 +110,7 @@ func run(t *testing.T, fs vfs.FS, args ...string) (int, string) {
 	t.Helper()
 	var out bytes.Buffer
 	tl := &Tool{FS: fs, Stdout: &out, Stderr: &out}
-	code := tl.Run(args)
+	code := tl.Run(append([]string{"--merger", "list"}, args...))
 	return code, out.String()
 }
 

@@ -32,6 +32,9 @@ type Tool struct {
 	// cmd/strata does); a program that mounts the commands under a
 	// subcommand sets it to {program, subcommand}.
 	StressArgs []string
+
+	// merger is the --merger global flag's choice.
+	merger strata.Merger
 }
 
 // New returns a Tool with the defaults.
@@ -68,6 +71,27 @@ func (t *Tool) Commands() []*Command {
 // on a usage error.
 func (t *Tool) Run(args []string) int {
 	t.defaults()
+	// Global flags, before the command.
+	for len(args) > 0 && strings.HasPrefix(args[0], "--merger") {
+		name, ok := strings.CutPrefix(args[0], "--merger=")
+		if !ok {
+			if len(args) < 2 {
+				fmt.Fprintln(t.Stderr, "strata: --merger needs a name (list or counter)")
+				return 2
+			}
+			name, args = args[1], args[1:]
+		}
+		args = args[1:]
+		switch name {
+		case "list":
+			t.merger = strata.ListAppend
+		case "counter":
+			t.merger = strata.Counter
+		default:
+			fmt.Fprintf(t.Stderr, "strata: unknown merger %q (list or counter)\n", name)
+			return 2
+		}
+	}
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		t.usage(t.Stdout)
 		if len(args) == 0 {
@@ -98,7 +122,9 @@ func (t *Tool) defaults() {
 }
 
 func (t *Tool) usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: strata COMMAND [ARGS]")
+	fmt.Fprintln(w, "usage: strata [--merger list|counter] COMMAND [ARGS]")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "  --merger   the merge operator of a database written with merges (strata.ListAppend or strata.Counter)")
 	fmt.Fprintln(w)
 	for _, c := range t.Commands() {
 		fmt.Fprintf(w, "  %-10s %s\n  %-10s   %s\n", c.Name, c.Usage, "", c.Short)
@@ -114,6 +140,9 @@ func (t *Tool) options(readOnly bool) *strata.Options {
 		}
 	}
 	o.FS = t.FS
+	if o.Merger == nil {
+		o.Merger = t.merger
+	}
 	if readOnly {
 		o.ReadOnly = true
 	}
