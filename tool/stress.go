@@ -45,6 +45,9 @@ type StressStats struct {
 	Verified                                          int // keys verified at open
 }
 
+// stressTTL is the time to live of stress's SetWithTTL writes.
+const stressTTL = 30 * 24 * time.Hour
+
 // errStressFailed marks a verification failure (as opposed to an error
 // of the run).
 var errStressFailed = errors.New("stress: verification failed")
@@ -335,9 +338,15 @@ func (s *stresser) write(rng *rand.Rand, keys []int, sync bool) error {
 		id := st.maxID + 1
 		del := rng.IntN(8) == 0
 		s.e.put(k, st.begin(id, del))
-		if del {
+		switch {
+		case del:
 			b.Delete(stressKey(k))
-		} else {
+		case rng.IntN(4) == 0:
+			// A time to live far beyond the run: the entry carries its
+			// expiry through the WAL, flushes, compactions and recovery,
+			// and must read back like any other.
+			b.SetWithTTL(stressKey(k), stressValue(k, id), stressTTL)
+		default:
 			b.Set(stressKey(k), stressValue(k, id))
 		}
 	}
