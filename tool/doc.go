@@ -18,6 +18,10 @@
 //	stress --dir DIR [...]            random concurrent workload, checked against an expected state
 //	crashtest --dir DIR [...]         stress killed with SIGKILL again and again, each restart verified
 //
+// A database written with merges is read with its merge operator: the
+// global flag --merger list|counter (before the command) names a built-in
+// one; an embedding program sets Tool.Options.
+//
 // Commands that read a database open it with strata.Options.ReadOnly: they
 // write nothing, take no lock, and may run beside a process that has the
 // database open (see ReadOnly for what such a reader sees). check, lsm and
