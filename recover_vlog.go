@@ -135,6 +135,12 @@ func (r *walReplay) adopt(num base.FileNum) (*adoptedVlog, error) {
 	if err := sc.Err(); err != nil && a.finished {
 		return nil, err
 	}
+	if !a.finished {
+		// Without a footer the file's records end where the scan
+		// stopped: the ledger counts them exactly (a torn tail after
+		// them is neither live nor garbage records).
+		meta.RecordsEnd = sc.Offset()
+	}
 	a.meta = meta
 	return a, nil
 }
