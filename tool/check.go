@@ -105,6 +105,8 @@ type vlogIndex struct {
 	// are not indexed, and pointers to them are checked by reading them.
 	scanEnd  uint64
 	scanFail bool
+	// recordsEnd is where the scan stopped.
+	recordsEnd uint64
 }
 
 // Check verifies the database in dir without writing anything:
@@ -222,6 +224,15 @@ func checkVlog(r *CheckReport, fs vfs.FS, dir string, m *manifest.VlogMetadata) 
 	} else if uint64(len(x.offsets)) != m.Records || values != m.ValueBytes {
 		r.problemf("%s: holds %d records of %d value bytes, the manifest says %d records of %d value bytes",
 			name, len(x.offsets), values, m.Records, m.ValueBytes)
+	}
+	x.recordsEnd = sc.Offset()
+	switch {
+	case !x.unfinished && m.RecordsEnd != 0:
+		r.problemf("%s: has a footer, but the manifest records it as a value log without one (records end at %d)", name, m.RecordsEnd)
+	case x.unfinished && m.RecordsEnd != 0 && !x.scanFail && m.RecordsEnd != x.recordsEnd:
+		r.problemf("%s: its valid records end at offset %d, the manifest says %d", name, x.recordsEnd, m.RecordsEnd)
+	case x.unfinished && m.RecordsEnd == 0:
+		r.notef("%s: the manifest does not record where the records of this footer-less value log end (adopted by a build before it did): its garbage ledger counts a footer it does not have", name)
 	}
 	return x
 }
@@ -442,9 +453,12 @@ func checkLedger(r *CheckReport, v *manifest.Version, vlogs map[base.FileNum]*vl
 	for _, m := range v.SortedVlogs() {
 		name := base.MakeFilename(base.FileTypeVlog, m.FileNum)
 		x := vlogs[m.FileNum]
-		live, records := v.VlogLive(m.FileNum), vlog.RecordBytes(m.Size)
-		if x.unfinished && m.Size >= vlog.HeaderLen {
-			records = m.Size - vlog.HeaderLen // no footer
+		// The ledger's record bytes (gc.NewLedger), or for a value log
+		// without a footer whose end the manifest does not record, the
+		// records the scan found.
+		live, records := v.VlogLive(m.FileNum), vlog.MetadataRecordBytes(m)
+		if x.unfinished && m.RecordsEnd == 0 && x.recordsEnd >= vlog.HeaderLen {
+			records = x.recordsEnd - vlog.HeaderLen
 		}
 		if x.reader != nil && x.refs.Bytes != live {
 			r.problemf("%s: the manifest's ledger counts %d live bytes, the tables' pointers reach %d", name, live, x.refs.Bytes)

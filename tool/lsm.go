@@ -123,7 +123,7 @@ func writeLSM(w io.Writer, lv *loadedVersion, hex, verbose bool) {
 	fmt.Fprintf(w, "value logs: %d, %d bytes\n", len(vlogs), total)
 	for _, m := range vlogs {
 		live := v.VlogLive(m.FileNum)
-		rec := vlog.RecordBytes(m.Size)
+		rec := vlog.MetadataRecordBytes(m)
 		garbage := uint64(0)
 		if rec > live {
 			garbage = rec - live
