@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-db/strata"
@@ -105,8 +106,9 @@ func ExampleDB_Merge() {
 // A write with a time to live disappears when it expires; the clock is
 // replaceable, here to let an hour pass at once.
 func ExampleDB_SetWithTTL() {
-	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	db, err := strata.Open("example-db", &strata.Options{FS: vfs.NewMem(), Clock: func() time.Time { return now }})
+	var now atomic.Int64 // the DB's background work reads the clock too
+	now.Store(time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	db, err := strata.Open("example-db", &strata.Options{FS: vfs.NewMem(), Clock: func() time.Time { return time.Unix(0, now.Load()) }})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -117,7 +119,7 @@ func ExampleDB_SetWithTTL() {
 	}
 	_, err = db.Get([]byte("dedup:order-17"))
 	fmt.Println("before:", err == nil)
-	now = now.Add(time.Hour)
+	now.Add(int64(time.Hour))
 	_, err = db.Get([]byte("dedup:order-17"))
 	fmt.Println("after an hour:", errors.Is(err, strata.ErrNotFound))
 	// Output:

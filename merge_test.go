@@ -170,8 +170,10 @@ func TestMergeWithoutMerger(t *testing.T) {
 func TestMergeOntoExpiringValue(t *testing.T) {
 	for _, compact := range []bool{false, true} {
 		t.Run(fmt.Sprintf("compact=%t", compact), func(t *testing.T) {
-			now := time.Unix(1_000_000, 0)
-			db, err := Open("db", &Options{FS: vfs.NewMem(), Merger: ListAppend, Clock: func() time.Time { return now }})
+			// The background work reads the clock too: an atomic time.
+			var now atomic.Int64
+			now.Store(time.Unix(1_000_000, 0).UnixMilli())
+			db, err := Open("db", &Options{FS: vfs.NewMem(), Merger: ListAppend, Clock: func() time.Time { return time.UnixMilli(now.Load()) }})
 			require.NoError(t, err)
 			require.NoError(t, db.SetWithTTL([]byte("k"), ListElement(nil, []byte("base")), time.Minute, nil))
 			require.NoError(t, db.Merge([]byte("k"), ListElement(nil, []byte("x")), nil))
@@ -181,7 +183,7 @@ func TestMergeOntoExpiringValue(t *testing.T) {
 			if compact {
 				require.NoError(t, db.Compact(nil, nil))
 			}
-			now = now.Add(2 * time.Minute)
+			now.Add((2 * time.Minute).Milliseconds())
 			v, err = db.Get([]byte("k"))
 			require.NoError(t, err)
 			require.Equal(t, []string{"x"}, listOf(t, v))
@@ -199,8 +201,10 @@ func TestMergeOntoExpiringValue(t *testing.T) {
 // compactions that drop them read no value log; their records become
 // garbage that GC deletes.
 func TestTTLExpiresWithoutValueLogReads(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	db, err := Open("db", &Options{FS: vfs.NewMem(), ValueThreshold: 64, Clock: func() time.Time { return now }})
+	// The background work reads the clock too: an atomic time.
+	var now atomic.Int64
+	now.Store(time.Unix(1_000_000, 0).UnixMilli())
+	db, err := Open("db", &Options{FS: vfs.NewMem(), ValueThreshold: 64, Clock: func() time.Time { return time.UnixMilli(now.Load()) }})
 	require.NoError(t, err)
 	big := bytes.Repeat([]byte("v"), 500)
 	for i := 0; i < 200; i++ {
@@ -215,7 +219,7 @@ func TestTTLExpiresWithoutValueLogReads(t *testing.T) {
 	snap := db.NewSnapshot()
 	_, err = db.Get([]byte("k000"))
 	require.NoError(t, err)
-	now = now.Add(time.Minute) // expiry is inclusive
+	now.Add(time.Minute.Milliseconds()) // expiry is inclusive
 	_, err = db.Get([]byte("k000"))
 	require.ErrorIs(t, err, ErrNotFound)
 	_, err = snap.Get([]byte("k000"))
