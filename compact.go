@@ -284,7 +284,11 @@ func checkCompactionLedger(p *compaction.Pick, outputs []compaction.Output, vlog
 			delta[r.FileNum] -= int64(r.Bytes)
 		}
 	}
-	relocated := -int64(stats.SeparatedBytes) // new records that moved nothing
+	// The new value logs hold the relocated records and the values the
+	// compaction separated (merged values grown past the threshold), which
+	// moved nothing: start from the latter, so that what remains must be
+	// exactly the relocated bytes.
+	relocated := int64(stats.SeparatedBytes)
 	for num, n := range stats.VlogRelocated {
 		relocated += int64(n)
 		delta[num] -= int64(n)
