@@ -656,11 +656,14 @@ func (d *DB) Close() error {
 	if cerr := d.lock.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		d.mu.Lock()
+	// A background error is the first failure and the cause of what
+	// followed (a WAL whose close failed in a rotation fails to close
+	// again here): it is the one reported.
+	d.mu.Lock()
+	if d.bgErr != nil {
 		err = d.bgErr
-		d.mu.Unlock()
 	}
+	d.mu.Unlock()
 	if n := d.iters.Load(); n > 0 || snapshots > 0 {
 		leak := fmt.Errorf("strata: Close with %d iterators and %d snapshots still open (closed anyway; they now fail with ErrClosed)", n, snapshots)
 		err = errors.Join(err, leak)
