@@ -54,7 +54,7 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 	if err := s.db.checkOpen(); err != nil {
 		return nil, err
 	}
-	return s.db.getAt(key, s.seq)
+	return s.db.getAt(key, s.seq, false)
 }
 
 // NewIter iterates over the snapshot.
@@ -65,7 +65,7 @@ func (s *Snapshot) NewIter(o *IterOptions) (*Iterator, error) {
 	if err := s.db.checkOpen(); err != nil {
 		return nil, err
 	}
-	return s.db.newIter(o, s.seq)
+	return s.db.newIter(o, s.seq, false)
 }
 
 // Close releases the snapshot. Closing twice returns ErrClosed.
