@@ -75,6 +75,9 @@ func (d *DB) path(t base.FileType, num base.FileNum) string {
 // removeFile deletes a file the DB no longer needs. Failures are ignored: a
 // leftover file is deleted again at the next Open.
 func (d *DB) removeFile(t base.FileType, num base.FileNum) {
+	if d.opts.ReadOnly {
+		return // INVARIANT: a read-only DB deletes nothing
+	}
 	switch t {
 	case base.FileTypeTable:
 		d.tableCache.evict(num)

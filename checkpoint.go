@@ -15,6 +15,10 @@ import (
 // memtable (in order with concurrent writes), waits for its flush, and pins
 // the version. Writers are held only while the memtable is swapped.
 func (d *DB) Checkpoint(dir string) error {
+	if d.opts.ReadOnly {
+		// The memtable a checkpoint needs flushed cannot be.
+		return ErrReadOnly
+	}
 	// Close waits for checkpoints in progress, so the directory and its
 	// files stay while this one links them; one that starts after Close
 	// began is refused.

@@ -533,7 +533,7 @@ func (d *DB) maybeSlowDown(group []*commitWriter) {
 
 // Apply commits b atomically. b may be reused after Apply returns.
 func (d *DB) Apply(b *Batch, o *WriteOptions) error {
-	if err := d.checkOpen(); err != nil {
+	if err := d.checkWritable(); err != nil {
 		return err
 	}
 	if b == nil || b.Empty() {
@@ -553,7 +553,7 @@ func (d *DB) Apply(b *Batch, o *WriteOptions) error {
 var batchPool = sync.Pool{New: func() any { return &Batch{} }}
 
 func (d *DB) writeOne(kind base.Kind, key, value []byte, hasValue bool, o *WriteOptions) error {
-	if err := d.checkOpen(); err != nil {
+	if err := d.checkWritable(); err != nil {
 		return err
 	}
 	b := batchPool.Get().(*Batch)

@@ -19,7 +19,7 @@ import (
 // table that overlaps those, so the levels stay ordered. Automatic
 // compactions pause while it runs.
 func (d *DB) Compact(start, end []byte) error {
-	if err := d.checkOpen(); err != nil {
+	if err := d.checkWritable(); err != nil {
 		return err
 	}
 	if start != nil && end != nil && base.Compare(start, end) > 0 {
@@ -100,7 +100,6 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 
 	d.mu.Lock()
 	setCompacting(p, false)
-	report := false // the first background error is reported once
 	if err == nil {
 		ve := &manifest.VersionEdit{}
 		for _, in := range p.Inputs {
@@ -118,7 +117,7 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 		if err = d.vs.LogAndApply(ve); err != nil {
 			// The edit may or may not have reached the disk: keep the outputs
 			// (the next Open removes them if unreferenced) and stop writing.
-			report = d.setBackgroundErrorLocked(err)
+			d.setBackgroundErrorLocked(err)
 		} else {
 			d.updateReadStateLocked()
 			d.recordRelocationLocked(stats)
@@ -128,7 +127,7 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 			if invariants.Enabled && p.Kind != compaction.KindMove {
 				err = checkCompactionLedger(p, outputs, vlogs, stats)
 				if err != nil {
-					report = d.setBackgroundErrorLocked(err)
+					d.setBackgroundErrorLocked(err)
 				}
 			}
 			d.scheduleGCLocked()
@@ -137,7 +136,7 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 		// The inputs are intact; but a compaction that fails (a read error,
 		// a corrupt table) would fail again, so stop writing rather than
 		// loop. Reads keep working; reopening retries.
-		report = d.setBackgroundErrorLocked(err)
+		d.setBackgroundErrorLocked(err)
 	}
 	d.cond.Broadcast()
 	info.Duration = time.Since(start)
@@ -149,7 +148,7 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 	}
 	d.mu.Unlock()
 	d.opts.EventListener.compactionEnd(info)
-	if report {
+	if err != nil {
 		d.opts.EventListener.backgroundError(err)
 	}
 	d.deleteObsoleteFiles()
@@ -285,7 +284,11 @@ func checkCompactionLedger(p *compaction.Pick, outputs []compaction.Output, vlog
 			delta[r.FileNum] -= int64(r.Bytes)
 		}
 	}
-	relocated := int64(stats.SeparatedBytes) // new records that moved nothing: merged values
+	// The new value logs hold the relocated records and the values the
+	// compaction separated (merged values grown past the threshold), which
+	// moved nothing: start from the latter, so that what remains must be
+	// exactly the relocated bytes.
+	relocated := int64(stats.SeparatedBytes)
 	for num, n := range stats.VlogRelocated {
 		relocated += int64(n)
 		delta[num] -= int64(n)

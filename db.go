@@ -32,6 +32,8 @@ var (
 	// wraps the cause as well; reads go on working, and reopening the
 	// database recovers.
 	ErrWritesStopped = errors.New("strata: writes stopped after a background error, reopen the database")
+	// ErrReadOnly: a write to a DB opened with Options.ReadOnly.
+	ErrReadOnly = errors.New("strata: database opened read-only")
 )
 
 // CorruptionError describes bytes on disk that failed a checksum or could
@@ -297,4 +299,12 @@ func (d *DB) checkOpen() error {
 		return ErrClosed
 	}
 	return nil
+}
+
+// checkWritable is checkOpen for the entry points that write.
+func (d *DB) checkWritable() error {
+	if d.opts.ReadOnly {
+		return ErrReadOnly
+	}
+	return d.checkOpen()
 }

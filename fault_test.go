@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/strata-db/strata/gc"
@@ -115,4 +117,29 @@ func runFaultWorkload(t *testing.T, opts Options, index int64) int64 {
 	}
 	require.NoError(t, db.Close())
 	return inj.Count()
+}
+
+// TestCloseReportsBackgroundError: when a background rotation fails to
+// close the old WAL (its final sync fails), Close must report that failure,
+// not the "writer closed" its own second close of the WAL meets. (Found as
+// a flake of TestFaultInjection/gc-rewrite, whose rewrite job rotates the
+// memtable in the background.)
+func TestCloseReportsBackgroundError(t *testing.T) {
+	mem := vfs.NewMem()
+	var failSync atomic.Bool
+	fs := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		if failSync.Load() && op.Kind == vfs.OpSync && strings.HasSuffix(op.Path, ".log") {
+			return fmt.Errorf("sync %s: %w", op.Path, vfs.ErrInjected)
+		}
+		return nil
+	}))
+	db, err := Open("db", &Options{FS: fs})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("a"), []byte("1"), NoSync))
+	// The rotation closes (and syncs) the WAL holding "a": it fails.
+	failSync.Store(true)
+	err = db.writeOp(nil, false, opRotate)
+	require.ErrorIs(t, err, vfs.ErrInjected)
+	failSync.Store(false)
+	require.ErrorIs(t, db.Close(), vfs.ErrInjected)
 }

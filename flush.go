@@ -172,7 +172,7 @@ func fileMetadata(o compaction.Output) *manifest.FileMetadata {
 // Flush writes the memtable's contents to an SSTable and waits until they
 // are there.
 func (d *DB) Flush() error {
-	if err := d.checkOpen(); err != nil {
+	if err := d.checkWritable(); err != nil {
 		return err
 	}
 	if testHookEntry != nil {

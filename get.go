@@ -16,29 +16,52 @@ func (d *DB) Get(key []byte) ([]byte, error) {
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}
-	return d.getAt(key, base.SeqNum(d.visibleSeq.Load()))
+	return d.getAt(key, 0, true)
 }
 
-// getAt reads key as of snapshot snap.
-func (d *DB) getAt(key []byte, snap base.SeqNum) ([]byte, error) {
+// getAt reads key as of snapshot snap, or with current as of the newest
+// visible write.
+func (d *DB) getAt(key []byte, snap base.SeqNum, current bool) ([]byte, error) {
+	if testHookBeforeReadState != nil {
+		testHookBeforeReadState()
+	}
 	rs := d.loadReadState()
 	if rs == nil {
 		return nil, ErrClosed
 	}
 	defer rs.unref()
+	if current {
+		snap = d.currentSeq()
+	}
 	v, err := d.lookup(rs, key, snap, nil)
 	if err == errNeedsMerge {
-		return d.getMerged(key, snap)
+		return d.getMerged(key, snap, current)
 	}
 	return v, err
 }
 
+// currentSeq returns the sequence number a read of the current state uses.
+//
+// INVARIANT: it is loaded after the read state the read uses, never
+// before. Only snapshots (d.snapshots) hold back what compactions drop, so
+// a version installed between the two loads may hold, for a key, only
+// entries newer than a sequence number loaded first: the compaction that
+// wrote it dropped the older ones. A read with that sequence number would
+// find nothing for the key. Loaded after, it covers every entry of the
+// read state's version (flushes and compactions install only entries
+// already visible).
+func (d *DB) currentSeq() base.SeqNum { return base.SeqNum(d.visibleSeq.Load()) }
+
+// testHookBeforeReadState, when set by a test, runs in Get and NewIter just
+// before they load the read state (TestReadAcrossCompaction).
+var testHookBeforeReadState func()
+
 // getMerged reads a key whose newest entry is a merge operand, through an
 // iterator bounded to the key, which folds the operands with what lies
 // below them.
-func (d *DB) getMerged(key []byte, snap base.SeqNum) ([]byte, error) {
+func (d *DB) getMerged(key []byte, snap base.SeqNum, current bool) ([]byte, error) {
 	upper := append(append(make([]byte, 0, len(key)+1), key...), 0)
-	it, err := d.newIter(&IterOptions{LowerBound: key, UpperBound: upper}, snap)
+	it, err := d.newIter(&IterOptions{LowerBound: key, UpperBound: upper}, snap, current)
 	if err != nil {
 		return nil, err
 	}

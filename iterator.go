@@ -53,11 +53,13 @@ func (d *DB) NewIter(o *IterOptions) (*Iterator, error) {
 	if err := d.checkOpen(); err != nil {
 		return nil, err
 	}
-	return d.newIter(o, base.SeqNum(d.visibleSeq.Load()))
+	return d.newIter(o, 0, true)
 }
 
-func (d *DB) newIter(o *IterOptions, snap base.SeqNum) (*Iterator, error) {
-	it := &Iterator{db: d, snap: snap, dir: 1}
+// newIter returns an iterator as of snapshot snap, or with current as of
+// the newest visible write (see currentSeq).
+func (d *DB) newIter(o *IterOptions, snap base.SeqNum, current bool) (*Iterator, error) {
+	it := &Iterator{db: d, dir: 1}
 	if o != nil {
 		// Inverted bounds are a caller's mistake (often swapped arguments):
 		// say so rather than iterate nothing. Equal bounds are an empty range.
@@ -71,10 +73,17 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum) (*Iterator, error) {
 			it.upper = append([]byte{}, o.UpperBound...)
 		}
 	}
+	if testHookBeforeReadState != nil {
+		testHookBeforeReadState()
+	}
 	rs := d.loadReadState()
 	if rs == nil {
 		return nil, ErrClosed
 	}
+	if current {
+		snap = d.currentSeq()
+	}
+	it.snap = snap
 	var (
 		iters []base.InternalIterator
 		tombs []base.RangeTombstone

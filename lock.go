@@ -16,6 +16,13 @@ import (
 // implement vfs.Unwrapper, so that a wrapped filesystem is locked like the
 // one it wraps. A filesystem that cannot lock falls back to a registry of
 // the directories open in this process.
+//
+// A read-only DB (Options.ReadOnly) takes no lock at all, not even a
+// shared one: it must open a directory it cannot write (where LOCK cannot
+// be created), and beside a writer that holds the exclusive lock. It
+// writes nothing, so it cannot harm the writer; what it reads is the
+// database as of its Open (see openReadOnly for a writer that changes the
+// manifest meanwhile).
 var openDirs struct {
 	sync.Mutex
 	m map[dirKey]bool

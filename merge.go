@@ -40,6 +40,9 @@ var ErrNoMerger = errors.New("strata: merge operand without Options.Merger")
 // Merge records operand for key; reads see Options.Merger's combination of
 // the key's value and its operands.
 func (d *DB) Merge(key, operand []byte, o *WriteOptions) error {
+	if err := d.checkWritable(); err != nil {
+		return err
+	}
 	if d.opts.Merger == nil {
 		return ErrNoMerger
 	}

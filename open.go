@@ -33,6 +33,9 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	}
 	o := opts.EnsureDefaults()
 	o.EventListener = o.EventListener.withLogger(o.Logger)
+	if o.ReadOnly {
+		return openReadOnly(dirname, o)
+	}
 	fs := o.FS
 	if err := createDir(fs, dirname); err != nil {
 		return nil, err
@@ -41,6 +44,13 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return open(dirname, o, lock)
+}
+
+// open opens the database in dirname, whose directory exists and is locked
+// (lock; a no-op closer for a read-only DB).
+func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
+	fs := o.FS
 	d := &DB{dirname: dirname, opts: o, fs: fs, lock: lock, flushCh: make(chan struct{}, 1), walFlushCh: make(chan struct{}, 1)}
 	d.cond.L = &d.mu
 	d.gc.init()
@@ -145,6 +155,8 @@ func (d *DB) loadManifest(names []string) error {
 	case exists:
 		d.vs, err = manifest.Load(vsOpts)
 		return err
+	case o.ReadOnly:
+		return fmt.Errorf("strata: database %q does not exist (no CURRENT; a read-only Open creates nothing): %w", dirname, os.ErrNotExist)
 	}
 	if err := d.checkNoOrphanedData(names); err != nil {
 		return err
@@ -312,6 +324,9 @@ func (d *DB) replayWALs(names []string) (*walReplay, error) {
 // needed.
 func (d *DB) installRecovered(rp *walReplay) error {
 	o, ve := d.opts, rp.ve
+	if o.ReadOnly {
+		return d.installReadOnly(rp)
+	}
 	if o.DisableWAL || rp.torn {
 		// Writes replayed from the WALs of an earlier run with the WAL on
 		// must reach a table before the log number moves past those WALs
@@ -384,6 +399,9 @@ func (d *DB) installRecovered(rp *walReplay) error {
 
 // start deletes what recovery left behind and starts the background work.
 func (d *DB) start(names []string) {
+	if d.opts.ReadOnly {
+		return // nothing to delete, flush, compact or collect
+	}
 	d.deleteUnreferencedFiles(names)
 	d.bgWG.Add(3)
 	go d.backgroundLoop()
@@ -418,10 +436,18 @@ type walReplay struct {
 	// adopted are the value logs written at commit that WAL records point
 	// into and the manifest does not list (see recover_vlog.go).
 	adopted map[base.FileNum]*adoptedVlog
+	// frozen are, for a read-only DB, the full memtables that a writer
+	// would have flushed, oldest first: they stay in memory.
+	frozen []*memTable
 }
 
 func (r *walReplay) flush() error {
 	if r.mem == nil || r.mem.Empty() {
+		return nil
+	}
+	if r.d.opts.ReadOnly {
+		r.frozen = append(r.frozen, r.mem)
+		r.mem = nil
 		return nil
 	}
 	meta, vm, err := r.d.writeL0(r.mem, nil)
@@ -589,7 +615,7 @@ func (d *DB) Close() error {
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
 	var err error
-	if d.opts.DisableWAL {
+	if d.opts.DisableWAL && !d.opts.ReadOnly {
 		err = d.flush()
 	}
 	// Wait for in-flight writes (opClose queues behind them), finish the
@@ -604,7 +630,9 @@ func (d *DB) Close() error {
 		d.cond.Wait()
 	}
 	d.mu.Unlock()
-	close(d.expiryStop)
+	if d.expiryStop != nil { // nil for a read-only DB, which starts no goroutine
+		close(d.expiryStop)
+	}
 	d.stopBackground()
 	close(d.walFlushCh)
 	d.bgWG.Wait()
@@ -637,11 +665,14 @@ func (d *DB) Close() error {
 	if cerr := d.lock.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		d.mu.Lock()
+	// A background error is the first failure and the cause of what
+	// followed (a WAL whose close failed in a rotation fails to close
+	// again here): it is the one reported.
+	d.mu.Lock()
+	if d.bgErr != nil {
 		err = d.bgErr
-		d.mu.Unlock()
 	}
+	d.mu.Unlock()
 	if n := d.iters.Load(); n > 0 || snapshots > 0 {
 		leak := fmt.Errorf("strata: Close with %d iterators and %d snapshots still open (closed anyway; they now fail with ErrClosed)", n, snapshots)
 		err = errors.Join(err, leak)

@@ -174,6 +174,19 @@ type Options struct {
 	// ErrorIfNotExists makes Open fail when the database does not exist
 	// (by default Open creates it).
 	ErrorIfNotExists bool
+
+	// ReadOnly opens an existing database without writing anything: no
+	// LOCK is taken (several read-only DBs and one writer, in any
+	// processes, may share the directory), the WALs are replayed into
+	// memory only, value logs written at commit that the manifest does not
+	// list yet are adopted in memory, nothing is flushed, compacted,
+	// collected or deleted, and no background goroutine runs. Every write
+	// (Set, SetWithTTL, Merge, Delete, DeleteRange, Apply, Flush, Compact,
+	// Checkpoint) fails with an error matching ErrReadOnly. The DB sees the database as it
+	// was when Open read it; a writer elsewhere may later delete files it
+	// has not opened yet (reads of them then fail): for a stable view of a
+	// database in use, open a checkpoint of it. Default: false.
+	ReadOnly bool
 }
 
 // Defaults of the Options fields. Those that shape the tree are the
@@ -358,6 +371,9 @@ func (o *Options) Validate() error {
 	}
 	if c.MaxManifestFileSize < 4<<10 {
 		bad("MaxManifestFileSize %d is smaller than 4 KiB", c.MaxManifestFileSize)
+	}
+	if c.ReadOnly && c.ErrorIfExists {
+		bad("ReadOnly and ErrorIfExists are both set: a read-only Open never creates a database")
 	}
 	if c.ErrorIfExists && c.ErrorIfNotExists {
 		bad("ErrorIfExists and ErrorIfNotExists are both set: Open could never succeed")

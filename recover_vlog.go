@@ -137,6 +137,12 @@ func (r *walReplay) adopt(num base.FileNum) (*adoptedVlog, error) {
 	if err := sc.Err(); err != nil && a.finished {
 		return nil, err
 	}
+	if !a.finished {
+		// Without a footer the file's records end where the scan
+		// stopped: the ledger counts them exactly (a torn tail after
+		// them is neither live nor garbage records).
+		meta.RecordsEnd = sc.Offset()
+	}
 	a.meta = meta
 	d.opts.Logger.Info("strata: recovery adopted a value log the manifest did not list yet",
 		"file", base.MakeFilename(base.FileTypeVlog, num), "bytes", meta.Size, "records", meta.Records, "finished", a.finished)

@@ -55,7 +55,7 @@ func (s *Snapshot) Get(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer s.db.stats.latency.get.since(latencyNow())
-	return s.db.getAt(key, s.seq)
+	return s.db.getAt(key, s.seq, false)
 }
 
 // NewIter iterates over the snapshot.
@@ -66,7 +66,7 @@ func (s *Snapshot) NewIter(o *IterOptions) (*Iterator, error) {
 	if err := s.db.checkOpen(); err != nil {
 		return nil, err
 	}
-	return s.db.newIter(o, s.seq)
+	return s.db.newIter(o, s.seq, false)
 }
 
 // Close releases the snapshot. Closing twice returns ErrClosed.

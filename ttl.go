@@ -60,7 +60,7 @@ func (b *Batch) addSetMeta(key, value []byte, m base.EntryMeta) error {
 // Options.Clock): from then on Get, iterators and snapshots see no value
 // for key, and compaction removes the entry without reading its value.
 func (d *DB) SetWithTTL(key, value []byte, ttl time.Duration, o *WriteOptions) error {
-	if err := d.checkOpen(); err != nil {
+	if err := d.checkWritable(); err != nil {
 		return err
 	}
 	b := batchPool.Get().(*Batch)

@@ -92,7 +92,7 @@ func NewLedger(v *manifest.Version, state FileState) Ledger {
 		f := File{
 			FileNum:     m.FileNum,
 			Size:        m.Size,
-			RecordBytes: vlog.RecordBytes(m.Size),
+			RecordBytes: vlog.MetadataRecordBytes(m),
 			Live:        v.VlogLive(m.FileNum),
 			Pointers:    pointers[m.FileNum],
 		}

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
 )
 
 // The byte layouts below are described, with diagrams, in doc.go.
@@ -204,4 +205,14 @@ func RecordBytes(size uint64) uint64 {
 		return 0
 	}
 	return size - HeaderLen - FooterLen
+}
+
+// MetadataRecordBytes returns the bytes the records of value log m take:
+// RecordBytes of its size for a finished file, and up to where its valid
+// records end for one without a footer (see manifest.VlogMetadata).
+func MetadataRecordBytes(m *manifest.VlogMetadata) uint64 {
+	if m.RecordsEnd != 0 {
+		return m.RecordsEnd - min(m.RecordsEnd, HeaderLen)
+	}
+	return RecordBytes(m.Size)
 }

@@ -47,7 +47,10 @@
 //	                          (ms since the epoch), uvarint entries with
 //	                          an expiry, uvarint point entries
 //	tag 7  new value log      uvarint file number, uvarint size,
-//	                          uvarint records, uvarint value bytes
+//	                          uvarint records, uvarint value bytes, then
+//	                          for a value log without a footer (adopted
+//	                          by recovery) uvarint records end; readers
+//	                          ignore what follows the fields they know
 //	tag 8  deleted value log  uvarint file number
 //
 // Invariants (checked when a version is built; with the invariants build tag

@@ -30,7 +30,7 @@ func TestVersionEditRoundTrip(t *testing.T) {
 	m.Largest = base.InternalKey{UserKey: []byte("zz"), Trailer: base.RangeDelSentinel}
 	m.HasRangeDels = true
 	ve.NewFiles = []NewFile{{Level: 1, Meta: m}}
-	ve.NewVlogs = []*VlogMetadata{{FileNum: 8, Size: 1 << 20, Records: 250, ValueBytes: 1 << 19}}
+	ve.NewVlogs = []*VlogMetadata{{FileNum: 8, Size: 1 << 20, Records: 250, ValueBytes: 1 << 19}, {FileNum: 10, Size: 5000, Records: 3, ValueBytes: 4000, RecordsEnd: 4100}}
 	ve.DeletedVlogs = []base.FileNum{2}
 	enc := ve.Encode(nil)
 	var got VersionEdit
@@ -38,6 +38,15 @@ func TestVersionEditRoundTrip(t *testing.T) {
 	require.Equal(t, ve.String(), got.String())
 	require.True(t, got.NewFiles[0].Meta.HasRangeDels)
 	require.True(t, got.NewFiles[0].Meta.Largest.IsRangeDelSentinel())
+	require.Zero(t, got.NewVlogs[0].RecordsEnd)
+	require.Equal(t, uint64(4100), got.NewVlogs[1].RecordsEnd)
+
+	// A reader that knows only the first four fields of a new value log
+	// (before RecordsEnd) reads what it knows and ignores the rest: the
+	// field's payload is length-prefixed.
+	old := &VersionEdit{NewVlogs: []*VlogMetadata{{FileNum: 10, Size: 5000, Records: 3, ValueBytes: 4000}}}
+	withEnd := &VersionEdit{NewVlogs: []*VlogMetadata{{FileNum: 10, Size: 5000, Records: 3, ValueBytes: 4000, RecordsEnd: 4100}}}
+	require.Greater(t, len(withEnd.Encode(nil)), len(old.Encode(nil)))
 
 	// Optional fields from a newer writer are skipped; unknown required
 	// fields are refused.

@@ -117,6 +117,10 @@ func (ve *VersionEdit) Encode(dst []byte) []byte {
 		field = binary.AppendUvarint(field, vl.Size)
 		field = binary.AppendUvarint(field, vl.Records)
 		field = binary.AppendUvarint(field, vl.ValueBytes)
+		if vl.RecordsEnd != 0 {
+			// Optional: readers before it ignore the rest of the field.
+			field = binary.AppendUvarint(field, vl.RecordsEnd)
+		}
 		put(tagNewVlog, field)
 	}
 	for _, nf := range ve.NewFiles {
@@ -276,6 +280,11 @@ func (ve *VersionEdit) Decode(src []byte) error {
 				}
 			}
 			vl.FileNum, vl.Size, vl.Records, vl.ValueBytes = base.FileNum(v[0]), v[1], v[2], v[3]
+			if len(f.b) > 0 {
+				if vl.RecordsEnd, err = f.uvarint(); err != nil {
+					return fmt.Errorf("version edit: new value log: records end: %w", err)
+				}
+			}
 			ve.NewVlogs = append(ve.NewVlogs, vl)
 		default:
 			if tag < tagFirstOptional {

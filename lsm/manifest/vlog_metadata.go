@@ -17,12 +17,20 @@ type VlogMetadata struct {
 	// Records and ValueBytes count what the file holds.
 	Records    uint64
 	ValueBytes uint64
+	// RecordsEnd is, for a value log without a footer (written at commit,
+	// left unfinished by a crash, adopted by recovery), the offset where
+	// its valid records end; 0 for a finished value log, whose records end
+	// where its footer begins.
+	RecordsEnd uint64
 
 	// refs counts the versions that contain the file.
 	refs atomic.Int32
 }
 
 func (m *VlogMetadata) String() string {
+	if m.RecordsEnd != 0 {
+		return fmt.Sprintf("%s.vlog(%d records, %d bytes, no footer: records end at %d)", m.FileNum, m.Records, m.Size, m.RecordsEnd)
+	}
 	return fmt.Sprintf("%s.vlog(%d records, %d bytes)", m.FileNum, m.Records, m.Size)
 }
 

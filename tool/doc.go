@@ -1,0 +1,33 @@
+// Package tool is the operators' tool of Strata: the commands of
+// cmd/strata, in a package of their own so that a program embedding the
+// engine can mount the same commands (as Pebble's tool package does):
+//
+//	t := tool.New()
+//	os.Exit(t.Run(os.Args[1:]))
+//
+// or take t.Commands() into its own command dispatcher.
+//
+// The commands:
+//
+//	check DIR                         verify a database, exit status 1 on any problem
+//	dump sst|vlog|manifest|wal FILE   print a file, with offsets
+//	lsm DIR                           the levels: tables, key ranges, sizes, value-log references
+//	scan DIR [--start K] [--end K] [--limit N]
+//	get DIR KEY
+//	gc DIR [--policy NAME]            the garbage ledger and what the policy would decide next
+//	stress --dir DIR [...]            random concurrent workload, checked against an expected state
+//	crashtest --dir DIR [...]         stress killed with SIGKILL again and again, each restart verified
+//
+// A database written with merges is read with its merge operator: the
+// global flag --merger list|counter (before the command) names a built-in
+// one; an embedding program sets Tool.Options.
+//
+// Commands that read a database open it with strata.Options.ReadOnly: they
+// write nothing, take no lock, and may run beside a process that has the
+// database open (see ReadOnly for what such a reader sees). check, lsm and
+// gc also read the manifest, tables and value logs directly.
+//
+// It does not own any format: it reads files through the packages that
+// write them (lsm/sstable, vlog, lsm/manifest, lsm/record), and the
+// database through the public API.
+package tool
