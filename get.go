@@ -79,7 +79,7 @@ func (d *DB) lookup(rs *readState, key []byte, snap base.SeqNum, expect []byte) 
 			tomb = max(tomb, set.MaxCovering(key, snap))
 		}
 		if value, kind, seq, found := m.Get(key, snap); found {
-			return d.resolve(rs.version, key, value, kind, seq, tomb, "a memtable", expect)
+			return d.resolve(rs.version, key, value, kind, seq, tomb, nil, expect)
 		}
 	}
 	v := rs.version
@@ -128,18 +128,28 @@ func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []b
 	if !found {
 		return nil, nil, false
 	}
-	value, err = d.resolve(v, key, val, kind, seq, *tomb, base.MakeFilename(base.FileTypeTable, f.FileNum), expect)
+	value, err = d.resolve(v, key, val, kind, seq, *tomb, f, expect)
 	return value, err, true
 }
 
-// resolve turns the newest visible entry of key, found in source, into
-// lookup's result.
-func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq, tomb base.SeqNum, source string, expect []byte) ([]byte, error) {
+// sourceName names where an entry was found, for errors: the table f, or
+// source when f is nil. It is called only once an error is certain, so
+// that a read does not format a file name it will not print.
+func sourceName(f *manifest.FileMetadata, source string) string {
+	if f == nil {
+		return source
+	}
+	return base.MakeFilename(base.FileTypeTable, f.FileNum)
+}
+
+// resolve turns the newest visible entry of key, found in the table f (nil:
+// a memtable), into lookup's result.
+func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq, tomb base.SeqNum, f *manifest.FileMetadata, expect []byte) ([]byte, error) {
 	var metaBytes []byte
 	if kind.HasMeta() {
 		meta, rest, err := base.DecodeEntryMeta(value)
 		if err != nil {
-			return nil, base.CorruptionErrorf(source, -1, "key %q: %v", key, err)
+			return nil, base.CorruptionErrorf(sourceName(f, "a memtable"), -1, "key %q: %v", key, err)
 		}
 		if meta.Expired(d.nowMillis()) {
 			if expect != nil {
@@ -168,7 +178,7 @@ func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq
 		copy(out, value)
 		return out, nil
 	case base.KindValuePointer:
-		return d.readSeparated(v, key, value, source)
+		return d.readValue(v, key, value, f, "a memtable")
 	case base.KindDelete:
 		return nil, ErrNotFound
 	case base.KindMerge:
@@ -177,20 +187,29 @@ func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq
 	return nil, fmt.Errorf("strata: key %q has an entry of kind %s, which this version cannot read", key, kind)
 }
 
-// readSeparated fetches the value a pointer (stored in source) points to,
-// as a slice the caller owns: from a value log of version v, or one written
-// at commit that v does not hold yet.
+// readSeparated fetches the value a pointer found in source points to,
+// as a slice the caller owns: from a value log of version v, or one
+// written at commit that v does not hold yet.
 func (d *DB) readSeparated(v *manifest.Version, key, ptr []byte, source string) ([]byte, error) {
-	p, m, err := vlog.Resolve(v.Vlogs, ptr, source)
+	return d.readValue(v, key, ptr, nil, source)
+}
+
+// readValue is readSeparated for a pointer stored in the table f, or in
+// source when f is nil. The value is copied once, into a slice of its own
+// length.
+func (d *DB) readValue(v *manifest.Version, key, ptr []byte, f *manifest.FileMetadata, source string) ([]byte, error) {
+	p, err := vlog.DecodePointer(ptr)
+	if err != nil {
+		_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
+		return nil, err
+	}
 	var value []byte
-	switch {
-	case m != nil:
-		value, err = d.vlogs.Value(m, p, key, make([]byte, 0, p.ValueLen))
-	case p.FileNum != 0:
+	if m := v.Vlogs[p.FileNum]; m != nil {
+		value, err = d.vlogs.Value(m, p, key, nil)
+	} else {
 		var ok bool
-		var lerr error
-		if value, ok, lerr = d.liveValue(p, key, make([]byte, 0, p.ValueLen)); ok {
-			err = lerr
+		if value, ok, err = d.liveValue(p, key, nil); !ok {
+			_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
 		}
 	}
 	if err != nil {

@@ -101,9 +101,9 @@ func (l *LiveWriter) Finished() *manifest.VlogMetadata {
 var errFinished = fmt.Errorf("vlog: value log finished: read it through a Reader")
 
 // Get reads the value p locates and appends it to dst, verified like
-// Reader.Get verifies it. It reads from the buffer what has not reached the
-// file. After Finish it fails: read through a Reader then (Finished gives
-// the metadata).
+// Reader.Get verifies it; with dst nil the result is a fresh slice. It
+// reads from the buffer what has not reached the file. After Finish it
+// fails: read through a Reader then (Finished gives the metadata).
 func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -140,6 +140,10 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 	v, err := r.verify(rec, p, key)
 	if err != nil {
 		return nil, err
+	}
+	if dst == nil {
+		// The record buffer is ours: hand out its value without a copy.
+		return v, nil
 	}
 	return append(dst, v...), nil
 }
