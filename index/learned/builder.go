@@ -22,11 +22,17 @@ type Options struct {
 	// prefix lie further apart than this, in positions. Default
 	// 2 * ErrorBound.
 	MaxSpread int
+	// MaxShare is the largest memory a model may take as a share of the
+	// size of what it indexes (a table's bytes). The Builder does not know
+	// that size: the caller enforces it, recording ReasonTooLarge. Default
+	// 0.01 (1%).
+	MaxShare float64
 }
 
 // Defaults and limits of Options.
 const (
 	DefaultErrorBound = 8
+	DefaultMaxShare   = 0.01
 	MaxErrorBound     = 1 << 16
 	// MaxPosition is the largest position a model can hold.
 	MaxPosition = math.MaxUint32
@@ -47,6 +53,9 @@ func (o Options) Validate() error {
 	if o.MaxSpread < 0 {
 		errs = append(errs, fmt.Errorf("learned: MaxSpread %d is negative", o.MaxSpread))
 	}
+	if !(o.MaxShare >= 0) {
+		errs = append(errs, fmt.Errorf("learned: MaxShare %v is negative", o.MaxShare))
+	}
 	return errors.Join(errs...)
 }
 
@@ -64,8 +73,14 @@ func (o Options) withDefaults() Options {
 	if o.MaxSpread == 0 {
 		o.MaxSpread = 2 * o.ErrorBound
 	}
+	if !(o.MaxShare > 0) {
+		o.MaxShare = DefaultMaxShare
+	}
 	return o
 }
+
+// WithDefaults returns o with every zero field set to its default.
+func (o Options) WithDefaults() Options { return o.withDefaults() }
 
 // Reason says why Finish made no model.
 type Reason uint8
@@ -84,6 +99,10 @@ const (
 	ReasonSharedBytes
 	// ReasonTooManyPositions: a position above MaxPosition.
 	ReasonTooManyPositions
+	// ReasonTooLarge: the model would take more memory than the caller
+	// allows for the key set (recorded by callers, never returned by
+	// Finish).
+	ReasonTooLarge
 	// ReasonDisabled: the caller did not build a model (recorded by
 	// callers, never returned by Finish).
 	ReasonDisabled
@@ -91,7 +110,7 @@ const (
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"none", "too few keys", "too many segments", "keys share their first bytes", "too many positions", "disabled"}
+var reasonNames = [numReasons]string{"none", "too few keys", "too many segments", "keys share their first bytes", "too many positions", "too large", "disabled"}
 
 func (r Reason) String() string {
 	if r < numReasons {
@@ -285,7 +304,10 @@ func fit(m *Model, xs []uint64, ys []uint32, eps float64, maxSegs int) bool {
 		}
 		m.xs = append(m.xs, x0)
 		m.ys = append(m.ys, uint32(y0))
-		m.slopes = append(m.slopes, slope)
+		// Rounding to float32 moves the slope by a relative 2^-24, far
+		// less than the cone's width on any segment of fewer than millions
+		// of positions; Finish measures the bound after it in any case.
+		m.slopes = append(m.slopes, float32(slope))
 		return len(m.xs) <= maxSegs
 	}
 	for i := 1; i < len(xs); i++ {

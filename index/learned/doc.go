@@ -48,7 +48,9 @@
 // is as fast), when it takes more than one segment per MinKeysPerSegment
 // keys (the keys follow no line the error bound allows; the model would
 // cost memory and time), or when the spread exceeds MaxSpread (many keys
-// share the 8 bytes after the prefix: their windows would be wide).
+// share the 8 bytes after the prefix: their windows would be wide). The
+// caller refuses a model that takes more than MaxShare of the size of what
+// it indexes (ReasonTooLarge), a size the Builder does not know.
 //
 // # Encoding
 //
@@ -63,7 +65,7 @@
 //	| (bytes)     | (u64)     | (uvarint)   | (u64 each)   | (u32 each)    |
 //	+-------------+-----------+-------------+--------------+---------------+
 //	| slope[n]    |
-//	| (f64 bits)  |
+//	| (f32 bits)  |
 //	+-------------+
 //
 // x0 strictly increases, y0 never decreases and stays at most the last

@@ -22,7 +22,7 @@ type Model struct {
 	// slopes[i] positions per unit of x.
 	xs     []uint64
 	ys     []uint32
-	slopes []float64
+	slopes []float32
 
 	// radix[b] is the first segment whose bucket, (x0 - xs[0]) >> shift,
 	// is at least b; it has one entry per bucket in use, plus one.
@@ -76,7 +76,7 @@ func (m *Model) segment(x uint64) int {
 // predict returns the predicted position of integer x, in [xs[0], maxX].
 func (m *Model) predict(x uint64) uint32 {
 	i := m.segment(x)
-	p := float64(m.ys[i]) + m.slopes[i]*float64(x-m.xs[i]) + 0.5
+	p := float64(m.ys[i]) + float64(m.slopes[i])*float64(x-m.xs[i]) + 0.5
 	if p >= float64(m.lastPos) {
 		return m.lastPos
 	}
@@ -108,12 +108,18 @@ func (m *Model) Bound() int { return int(m.bound) }
 // integer (0 when no two do).
 func (m *Model) Spread() int { return int(m.spread) }
 
+// Prefix returns the prefix every key of the set shares (read-only).
+func (m *Model) Prefix() []byte { return m.prefix }
+
+// LastPosition returns the position of the set's last key.
+func (m *Model) LastPosition() int { return int(m.lastPos) }
+
 // Segments returns the number of linear segments.
 func (m *Model) Segments() int { return len(m.xs) }
 
 // Size returns the memory the model holds, in bytes.
 func (m *Model) Size() int {
-	return len(m.prefix) + 20*len(m.xs) + 4*len(m.radix) + 64
+	return len(m.prefix) + 16*len(m.xs) + 4*len(m.radix) + 64
 }
 
 // Encode appends the model's encoding (see the package documentation) to
@@ -134,7 +140,7 @@ func (m *Model) Encode(dst []byte) []byte {
 		dst = binary.LittleEndian.AppendUint32(dst, y)
 	}
 	for _, s := range m.slopes {
-		dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(s))
+		dst = binary.LittleEndian.AppendUint32(dst, math.Float32bits(s))
 	}
 	return dst
 }
@@ -198,12 +204,12 @@ func Decode(b []byte) (*Model, error) {
 	if n == 0 || n > maxSegments {
 		return nil, fmt.Errorf("learned: %d segments", n)
 	}
-	if uint64(len(b)) != n*20 {
-		return nil, fmt.Errorf("learned: %d bytes for %d segments, want %d", len(b), n, n*20)
+	if uint64(len(b)) != n*16 {
+		return nil, fmt.Errorf("learned: %d bytes for %d segments, want %d", len(b), n, n*16)
 	}
 	m.xs = make([]uint64, n)
 	m.ys = make([]uint32, n)
-	m.slopes = make([]float64, n)
+	m.slopes = make([]float32, n)
 	for i := range m.xs {
 		m.xs[i] = binary.LittleEndian.Uint64(b[8*i:])
 	}
@@ -213,13 +219,13 @@ func Decode(b []byte) (*Model, error) {
 	}
 	b = b[4*n:]
 	for i := range m.slopes {
-		m.slopes[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+		m.slopes[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
 	for i := range m.xs {
 		if i > 0 && (m.xs[i] <= m.xs[i-1] || m.ys[i] < m.ys[i-1]) {
 			return nil, fmt.Errorf("learned: segment %d does not follow segment %d", i, i-1)
 		}
-		if s := m.slopes[i]; !(s >= 0) || math.IsInf(s, 1) {
+		if s := float64(m.slopes[i]); !(s >= 0) || math.IsInf(s, 1) {
 			return nil, fmt.Errorf("learned: segment %d has slope %v", i, s)
 		}
 		if m.ys[i] > m.lastPos {

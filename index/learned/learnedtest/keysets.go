@@ -1,4 +1,7 @@
-package learned
+// Package learnedtest holds the key distributions the learned index is
+// tested and benchmarked on, for the tests of package learned and of the
+// tables that use it.
+package learnedtest
 
 import (
 	"bytes"
@@ -6,15 +9,17 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+
+	"github.com/strata-db/strata/index/learned"
 )
 
-// keySet is a named generator of n distinct sorted keys.
-type keySet struct {
-	name string
-	gen  func(rng *rand.Rand, n int) [][]byte
-	// refused is the reason a model is expected to be refused for this set
-	// with the default options (ReasonNone: a model is expected).
-	refused Reason
+// KeySet is a named generator of about n distinct sorted keys.
+type KeySet struct {
+	Name string
+	Gen  func(rng *rand.Rand, n int) [][]byte
+	// Refused is the reason a model is expected to be refused for this set
+	// with the default options (learned.ReasonNone: a model is expected).
+	Refused learned.Reason
 }
 
 // sortedDistinct sorts keys and drops duplicates.
@@ -25,17 +30,17 @@ func sortedDistinct(keys [][]byte) [][]byte {
 
 func be64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
-// keySets are the key distributions the model is tested and benchmarked
+// KeySets are the key distributions the model is tested and benchmarked
 // on.
-var keySets = []keySet{
-	{name: "uniform", gen: func(rng *rand.Rand, n int) [][]byte {
+var KeySets = []KeySet{
+	{Name: "uniform", Gen: func(rng *rand.Rand, n int) [][]byte {
 		keys := make([][]byte, n)
 		for i := range keys {
 			keys[i] = be64(rng.Uint64())
 		}
 		return sortedDistinct(keys)
 	}},
-	{name: "sequential", gen: func(rng *rand.Rand, n int) [][]byte {
+	{Name: "sequential", Gen: func(rng *rand.Rand, n int) [][]byte {
 		// db_bench's keys: an 8-byte big-endian index padded with '0'.
 		base := rng.Uint64N(1 << 40)
 		keys := make([][]byte, n)
@@ -44,7 +49,7 @@ var keySets = []keySet{
 		}
 		return keys
 	}},
-	{name: "zipfian", gen: func(rng *rand.Rand, n int) [][]byte {
+	{Name: "zipfian", Gen: func(rng *rand.Rand, n int) [][]byte {
 		z := rand.NewZipf(rng, 1.1, 1, 1<<40)
 		keys := make([][]byte, 0, n)
 		seen := make(map[uint64]bool, n)
@@ -57,7 +62,7 @@ var keySets = []keySet{
 		}
 		return sortedDistinct(keys)
 	}},
-	{name: "clustered", gen: func(rng *rand.Rand, n int) [][]byte {
+	{Name: "clustered", Gen: func(rng *rand.Rand, n int) [][]byte {
 		// Dense runs of consecutive keys far apart, of varied lengths.
 		keys := make([][]byte, 0, n)
 		for len(keys) < n {
@@ -69,7 +74,7 @@ var keySets = []keySet{
 		}
 		return sortedDistinct(keys)
 	}},
-	{name: "long-prefix", gen: func(rng *rand.Rand, n int) [][]byte {
+	{Name: "long-prefix", Gen: func(rng *rand.Rand, n int) [][]byte {
 		// A long shared prefix, then random suffixes.
 		keys := make([][]byte, n)
 		for i := range keys {
@@ -77,7 +82,7 @@ var keySets = []keySet{
 		}
 		return sortedDistinct(keys)
 	}},
-	{name: "varying-length", gen: func(rng *rand.Rand, n int) [][]byte {
+	{Name: "varying-length", Gen: func(rng *rand.Rand, n int) [][]byte {
 		keys := make([][]byte, n)
 		for i := range keys {
 			k := make([]byte, 1+rng.IntN(24))
@@ -88,7 +93,7 @@ var keySets = []keySet{
 		}
 		return sortedDistinct(keys)
 	}},
-	{name: "decimal", refused: ReasonTooManySegments, gen: func(rng *rand.Rand, n int) [][]byte {
+	{Name: "decimal", Refused: learned.ReasonTooManySegments, Gen: func(rng *rand.Rand, n int) [][]byte {
 		// YCSB-style "user" + decimal number keys: read as base-256
 		// integers, decimal digits make a staircase at every scale, which
 		// the default segment budget does not cover.
@@ -98,7 +103,7 @@ var keySets = []keySet{
 		}
 		return sortedDistinct(keys)
 	}},
-	{name: "shared-middle", refused: ReasonSharedBytes, gen: func(rng *rand.Rand, n int) [][]byte {
+	{Name: "shared-middle", Refused: learned.ReasonSharedBytes, Gen: func(rng *rand.Rand, n int) [][]byte {
 		// A few groups whose keys share 12 bytes after the prefix and differ
 		// only after them: the integers collide.
 		keys := make([][]byte, n)
