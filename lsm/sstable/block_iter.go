@@ -211,7 +211,12 @@ func compareKey(enc, ukey []byte, trailer uint64) int {
 // searchRestarts returns the first restart point whose key is >= (ukey,
 // trailer), or numRestarts if there is none.
 func (i *blockIter) searchRestarts(ukey []byte, trailer uint64) (int, bool) {
-	lo, hi := 0, i.numRestarts
+	return i.searchRestartsIn(ukey, trailer, 0, i.numRestarts)
+}
+
+// searchRestartsIn returns the first restart point in [lo, hi) whose key
+// is >= (ukey, trailer), or hi if there is none.
+func (i *blockIter) searchRestartsIn(ukey []byte, trailer uint64, lo, hi int) (int, bool) {
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		k, ok := i.restartKey(mid)
@@ -305,11 +310,29 @@ func (i *blockIter) Prev() bool {
 
 // SeekGE moves to the first entry >= (ukey, trailer) in internal-key order.
 func (i *blockIter) SeekGE(ukey []byte, trailer uint64) bool {
+	return i.seekGEWithin(ukey, trailer, 0, -1)
+}
+
+// seekGEWithin is SeekGE when the caller knows that no entry before
+// restart point jlo is >= (ukey, trailer), and that if one is >= it, the
+// first such entry lies in the restart intervals jlo..jhi or is the first
+// entry of the interval after them: only restart points jlo+1..jhi are
+// searched. With jhi < 0 every restart point is. Out-of-range bounds are
+// clamped. A wrong claim gives a wrong position, never a fault.
+func (i *blockIter) seekGEWithin(ukey []byte, trailer uint64, jlo, jhi int) bool {
 	i.clearCache()
 	if i.err != nil || i.restarts == 0 {
 		return false
 	}
-	j, ok := i.searchRestarts(ukey, trailer)
+	var j int
+	var ok bool
+	if jhi < 0 {
+		j, ok = i.searchRestarts(ukey, trailer)
+	} else {
+		jlo = min(max(jlo, 0), i.numRestarts-1)
+		jhi = min(max(jhi, jlo), i.numRestarts-1)
+		j, ok = i.searchRestartsIn(ukey, trailer, jlo+1, jhi+1)
+	}
 	if !ok {
 		return false
 	}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/strata-db/strata/index/learned"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/vfs"
 )
@@ -34,6 +35,12 @@ type ReaderOptions struct {
 	// FileName names the file in error messages; default
 	// base.MakeFilename(base.FileTypeTable, FileNum).
 	FileName string
+	// DisableLearned ignores the table's learned index: Get
+	// binary-searches the index block.
+	DisableLearned bool
+	// LearnedStats, if set, counts the learned indexes of the Readers that
+	// share it and the lookups they serve.
+	LearnedStats *LearnedStats
 }
 
 // Reader reads one table. It is safe for concurrent use: every read goes
@@ -50,6 +57,11 @@ type Reader struct {
 	props     Properties
 	rangeDels []base.RangeTombstone
 	meta      metaIndex
+
+	// lidx is the learned index Get uses, or nil; lreason says why it is
+	// nil.
+	lidx    *learnedIndex
+	lreason learned.Reason
 }
 
 // indexArray is the index block decoded into a flat array so lookups do not
@@ -136,6 +148,15 @@ func (x *indexArray) seek(ukey []byte, trailer uint64) int {
 		}
 	}
 	return lo
+}
+
+// below reports whether the separator of entry i is below (ukey, trailer)
+// in internal-key order: the first entry >= (ukey, trailer) lies in a
+// later block.
+func (x *indexArray) below(i int, ukey []byte, trailer uint64) bool {
+	e := &x.entries[i]
+	c := bytes.Compare(x.keys[e.keyStart:e.keyEnd], ukey)
+	return c < 0 || (c == 0 && e.trailer > trailer)
 }
 
 // CheckFooter reads only the footer of the table in f, of size bytes, and
@@ -225,6 +246,16 @@ func NewReader(f vfs.File, size int64, o ReaderOptions) (*Reader, error) {
 			return nil, err
 		}
 	}
+	r.lreason = learned.ReasonDisabled
+	if h, ok = r.meta.lookup(MetaLearnedName); ok && !o.DisableLearned {
+		if b, err = r.readBlock(h, nil); err != nil {
+			return nil, err
+		}
+		if r.lidx, r.lreason, err = decodeLearned(b, len(r.index.entries), r.props.NumEntries, r.file, h.Offset); err != nil {
+			return nil, err
+		}
+	}
+	o.LearnedStats.noteOpen(r, 1)
 	return r, nil
 }
 
@@ -370,9 +401,31 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 	}
 	snap = min(snap, base.SeqNumMax)
 	trailer := uint64(base.MakeTrailer(snap, base.KindMax))
-	i := r.index.seek(userKey, trailer)
-	if i == len(r.index.entries) {
-		return nil, 0, 0, false, nil
+	// The restart points of block i to search: all of them unless the
+	// learned index narrows them to [jlo, jhi].
+	var i int
+	jlo, jhi := 0, -1
+	if x := r.lidx; x != nil {
+		r.o.LearnedStats.hit()
+		lo, hi, ok := x.model.Predict(userKey)
+		if !ok {
+			return nil, 0, 0, false, nil
+		}
+		// The key's first entry, if present, lies in [lo, hi]: in block i
+		// or, when the window spans blocks, in the first of them whose
+		// separator is not below the search key.
+		i = x.block(lo)
+		for last := x.block(hi); i < last && r.index.below(i, userKey, trailer); i++ {
+		}
+		start, end := x.starts[i], x.starts[i+1]
+		jlo = int(uint32(max(lo, int(start)))-start) / x.restartIv
+		jhi = int(uint32(min(hi, int(end)-1))-start) / x.restartIv
+	} else {
+		r.o.LearnedStats.fallback()
+		i = r.index.seek(userKey, trailer)
+		if i == len(r.index.entries) {
+			return nil, 0, 0, false, nil
+		}
 	}
 	// A pooled block iterator keeps its key buffer across calls, so a Get
 	// on a cached block does not allocate.
@@ -383,7 +436,7 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 	}()
 	// The first entry >= the search key is in block i or, if block i has
 	// none, first in block i+1.
-	for ; i < len(r.index.entries); i++ {
+	for ; i < len(r.index.entries); i, jlo, jhi = i+1, 0, -1 {
 		h := r.index.entries[i].handle
 		b, err := r.dataBlock(h, nil)
 		if err != nil {
@@ -392,7 +445,7 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 		if err := bi.init(b, true, r.file, h.Offset); err != nil {
 			return nil, 0, 0, false, err
 		}
-		if bi.SeekGE(userKey, trailer) {
+		if bi.seekGEWithin(userKey, trailer, jlo, jhi) {
 			k := bi.ikey()
 			if !bytes.Equal(k.UserKey, userKey) {
 				return nil, 0, 0, false, nil
@@ -437,4 +490,7 @@ func (r *Reader) MetaBlock(name string) (data []byte, found bool, err error) {
 func (r *Reader) FileNum() base.FileNum { return r.o.FileNum }
 
 // Close closes the file. Iterators must be closed first.
-func (r *Reader) Close() error { return r.f.Close() }
+func (r *Reader) Close() error {
+	r.o.LearnedStats.noteOpen(r, -1)
+	return r.f.Close()
+}
