@@ -195,6 +195,16 @@ func (i *blockIter) restartKey(j int) ([]byte, bool) {
 // with the internal key (ukey, trailer).
 func compareKey(enc, ukey []byte, trailer uint64) int {
 	n := len(enc) - base.TrailerLen
+	// Keys of at least 8 bytes usually differ in their first 8: compare
+	// them as integers before calling into bytes.Compare.
+	if n >= 8 && len(ukey) >= 8 {
+		a, b := binary.BigEndian.Uint64(enc), binary.BigEndian.Uint64(ukey)
+		if a < b {
+			return -1
+		} else if a > b {
+			return 1
+		}
+	}
 	if c := bytes.Compare(enc[:n], ukey); c != 0 {
 		return c
 	}
