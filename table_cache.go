@@ -15,7 +15,8 @@ import (
 
 // tableCache keeps open the readers of recently used SSTables: their index,
 // filter and range tombstones stay in memory, so a read costs at most one
-// block fetch per table. The readers live in the DB's file cache, whose
+// block fetch per table, a copy from the table's read-only mapping when
+// the block cache misses. The readers live in the DB's file cache, whose
 // MaxOpenFiles bound they share with the value logs' readers.
 type tableCache struct {
 	fs      vfs.FS
@@ -77,7 +78,7 @@ func (tc *tableCache) open(f *manifest.FileMetadata) (*openTable, error) {
 		return nil, err
 	}
 	opts := sstable.ReaderOptions{CacheID: tc.cacheID, FileNum: f.FileNum, FileName: name,
-		DisableLearned: tc.noLearned, LearnedStats: &tc.learned}
+		DisableLearned: tc.noLearned, LearnedStats: &tc.learned, Map: true}
 	if tc.cache != nil {
 		opts.Cache = tc.cache
 	}

@@ -97,6 +97,14 @@
 //
 // The footer layout is in format.go.
 //
+// # Reading
+//
+// A Reader reads blocks with ReadAt, or, with ReaderOptions.Map, copies
+// them from a read-only mapping of the file (no system call per block;
+// the file is immutable). Either way a block is verified before use and
+// the block cache gets a copy it owns, never the mapping. A fault from a
+// file truncated under its mapping is caught and reported as corruption.
+//
 // # Errors
 //
 // Every decode path is bounds-checked. Bytes that fail a checksum or do not

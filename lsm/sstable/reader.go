@@ -41,6 +41,12 @@ type ReaderOptions struct {
 	// LearnedStats, if set, counts the learned indexes of the Readers that
 	// share it and the lookups they serve.
 	LearnedStats *LearnedStats
+	// Map reads the table through a read-only memory mapping (see
+	// vfs.MapFile) where the filesystem allows it: a block the cache does
+	// not hold is copied from the mapping, verified, instead of read with a
+	// system call. The file must not change while the Reader is open (a
+	// table never does). Default false.
+	Map bool
 }
 
 // Reader reads one table. It is safe for concurrent use: every read goes
@@ -62,6 +68,9 @@ type Reader struct {
 	// nil.
 	lidx    *learnedIndex
 	lreason learned.Reason
+
+	// mapped is the file mapped read-only, or nil (reads use f.ReadAt).
+	mapped []byte
 }
 
 // indexArray is the index block decoded into a flat array so lookups do not
@@ -194,69 +203,88 @@ func NewReader(f vfs.File, size int64, o ReaderOptions) (*Reader, error) {
 	if size < footerLen {
 		return nil, base.CorruptionErrorf(r.file, 0, "file of %d bytes is shorter than a footer (%d)", size, footerLen)
 	}
+	if o.Map {
+		m, ok, err := vfs.MapFile(f, size)
+		if err != nil {
+			return nil, fmt.Errorf("sstable: mapping %s: %w", r.file, err)
+		}
+		if ok {
+			r.mapped = m
+		}
+	}
+	if err := r.open(size); err != nil {
+		vfs.Unmap(r.mapped)
+		return nil, err
+	}
+	o.LearnedStats.noteOpen(r, 1)
+	return r, nil
+}
+
+// open reads what NewReader keeps in memory.
+func (r *Reader) open(size int64) error {
+	o := r.o
 	footOff := uint64(size) - footerLen
 	buf := make([]byte, footerLen)
 	if err := r.readAt(buf, footOff); err != nil {
-		return nil, err
+		return err
 	}
 	ft, problem := decodeFooter(buf)
 	if problem != "" {
-		return nil, base.CorruptionErrorf(r.file, int64(footOff), "footer: %s", problem)
+		return base.CorruptionErrorf(r.file, int64(footOff), "footer: %s", problem)
 	}
 	r.dataEnd = footOff
 
 	b, err := r.readBlock(ft.metaIndex, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if r.meta, err = decodeMetaIndex(b, r.file, ft.metaIndex.Offset); err != nil {
-		return nil, err
+		return err
 	}
 	if b, err = r.readBlock(ft.index, nil); err != nil {
-		return nil, err
+		return err
 	}
 	if r.index, err = r.decodeIndex(b, ft.index.Offset); err != nil {
-		return nil, err
+		return err
 	}
 
 	h, ok := r.meta.lookup(MetaPropertiesName)
 	if !ok {
-		return nil, base.CorruptionErrorf(r.file, int64(ft.metaIndex.Offset), "meta-index has no %s block", MetaPropertiesName)
+		return base.CorruptionErrorf(r.file, int64(ft.metaIndex.Offset), "meta-index has no %s block", MetaPropertiesName)
 	}
 	if b, err = r.readBlock(h, nil); err != nil {
-		return nil, err
+		return err
 	}
 	if r.props, err = decodeProperties(b, r.file, h.Offset); err != nil {
-		return nil, err
+		return err
 	}
 	if h, ok = r.meta.lookup(MetaFilterName); ok {
 		if b, err = r.readBlock(h, nil); err != nil {
-			return nil, err
+			return err
 		}
 		if r.filter, ok = decodeFilter(b); !ok {
-			return nil, base.CorruptionErrorf(r.file, int64(h.Offset), "malformed filter block of %d bytes", len(b))
+			return base.CorruptionErrorf(r.file, int64(h.Offset), "malformed filter block of %d bytes", len(b))
 		}
 		r.hasFilter = true
 	}
 	if h, ok = r.meta.lookup(MetaRangeDelName); ok {
 		if b, err = r.readBlock(h, nil); err != nil {
-			return nil, err
+			return err
 		}
 		if r.rangeDels, err = decodeRangeDels(b, r.file, h.Offset); err != nil {
-			return nil, err
+			return err
 		}
 	}
 	r.lreason = learned.ReasonDisabled
 	if h, ok = r.meta.lookup(MetaLearnedName); ok && !o.DisableLearned {
 		if b, err = r.readBlock(h, nil); err != nil {
-			return nil, err
+			return err
 		}
 		if r.lidx, r.lreason, err = decodeLearned(b, len(r.index.entries), r.props.NumEntries, r.file, h.Offset); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	o.LearnedStats.noteOpen(r, 1)
-	return r, nil
+	return nil
 }
 
 // decodeIndex flattens the index block, checking that separators strictly
@@ -308,6 +336,9 @@ func (r *Reader) inBounds(h blockHandle) bool {
 // readAt fills buf from off; a short read is corruption (the file is shorter
 // than its size says), any other failure an I/O error.
 func (r *Reader) readAt(buf []byte, off uint64) error {
+	if r.mapped != nil {
+		return r.readMapped(buf, off)
+	}
 	n, err := r.f.ReadAt(buf, int64(off))
 	if n == len(buf) {
 		return nil
@@ -316,6 +347,25 @@ func (r *Reader) readAt(buf []byte, off uint64) error {
 		return base.CorruptionErrorf(r.file, int64(off), "file truncated: read %d of %d bytes", n, len(buf))
 	}
 	return fmt.Errorf("sstable: reading %s at offset %d: %w", r.file, off, err)
+}
+
+// readMapped is readAt through the mapping. A fault (the file shrank
+// under the mapping) is corruption, as a short read is.
+func (r *Reader) readMapped(buf []byte, off uint64) error {
+	if off > uint64(len(r.mapped)) || uint64(len(buf)) > uint64(len(r.mapped))-off {
+		return base.CorruptionErrorf(r.file, int64(off), "file truncated: read past its %d bytes", len(r.mapped))
+	}
+	if err := copyMapped(buf, r.mapped[off:]); err != nil {
+		return base.CorruptionErrorf(r.file, int64(off), "%v", err)
+	}
+	return nil
+}
+
+func copyMapped(dst, src []byte) (err error) {
+	old := vfs.BeginMapped()
+	defer vfs.EndMapped(old, &err)
+	copy(dst, src)
+	return nil
 }
 
 // readBufs are an iterator's reusable read buffers.
@@ -492,5 +542,10 @@ func (r *Reader) FileNum() base.FileNum { return r.o.FileNum }
 // Close closes the file. Iterators must be closed first.
 func (r *Reader) Close() error {
 	r.o.LearnedStats.noteOpen(r, -1)
-	return r.f.Close()
+	err := vfs.Unmap(r.mapped)
+	r.mapped = nil
+	if cerr := r.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
