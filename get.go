@@ -18,16 +18,37 @@ func (d *DB) Get(key []byte) ([]byte, error) {
 	return d.getAt(key, base.SeqNum(d.visibleSeq.Load()))
 }
 
+// GetAppend is Get appending the value to dst: it returns dst extended by
+// the value, reusing dst's storage when it has room, so a caller that
+// reads into one buffer allocates nothing per read. On an error (one
+// matching ErrNotFound included) it returns nil.
+func (d *DB) GetAppend(key, dst []byte) ([]byte, error) {
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	if dst == nil {
+		dst = []byte{} // nil asks lookup for a slice of the value's size
+	}
+	return d.getAtInto(key, base.SeqNum(d.visibleSeq.Load()), dst)
+}
+
 // getAt reads key as of snapshot snap.
 func (d *DB) getAt(key []byte, snap base.SeqNum) ([]byte, error) {
+	return d.getAtInto(key, snap, nil)
+}
+
+// getAtInto is getAt appending the value to dst (nil: a fresh slice).
+func (d *DB) getAtInto(key []byte, snap base.SeqNum, dst []byte) ([]byte, error) {
 	rs := d.loadReadState()
 	if rs == nil {
 		return nil, ErrClosed
 	}
 	defer rs.unref()
-	v, err := d.lookup(rs, key, snap, nil)
+	v, err := d.lookupInto(rs, key, snap, nil, dst)
 	if err == errNeedsMerge {
-		return d.getMerged(key, snap)
+		if v, err = d.getMerged(key, snap); err == nil && dst != nil {
+			v = append(dst, v...)
+		}
 	}
 	return v, err
 }
@@ -73,13 +94,19 @@ var errPointerMoved = fmt.Errorf("strata: the key's newest entry changed")
 // otherwise errPointerMoved (garbage collection's check that a key still
 // points where it did).
 func (d *DB) lookup(rs *readState, key []byte, snap base.SeqNum, expect []byte) ([]byte, error) {
+	return d.lookupInto(rs, key, snap, expect, nil)
+}
+
+// lookupInto is lookup appending the value to dst; with dst nil the value
+// gets a slice of its own size.
+func (d *DB) lookupInto(rs *readState, key []byte, snap base.SeqNum, expect, dst []byte) ([]byte, error) {
 	var tomb base.SeqNum
 	for _, m := range rs.memtables {
 		if set := m.rangeDels(); set != nil {
 			tomb = max(tomb, set.MaxCovering(key, snap))
 		}
 		if value, kind, seq, found := m.Get(key, snap); found {
-			return d.resolve(rs.version, key, value, kind, seq, tomb, nil, expect)
+			return d.resolve(rs.version, key, value, kind, seq, tomb, nil, expect, dst)
 		}
 	}
 	v := rs.version
@@ -88,7 +115,7 @@ func (d *DB) lookup(rs *readState, key []byte, snap base.SeqNum, expect []byte) 
 		if !l0[i].ContainsUserKey(key) {
 			continue
 		}
-		if value, err, done := d.getFromTable(v, l0[i], key, snap, &tomb, expect); done {
+		if value, err, done := d.getFromTable(v, l0[i], key, snap, &tomb, expect, dst); done {
 			return value, err
 		}
 	}
@@ -100,7 +127,7 @@ func (d *DB) lookup(rs *readState, key []byte, snap base.SeqNum, expect []byte) 
 		if i < 0 {
 			continue
 		}
-		if value, err, done := d.getFromTable(v, v.Levels[level][i], key, snap, &tomb, expect); done {
+		if value, err, done := d.getFromTable(v, v.Levels[level][i], key, snap, &tomb, expect, dst); done {
 			return value, err
 		}
 	}
@@ -112,7 +139,7 @@ func (d *DB) lookup(rs *readState, key []byte, snap base.SeqNum, expect []byte) 
 
 // getFromTable looks key up in one table. done reports that the search is
 // over (a value, a deletion or an error was found).
-func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []byte, snap base.SeqNum, tomb *base.SeqNum, expect []byte) (value []byte, err error, done bool) {
+func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []byte, snap base.SeqNum, tomb *base.SeqNum, expect, dst []byte) (value []byte, err error, done bool) {
 	h, err := d.tableCache.get(f)
 	if err != nil {
 		return nil, err, true
@@ -128,7 +155,7 @@ func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []b
 	if !found {
 		return nil, nil, false
 	}
-	value, err = d.resolve(v, key, val, kind, seq, *tomb, f, expect)
+	value, err = d.resolve(v, key, val, kind, seq, *tomb, f, expect, dst)
 	return value, err, true
 }
 
@@ -143,8 +170,9 @@ func sourceName(f *manifest.FileMetadata, source string) string {
 }
 
 // resolve turns the newest visible entry of key, found in the table f (nil:
-// a memtable), into lookup's result.
-func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq, tomb base.SeqNum, f *manifest.FileMetadata, expect []byte) ([]byte, error) {
+// a memtable), into lookup's result, appending a value to dst (nil: a
+// fresh slice).
+func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq, tomb base.SeqNum, f *manifest.FileMetadata, expect, dst []byte) ([]byte, error) {
 	var metaBytes []byte
 	if kind.HasMeta() {
 		meta, rest, err := base.DecodeEntryMeta(value)
@@ -174,11 +202,12 @@ func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq
 		if d.observer != nil {
 			d.observer.ObserveRead(len(value), false)
 		}
-		out := make([]byte, len(value))
-		copy(out, value)
-		return out, nil
+		if dst == nil {
+			dst = make([]byte, 0, len(value))
+		}
+		return append(dst, value...), nil
 	case base.KindValuePointer:
-		return d.readValue(v, key, value, f, "a memtable")
+		return d.readValue(v, key, value, f, "a memtable", dst)
 	case base.KindDelete:
 		return nil, ErrNotFound
 	case base.KindMerge:
@@ -191,13 +220,13 @@ func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq
 // as a slice the caller owns: from a value log of version v, or one
 // written at commit that v does not hold yet.
 func (d *DB) readSeparated(v *manifest.Version, key, ptr []byte, source string) ([]byte, error) {
-	return d.readValue(v, key, ptr, nil, source)
+	return d.readValue(v, key, ptr, nil, source, nil)
 }
 
 // readValue is readSeparated for a pointer stored in the table f, or in
-// source when f is nil. The value is copied once, into a slice of its own
-// length.
-func (d *DB) readValue(v *manifest.Version, key, ptr []byte, f *manifest.FileMetadata, source string) ([]byte, error) {
+// source when f is nil, appending the value to dst. The value is copied
+// once: into dst, or with dst nil into a slice of its own length.
+func (d *DB) readValue(v *manifest.Version, key, ptr []byte, f *manifest.FileMetadata, source string, dst []byte) ([]byte, error) {
 	p, err := vlog.DecodePointer(ptr)
 	if err != nil {
 		_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
@@ -205,10 +234,10 @@ func (d *DB) readValue(v *manifest.Version, key, ptr []byte, f *manifest.FileMet
 	}
 	var value []byte
 	if m := v.Vlogs[p.FileNum]; m != nil {
-		value, err = d.vlogs.Value(m, p, key, nil)
+		value, err = d.vlogs.Value(m, p, key, dst)
 	} else {
 		var ok bool
-		if value, ok, err = d.liveValue(p, key, nil); !ok {
+		if value, ok, err = d.liveValue(p, key, dst); !ok {
 			_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
 		}
 	}
