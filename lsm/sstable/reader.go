@@ -361,6 +361,24 @@ func (r *Reader) readMapped(buf []byte, off uint64) error {
 	return nil
 }
 
+// cloneMapped returns a fresh copy of the n mapped bytes at off.
+func (r *Reader) cloneMapped(off uint64, n int) ([]byte, error) {
+	if off > uint64(len(r.mapped)) || uint64(n) > uint64(len(r.mapped))-off {
+		return nil, base.CorruptionErrorf(r.file, int64(off), "file truncated: read past its %d bytes", len(r.mapped))
+	}
+	buf, err := appendMapped(nil, r.mapped[off:off+uint64(n)])
+	if err != nil {
+		return nil, base.CorruptionErrorf(r.file, int64(off), "%v", err)
+	}
+	return buf, nil
+}
+
+func appendMapped(dst, src []byte) (out []byte, err error) {
+	old := vfs.BeginMapped()
+	defer vfs.EndMapped(old, &err)
+	return append(dst, src...), nil
+}
+
 func copyMapped(dst, src []byte) (err error) {
 	old := vfs.BeginMapped()
 	defer vfs.EndMapped(old, &err)
@@ -382,16 +400,26 @@ func (r *Reader) readBlock(h blockHandle, bufs *readBufs) ([]byte, error) {
 	}
 	n := int(h.Length)
 	var buf []byte
-	if bufs != nil {
+	switch {
+	case bufs != nil:
 		if cap(bufs.raw) < n+blockTrailerLen {
 			bufs.raw = make([]byte, n+blockTrailerLen)
 		}
 		buf = bufs.raw[:n+blockTrailerLen]
-	} else {
+		if err := r.readAt(buf, h.Offset); err != nil {
+			return nil, err
+		}
+	case r.mapped != nil:
+		// A fresh copy of the mapped bytes, not zeroed first.
+		var err error
+		if buf, err = r.cloneMapped(h.Offset, n+blockTrailerLen); err != nil {
+			return nil, err
+		}
+	default:
 		buf = make([]byte, n+blockTrailerLen)
-	}
-	if err := r.readAt(buf, h.Offset); err != nil {
-		return nil, err
+		if err := r.readAt(buf, h.Offset); err != nil {
+			return nil, err
+		}
 	}
 	if got, want := binary.LittleEndian.Uint32(buf[n+1:]), checksum(buf[:n+1]); got != want {
 		return nil, base.CorruptionErrorf(r.file, int64(h.Offset), "block checksum mismatch: stored %#08x, computed %#08x (block of %d bytes)", got, want, n)
