@@ -20,7 +20,10 @@ import (
 //	go test -run '^$' -bench ReadPath -cpuprofile cpu.out -memprofile mem.out
 //
 // The STRATA_BENCH_KEYS and STRATA_BENCH_VALUE environment variables
-// override the default shape (200,000 keys of 4 KiB values).
+// override the default shape (200,000 keys of 4 KiB values);
+// STRATA_BENCH_LEARNED=off runs it with Options.DisableLearnedIndex. On
+// Linux each benchmark also reports the CPU time of its thread per
+// operation (cpu-ns/op), steadier than ns/op on a shared machine.
 
 func readBenchShape() (keys, value int) {
 	keys, value = 200_000, 4096
@@ -46,7 +49,8 @@ func readBenchKey(dst []byte, i uint64) []byte {
 func buildReadBench(b *testing.B) (*DB, int) {
 	b.Helper()
 	keys, value := readBenchShape()
-	db, err := Open(b.TempDir(), &Options{FS: vfs.Default, Compression: "none"})
+	db, err := Open(b.TempDir(), &Options{FS: vfs.Default, Compression: "none",
+		DisableLearnedIndex: os.Getenv("STRATA_BENCH_LEARNED") == "off"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,22 +89,41 @@ func BenchmarkReadPath(b *testing.B) {
 		var kb [16]byte
 		b.ReportAllocs()
 		b.ResetTimer()
+		cpu := startCPU()
 		for i := 0; i < b.N; i++ {
 			if _, err := db.Get(readBenchKey(kb[:], rng.Uint64N(uint64(n)))); err != nil {
 				b.Fatal(err)
 			}
 		}
+		cpu.stop(b)
 	})
 	b.Run("get-absent", func(b *testing.B) {
 		rng := rand.New(rand.NewPCG(3, 4))
 		var kb [16]byte
 		b.ReportAllocs()
 		b.ResetTimer()
+		cpu := startCPU()
 		for i := 0; i < b.N; i++ {
 			if _, err := db.Get(readBenchKey(kb[:], uint64(n)+rng.Uint64N(uint64(n)))); err != ErrNotFound {
 				b.Fatal(err)
 			}
 		}
+		cpu.stop(b)
+	})
+	// Into a reused buffer, as kvbench reads.
+	b.Run("get-append", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		var kb [16]byte
+		buf := make([]byte, 0, 64<<10)
+		b.ReportAllocs()
+		b.ResetTimer()
+		cpu := startCPU()
+		for i := 0; i < b.N; i++ {
+			if _, err := db.GetAppend(readBenchKey(kb[:], rng.Uint64N(uint64(n))), buf); err != nil {
+				b.Fatal(err)
+			}
+		}
+		cpu.stop(b)
 	})
 	// seek+100: a new iterator per seek, 101 rows with their values read,
 	// as kvbench's seekrandom does; the figure is per row.
@@ -109,6 +132,7 @@ func BenchmarkReadPath(b *testing.B) {
 		var kb [16]byte
 		b.ReportAllocs()
 		b.ResetTimer()
+		cpu := startCPU()
 		rows := 0
 		for rows < b.N {
 			it, err := db.NewIter(nil)
@@ -123,5 +147,6 @@ func BenchmarkReadPath(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+		cpu.stop(b)
 	})
 }
