@@ -157,7 +157,11 @@ type Options struct {
 	SlowdownWriteRate int64
 	// MaxOpenFiles bounds the files kept open for reading, tables and value
 	// logs together; files in use by a read or an iterator stay open past
-	// it until released. Default: 1000.
+	// it until released. Default: 1000. On the OS's filesystem, open tables
+	// and finished value logs are mapped read-only into memory: the
+	// mappings take address space, not memory (their pages are the page
+	// cache's, which the kernel reclaims as it needs), so the process's
+	// resident set counts the pages of open files recently read.
 	MaxOpenFiles int
 
 	// EventListener receives notifications of flushes, compactions, stalls
