@@ -320,16 +320,18 @@ func (i *blockIter) Prev() bool {
 
 // SeekGE moves to the first entry >= (ukey, trailer) in internal-key order.
 func (i *blockIter) SeekGE(ukey []byte, trailer uint64) bool {
-	return i.seekGEWithin(ukey, trailer, 0, -1)
+	return i.seekGEWithin(ukey, trailer, 0, -1, 0)
 }
 
 // seekGEWithin is SeekGE when the caller knows that no entry before
-// restart point jlo is >= (ukey, trailer), and that if one is >= it, the
-// first such entry lies in the restart intervals jlo..jhi or is the first
-// entry of the interval after them: only restart points jlo+1..jhi are
-// searched. With jhi < 0 every restart point is. Out-of-range bounds are
+// restart point jlo is >= (ukey, trailer), nor any of the first skip
+// entries from it, and that if one is >= it, the first such entry lies in
+// the restart intervals jlo..jhi or is the first entry of the interval
+// after them: only restart points jlo+1..jhi are searched, and the skipped
+// entries are decoded without a comparison. With jhi < 0 every restart
+// point is searched (and skip is ignored). Out-of-range bounds are
 // clamped. A wrong claim gives a wrong position, never a fault.
-func (i *blockIter) seekGEWithin(ukey []byte, trailer uint64, jlo, jhi int) bool {
+func (i *blockIter) seekGEWithin(ukey []byte, trailer uint64, jlo, jhi, skip int) bool {
 	i.clearCache()
 	if i.err != nil || i.restarts == 0 {
 		return false
@@ -338,10 +340,14 @@ func (i *blockIter) seekGEWithin(ukey []byte, trailer uint64, jlo, jhi int) bool
 	var ok bool
 	if jhi < 0 {
 		j, ok = i.searchRestarts(ukey, trailer)
+		skip = 0
 	} else {
 		jlo = min(max(jlo, 0), i.numRestarts-1)
 		jhi = min(max(jhi, jlo), i.numRestarts-1)
 		j, ok = i.searchRestartsIn(ukey, trailer, jlo+1, jhi+1)
+		if j-1 != jlo {
+			skip = 0 // the skipped entries lie before restart j-1
+		}
 	}
 	if !ok {
 		return false
@@ -355,6 +361,14 @@ func (i *blockIter) seekGEWithin(ukey []byte, trailer uint64, jlo, jhi int) bool
 	i.key, i.keyInBuf = nil, false
 	if !i.decodeAt(start) {
 		return false
+	}
+	for ; skip > 0; skip-- {
+		if i.nextOffset >= i.restarts {
+			return false
+		}
+		if !i.decodeAt(i.nextOffset) {
+			return false
+		}
 	}
 	for compareKey(i.key, ukey, trailer) < 0 {
 		if i.nextOffset >= i.restarts {

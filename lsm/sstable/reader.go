@@ -481,7 +481,7 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 	trailer := uint64(base.MakeTrailer(snap, base.KindMax))
 	// The restart points of block i to search: all of them unless the
 	// learned index narrows them to [jlo, jhi].
-	var i int
+	var i, skip int
 	jlo, jhi := 0, -1
 	if x := r.lidx; x != nil {
 		r.o.LearnedStats.hit()
@@ -496,7 +496,8 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 		for last := x.block(hi); i < last && r.index.below(i, userKey, trailer); i++ {
 		}
 		start, end := x.starts[i], x.starts[i+1]
-		jlo = int(uint32(max(lo, int(start)))-start) / x.restartIv
+		first := int(uint32(max(lo, int(start))) - start)
+		jlo, skip = first/x.restartIv, first%x.restartIv
 		jhi = int(uint32(min(hi, int(end)-1))-start) / x.restartIv
 	} else {
 		r.o.LearnedStats.fallback()
@@ -514,7 +515,7 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 	}()
 	// The first entry >= the search key is in block i or, if block i has
 	// none, first in block i+1.
-	for ; i < len(r.index.entries); i, jlo, jhi = i+1, 0, -1 {
+	for ; i < len(r.index.entries); i, jlo, jhi, skip = i+1, 0, -1, 0 {
 		h := r.index.entries[i].handle
 		b, err := r.dataBlock(h, nil)
 		if err != nil {
@@ -523,7 +524,7 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 		if err := bi.init(b, true, r.file, h.Offset); err != nil {
 			return nil, 0, 0, false, err
 		}
-		if bi.seekGEWithin(userKey, trailer, jlo, jhi) {
+		if bi.seekGEWithin(userKey, trailer, jlo, jhi, skip) {
 			k := bi.ikey()
 			if !bytes.Equal(k.UserKey, userKey) {
 				return nil, 0, 0, false, nil
