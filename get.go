@@ -19,9 +19,29 @@ func (d *DB) Get(key []byte) ([]byte, error) {
 	return d.getAt(key, 0, true)
 }
 
+// GetAppend is Get appending the value to dst: it returns dst extended by
+// the value, reusing dst's storage when it has room, so a caller that
+// reads into one buffer allocates nothing per read. On an error (one
+// matching ErrNotFound included) it returns nil.
+func (d *DB) GetAppend(key, dst []byte) ([]byte, error) {
+	defer d.stats.latency.get.since(latencyNow())
+	if err := d.checkOpen(); err != nil {
+		return nil, err
+	}
+	if dst == nil {
+		dst = []byte{} // nil asks lookup for a slice of the value's size
+	}
+	return d.getAtInto(key, 0, true, dst)
+}
+
 // getAt reads key as of snapshot snap, or with current as of the newest
 // visible write.
 func (d *DB) getAt(key []byte, snap base.SeqNum, current bool) ([]byte, error) {
+	return d.getAtInto(key, snap, current, nil)
+}
+
+// getAtInto is getAt appending the value to dst (nil: a fresh slice).
+func (d *DB) getAtInto(key []byte, snap base.SeqNum, current bool, dst []byte) ([]byte, error) {
 	if testHookBeforeReadState != nil {
 		testHookBeforeReadState()
 	}
@@ -33,9 +53,11 @@ func (d *DB) getAt(key []byte, snap base.SeqNum, current bool) ([]byte, error) {
 	if current {
 		snap = d.currentSeq()
 	}
-	v, err := d.lookup(rs, key, snap, nil)
+	v, err := d.lookupInto(rs, key, snap, nil, dst)
 	if err == errNeedsMerge {
-		return d.getMerged(key, snap, current)
+		if v, err = d.getMerged(key, snap, current); err == nil && dst != nil {
+			v = append(dst, v...)
+		}
 	}
 	return v, err
 }
@@ -97,13 +119,19 @@ var errPointerMoved = fmt.Errorf("strata: the key's newest entry changed")
 // otherwise errPointerMoved (garbage collection's check that a key still
 // points where it did).
 func (d *DB) lookup(rs *readState, key []byte, snap base.SeqNum, expect []byte) ([]byte, error) {
+	return d.lookupInto(rs, key, snap, expect, nil)
+}
+
+// lookupInto is lookup appending the value to dst; with dst nil the value
+// gets a slice of its own size.
+func (d *DB) lookupInto(rs *readState, key []byte, snap base.SeqNum, expect, dst []byte) ([]byte, error) {
 	var tomb base.SeqNum
 	for _, m := range rs.memtables {
 		if set := m.rangeDels(); set != nil {
 			tomb = max(tomb, set.MaxCovering(key, snap))
 		}
 		if value, kind, seq, found := m.Get(key, snap); found {
-			return d.resolve(rs.version, key, value, kind, seq, tomb, "a memtable", expect)
+			return d.resolve(rs.version, key, value, kind, seq, tomb, nil, expect, dst)
 		}
 	}
 	v := rs.version
@@ -112,7 +140,7 @@ func (d *DB) lookup(rs *readState, key []byte, snap base.SeqNum, expect []byte) 
 		if !l0[i].ContainsUserKey(key) {
 			continue
 		}
-		if value, err, done := d.getFromTable(v, l0[i], key, snap, &tomb, expect); done {
+		if value, err, done := d.getFromTable(v, l0[i], key, snap, &tomb, expect, dst); done {
 			return value, err
 		}
 	}
@@ -124,7 +152,7 @@ func (d *DB) lookup(rs *readState, key []byte, snap base.SeqNum, expect []byte) 
 		if i < 0 {
 			continue
 		}
-		if value, err, done := d.getFromTable(v, v.Levels[level][i], key, snap, &tomb, expect); done {
+		if value, err, done := d.getFromTable(v, v.Levels[level][i], key, snap, &tomb, expect, dst); done {
 			return value, err
 		}
 	}
@@ -136,7 +164,7 @@ func (d *DB) lookup(rs *readState, key []byte, snap base.SeqNum, expect []byte) 
 
 // getFromTable looks key up in one table. done reports that the search is
 // over (a value, a deletion or an error was found).
-func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []byte, snap base.SeqNum, tomb *base.SeqNum, expect []byte) (value []byte, err error, done bool) {
+func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []byte, snap base.SeqNum, tomb *base.SeqNum, expect, dst []byte) (value []byte, err error, done bool) {
 	h, err := d.tableCache.get(f)
 	if err != nil {
 		return nil, err, true
@@ -152,18 +180,29 @@ func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []b
 	if !found {
 		return nil, nil, false
 	}
-	value, err = d.resolve(v, key, val, kind, seq, *tomb, base.MakeFilename(base.FileTypeTable, f.FileNum), expect)
+	value, err = d.resolve(v, key, val, kind, seq, *tomb, f, expect, dst)
 	return value, err, true
 }
 
-// resolve turns the newest visible entry of key, found in source, into
-// lookup's result.
-func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq, tomb base.SeqNum, source string, expect []byte) ([]byte, error) {
+// sourceName names where an entry was found, for errors: the table f, or
+// source when f is nil. It is called only once an error is certain, so
+// that a read does not format a file name it will not print.
+func sourceName(f *manifest.FileMetadata, source string) string {
+	if f == nil {
+		return source
+	}
+	return base.MakeFilename(base.FileTypeTable, f.FileNum)
+}
+
+// resolve turns the newest visible entry of key, found in the table f (nil:
+// a memtable), into lookup's result, appending a value to dst (nil: a
+// fresh slice).
+func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq, tomb base.SeqNum, f *manifest.FileMetadata, expect, dst []byte) ([]byte, error) {
 	var metaBytes []byte
 	if kind.HasMeta() {
 		meta, rest, err := base.DecodeEntryMeta(value)
 		if err != nil {
-			return nil, base.CorruptionErrorf(source, -1, "key %q: %v", key, err)
+			return nil, base.CorruptionErrorf(sourceName(f, "a memtable"), -1, "key %q: %v", key, err)
 		}
 		if meta.Expired(d.nowMillis()) {
 			if expect != nil {
@@ -188,11 +227,12 @@ func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq
 		if d.observer != nil {
 			d.observer.ObserveRead(len(value), false)
 		}
-		out := make([]byte, len(value))
-		copy(out, value)
-		return out, nil
+		if dst == nil {
+			dst = make([]byte, 0, len(value))
+		}
+		return append(dst, value...), nil
 	case base.KindValuePointer:
-		return d.readSeparated(v, key, value, source)
+		return d.readValue(v, key, value, f, "a memtable", dst)
 	case base.KindDelete:
 		return nil, ErrNotFound
 	case base.KindMerge:
@@ -201,20 +241,29 @@ func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq
 	return nil, fmt.Errorf("strata: key %q has an entry of kind %s, which this version cannot read", key, kind)
 }
 
-// readSeparated fetches the value a pointer (stored in source) points to,
-// as a slice the caller owns: from a value log of version v, or one written
-// at commit that v does not hold yet.
+// readSeparated fetches the value a pointer found in source points to,
+// as a slice the caller owns: from a value log of version v, or one
+// written at commit that v does not hold yet.
 func (d *DB) readSeparated(v *manifest.Version, key, ptr []byte, source string) ([]byte, error) {
-	p, m, err := vlog.Resolve(v.Vlogs, ptr, source)
+	return d.readValue(v, key, ptr, nil, source, nil)
+}
+
+// readValue is readSeparated for a pointer stored in the table f, or in
+// source when f is nil, appending the value to dst. The value is copied
+// once: into dst, or with dst nil into a slice of its own length.
+func (d *DB) readValue(v *manifest.Version, key, ptr []byte, f *manifest.FileMetadata, source string, dst []byte) ([]byte, error) {
+	p, err := vlog.DecodePointer(ptr)
+	if err != nil {
+		_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
+		return nil, err
+	}
 	var value []byte
-	switch {
-	case m != nil:
-		value, err = d.vlogs.Value(m, p, key, make([]byte, 0, p.ValueLen))
-	case p.FileNum != 0:
+	if m := v.Vlogs[p.FileNum]; m != nil {
+		value, err = d.vlogs.Value(m, p, key, dst)
+	} else {
 		var ok bool
-		var lerr error
-		if value, ok, lerr = d.liveValue(p, key, make([]byte, 0, p.ValueLen)); ok {
-			err = lerr
+		if value, ok, err = d.liveValue(p, key, dst); !ok {
+			_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
 		}
 	}
 	if err != nil {

@@ -40,7 +40,7 @@ type Iterator struct {
 	pastKey  bool
 	mergeOps [][]byte
 	rev      revMerge
-	liveBuf  []byte // values read from the active value log
+	liveBuf  []byte // values copied from the active or a mapped value log
 	// now is the clock's time (ms) for expiry during one positioning call;
 	// 0 until an entry with an expiry needs it.
 	now     int64
@@ -482,13 +482,27 @@ func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 		if i.readAhead == nil {
 			i.readAhead = make(map[base.FileNum]iterVlog)
 		}
-		rv = iterVlog{h: h, ra: h.Reader.NewReadAhead(i.db.opts.ValueLogReadAhead)}
+		rv = iterVlog{h: h}
+		if !h.Reader.Mapped() {
+			rv.ra = h.Reader.NewReadAhead(i.db.opts.ValueLogReadAhead)
+		}
 		i.readAhead[p.FileNum] = rv
+	}
+	if rv.ra == nil {
+		// A mapped value log needs no read-ahead: the value is verified in
+		// the mapping and copied to the one buffer the iterator reuses.
+		v, err := rv.h.Reader.AppendValue(i.liveBuf[:0], p, i.key)
+		if err != nil {
+			return nil, err
+		}
+		i.liveBuf = v
+		return v, nil
 	}
 	return rv.ra.Get(p, i.key)
 }
 
-// iterVlog is a value log an iterator reads, held open until it closes.
+// iterVlog is a value log an iterator reads, held open until it closes;
+// ra reads ahead in a value log that is not mapped.
 type iterVlog struct {
 	h  vlog.Handle
 	ra *vlog.ReadAhead

@@ -148,6 +148,10 @@ type Metrics struct {
 	Snapshots   int
 	VisibleSeq  uint64
 	BackgroundE string // the sticky background error, if any
+
+	// LearnedIndex describes the learned indexes of the open tables and
+	// the point lookups they served.
+	LearnedIndex LearnedIndexMetrics
 }
 
 // ValueLogMetrics is one value log's line of the garbage ledger.
@@ -256,6 +260,7 @@ func (d *DB) Metrics() *Metrics {
 		m.BlockCache = d.cache.Metrics()
 	}
 	m.TablesOpen = d.tableCache.size()
+	m.LearnedIndex = d.tableCache.learnedMetrics()
 	m.ValueLogs.Open = d.vlogs.Open()
 	m.VisibleSeq = d.visibleSeq.Load()
 	return m
@@ -345,6 +350,7 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "stalls: %d (%s), slowed %s\n", m.WriteStalls, m.StallDuration.Round(time.Millisecond), m.SlowdownDuration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "block cache: %s / %s, hit rate %.1f%%\n",
 		humanBytes(uint64(max(m.BlockCache.Size, 0))), humanBytes(uint64(max(m.BlockCache.Capacity, 0))), 100*m.BlockCache.HitRate())
+	fmt.Fprintf(&b, "learned index: %s\n", m.LearnedIndex)
 	fmt.Fprintf(&b, "tables open: %d, snapshots: %d, visible seq: %d\n", m.TablesOpen, m.Snapshots, m.VisibleSeq)
 	m.latencyTable(&b)
 	if m.BackgroundE != "" {

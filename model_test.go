@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata/gc"
+	"github.com/strata-db/strata/index/learned"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -662,6 +663,13 @@ func TestModel(t *testing.T) {
 		// written at commit.
 		"counter": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 3,
 			L0CompactionThreshold: 2, ValueThreshold: 4, Merger: Counter},
+		// A learned index in every table, however small (point reads go
+		// through the models), and none at all.
+		"learned-every-table": {MemTableSize: 32 << 10, TargetFileSize: 8 << 10, LBaseMaxBytes: 32 << 10, LevelMultiplier: 3,
+			L0CompactionThreshold: 2, BlockSize: 256, ValueThreshold: 64,
+			LearnedIndex: &learned.Options{ErrorBound: 2, MinKeys: 1, MinKeysPerSegment: 1, MaxSpread: 1 << 20, MaxShare: 1e9}},
+		"learned-off": {MemTableSize: 32 << 10, TargetFileSize: 8 << 10, LBaseMaxBytes: 32 << 10, LevelMultiplier: 3,
+			L0CompactionThreshold: 2, BlockSize: 256, ValueThreshold: 64, DisableLearnedIndex: true},
 	}
 	for name, opts := range configs {
 		t.Run(name, func(t *testing.T) {
@@ -678,6 +686,12 @@ func TestModel(t *testing.T) {
 				}
 				if !testing.Short() && mt.expired == 0 {
 					t.Fatalf("seed %d: no flush or compaction dropped an expired entry", seed)
+				}
+				switch li := mt.db.Metrics().LearnedIndex; {
+				case name == "learned-every-table" && li.Hits == 0:
+					t.Fatalf("seed %d: no point read went through a model: %s", seed, li)
+				case name == "learned-off" && (li.Tables != 0 || li.Hits != 0):
+					t.Fatalf("seed %d: models used though off: %s", seed, li)
 				}
 			}
 		})

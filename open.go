@@ -74,7 +74,7 @@ func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
 		d.cache = cache.New(o.CacheSize)
 	}
 	d.files = filecache.New(o.MaxOpenFiles)
-	d.tableCache = newTableCache(fs, dirname, d.cache, d.files)
+	d.tableCache = newTableCache(fs, dirname, d.cache, d.files, o)
 	d.vlogs = vlog.NewReaderCache(fs, dirname, d.cache, d.files)
 	d.memPool.size = int(o.MemTableSize)
 	d.memPool.release = d.releaseMemtable

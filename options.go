@@ -9,6 +9,7 @@ import (
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/gc"
+	"github.com/strata-db/strata/index/learned"
 	"github.com/strata-db/strata/lsm/sstable"
 	"github.com/strata-db/strata/vfs"
 	"github.com/strata-db/strata/vlog"
@@ -107,6 +108,18 @@ type Options struct {
 	// Blocks that compress by less than 12.5% are stored raw. Default:
 	// "snappy".
 	Compression string
+	// LearnedIndex configures the learned index written with every table:
+	// a piecewise-linear model from key to position, within ErrorBound
+	// positions, that point reads use instead of binary-searching the
+	// table's index (see package learned and lsm/sstable). A table whose
+	// keys the model does not fit well, or whose model would take more
+	// than MaxShare of it, records why and is read through its index.
+	// Default: nil, learned's defaults (error bound 8 positions, at least
+	// 64 keys and 32 keys per segment, at most 1% of the table).
+	LearnedIndex *learned.Options
+	// DisableLearnedIndex writes tables without a learned index and reads
+	// every table, old or new, through its index alone. Default: false.
+	DisableLearnedIndex bool
 
 	// TargetFileSize is the size in bytes past which compaction starts a new
 	// output table. Default: 32 MiB.
@@ -146,7 +159,11 @@ type Options struct {
 	SlowdownWriteRate int64
 	// MaxOpenFiles bounds the files kept open for reading, tables and value
 	// logs together; files in use by a read or an iterator stay open past
-	// it until released. Default: 1000.
+	// it until released. Default: 1000. On the OS's filesystem, open tables
+	// and finished value logs are mapped read-only into memory: the
+	// mappings take address space, not memory (their pages are the page
+	// cache's, which the kernel reclaims as it needs), so the process's
+	// resident set counts the pages of open files recently read.
 	MaxOpenFiles int
 
 	// EventListener receives notifications of flushes, compactions, stalls
@@ -333,6 +350,11 @@ func (o *Options) Validate() error {
 	if _, err := sstable.ParseCompression(c.Compression); err != nil {
 		bad("Compression %q is not one of none, snappy, s2, zstd", c.Compression)
 	}
+	if c.LearnedIndex != nil {
+		if err := c.LearnedIndex.Validate(); err != nil {
+			bad("LearnedIndex: %v", err)
+		}
+	}
 	if c.TargetFileSize < 2<<10 {
 		bad("TargetFileSize %d is smaller than 2 KiB", c.TargetFileSize)
 	}
@@ -386,12 +408,19 @@ func (o *Options) Validate() error {
 
 func (o *Options) writerOptions() sstable.WriterOptions {
 	c, _ := sstable.ParseCompression(o.Compression)
-	return sstable.WriterOptions{
+	wo := sstable.WriterOptions{
 		BlockSize:            o.BlockSize,
 		BlockRestartInterval: o.BlockRestartInterval,
 		BitsPerKey:           o.BloomBitsPerKey,
 		Compression:          c,
 	}
+	if !o.DisableLearnedIndex {
+		wo.Learned = &learned.Options{}
+		if o.LearnedIndex != nil {
+			*wo.Learned = *o.LearnedIndex
+		}
+	}
+	return wo
 }
 
 // WriteOptions control one write.

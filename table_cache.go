@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"fmt"
 	"io"
 
 	"github.com/strata-db/strata/cache"
@@ -14,7 +15,8 @@ import (
 
 // tableCache keeps open the readers of recently used SSTables: their index,
 // filter and range tombstones stay in memory, so a read costs at most one
-// block fetch per table. The readers live in the DB's file cache, whose
+// block fetch per table, a copy from the table's read-only mapping when
+// the block cache misses. The readers live in the DB's file cache, whose
 // MaxOpenFiles bound they share with the value logs' readers.
 type tableCache struct {
 	fs      vfs.FS
@@ -22,6 +24,10 @@ type tableCache struct {
 	cache   *cache.Cache // may be nil
 	cacheID uint64
 	files   *filecache.Cache
+	// noLearned reads tables without their learned indexes; learned counts
+	// what the open tables' indexes hold and the lookups they serve.
+	noLearned bool
+	learned   sstable.LearnedStats
 }
 
 // openTable is a table's reader and what is derived from it once.
@@ -38,8 +44,8 @@ type tableHandle struct {
 	*openTable
 }
 
-func newTableCache(fs vfs.FS, dirname string, c *cache.Cache, files *filecache.Cache) *tableCache {
-	tc := &tableCache{fs: fs, dirname: dirname, cache: c, files: files}
+func newTableCache(fs vfs.FS, dirname string, c *cache.Cache, files *filecache.Cache, o *Options) *tableCache {
+	tc := &tableCache{fs: fs, dirname: dirname, cache: c, files: files, noLearned: o.DisableLearnedIndex}
 	if c != nil {
 		tc.cacheID = c.NewID()
 	}
@@ -71,7 +77,8 @@ func (tc *tableCache) open(f *manifest.FileMetadata) (*openTable, error) {
 	if err != nil {
 		return nil, err
 	}
-	opts := sstable.ReaderOptions{CacheID: tc.cacheID, FileNum: f.FileNum, FileName: name}
+	opts := sstable.ReaderOptions{CacheID: tc.cacheID, FileNum: f.FileNum, FileName: name,
+		DisableLearned: tc.noLearned, LearnedStats: &tc.learned, Map: true}
 	if tc.cache != nil {
 		opts.Cache = tc.cache
 	}
@@ -112,4 +119,45 @@ func (i *tableIter) Close() error {
 		i.h = tableHandle{}
 	}
 	return err
+}
+
+// LearnedIndexMetrics describe the learned indexes of the open tables and
+// the point lookups tables served since Open.
+type LearnedIndexMetrics struct {
+	// Tables is the number of open tables with a model; Without those
+	// without one: refused when written (keys the model does not fit),
+	// written without one (older tables, or DisableLearnedIndex), or read
+	// with DisableLearnedIndex.
+	Tables, Without int
+	// Segments and Bytes are what the models of the open tables hold:
+	// their linear segments, and the memory they and their
+	// position-to-block maps take. TableBytes is the size of those tables.
+	Segments, Bytes, TableBytes int64
+	// Hits counts point lookups in a table that went through its model;
+	// Fallbacks those that binary-searched a table's index.
+	Hits, Fallbacks uint64
+}
+
+// Share returns the models' memory as a share of their tables' size.
+func (m LearnedIndexMetrics) Share() float64 {
+	if m.TableBytes <= 0 {
+		return 0
+	}
+	return float64(m.Bytes) / float64(m.TableBytes)
+}
+
+// String prints the metrics on one line.
+func (m LearnedIndexMetrics) String() string {
+	return fmt.Sprintf("%d tables (%d without), %d segments, %s (%.2f%% of %s), %d hits, %d fallbacks",
+		m.Tables, m.Without, m.Segments, humanBytes(uint64(max(m.Bytes, 0))), 100*m.Share(),
+		humanBytes(uint64(max(m.TableBytes, 0))), m.Hits, m.Fallbacks)
+}
+
+func (tc *tableCache) learnedMetrics() LearnedIndexMetrics {
+	s := tc.learned.Metrics()
+	return LearnedIndexMetrics{
+		Tables: int(s.Tables), Without: int(s.Without),
+		Segments: s.Segments, Bytes: s.Bytes, TableBytes: s.TableBytes,
+		Hits: s.Hits, Fallbacks: s.Fallbacks,
+	}
 }

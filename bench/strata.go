@@ -103,15 +103,16 @@ func openStrata(dir string, cfg Config, policy string) (Engine, error) {
 
 func (e *strataEngine) Put(key, value []byte) error { return e.db.Set(key, value, e.wo) }
 
+// Get reads into buf, as Badger's ValueCopy and Pebble's copy do.
 func (e *strataEngine) Get(key, buf []byte) ([]byte, bool, error) {
-	v, err := e.db.Get(key)
+	v, err := e.db.GetAppend(key, buf[:0])
 	if err != nil {
 		if isNotFound(err) {
 			return buf[:0], false, nil
 		}
 		return nil, false, err
 	}
-	return append(buf[:0], v...), true, nil
+	return v, true, nil
 }
 
 func (e *strataEngine) Delete(key []byte) error { return e.db.Delete(key, e.wo) }

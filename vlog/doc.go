@@ -119,6 +119,18 @@
 // reads windows growing from 64 KiB to a maximum and serves the following
 // records from them (see ReadAhead).
 //
+// A finished file, which nothing writes again, may instead be read through
+// a read-only memory mapping (ReaderOptions.Map; the DB's ReaderCache maps
+// every finished value log on the OS's filesystem). A read then verifies
+// the record in place (checksum, lengths, key) and copies the value once,
+// into the caller's slice; there is no system call, and no value cache
+// (a cached copy would cost as much as the mapped one). Values never alias
+// the mapping, so they stay valid after the file is closed. If the file
+// shrinks under the mapping (truncated by someone else), the read faults;
+// the fault is caught and reported as corruption of the file at the
+// record's offset, never a crash. Unfinished files, and files of the
+// in-memory and fault-injecting filesystems, are read with ReadAt.
+//
 // # Errors
 //
 // Every decode is bounds-checked before any allocation the bytes could

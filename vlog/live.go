@@ -2,6 +2,7 @@ package vlog
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/strata-db/strata/internal/base"
@@ -101,9 +102,9 @@ func (l *LiveWriter) Finished() *manifest.VlogMetadata {
 var errFinished = fmt.Errorf("vlog: value log finished: read it through a Reader")
 
 // Get reads the value p locates and appends it to dst, verified like
-// Reader.Get verifies it. It reads from the buffer what has not reached the
-// file. After Finish it fails: read through a Reader then (Finished gives
-// the metadata).
+// Reader.Get verifies it; with dst nil the result is a fresh slice. It
+// reads from the buffer what has not reached the file. After Finish it
+// fails: read through a Reader then (Finished gives the metadata).
 func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -118,7 +119,11 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 	if p.Offset < HeaderLen || p.Offset > size || uint64(p.Length) > size-p.Offset || p.Length < minRecordLen {
 		return nil, base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s outside the records [%d, %d)", p, HeaderLen, size)
 	}
-	rec := make([]byte, p.Length)
+	// The record is read into dst's spare room (grown if need be), and its
+	// value then moved to where dst ends: no buffer of its own.
+	base0 := len(dst)
+	dst = slices.Grow(dst, int(p.Length))
+	rec := dst[base0 : base0+int(p.Length)]
 	n := 0
 	if p.Offset < w.written {
 		// The part already handed to the file.
@@ -141,5 +146,5 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(dst, v...), nil
+	return append(dst[:base0], v...), nil // v lies after base0: a move down
 }

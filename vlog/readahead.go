@@ -18,6 +18,8 @@ const (
 // reads just its record and resets the window. A record larger than the
 // window is read alone. Records found in the value cache are served from
 // it; records read here are not added to it (a scan would only churn it).
+// A Reader that maps its file reads nothing ahead: each value is verified
+// in the mapping and copied to a buffer the ReadAhead reuses.
 //
 // Every record is verified like Reader.Get verifies it. A ReadAhead is not
 // safe for concurrent use (make one per iterator and file); a value it
@@ -32,6 +34,8 @@ type ReadAhead struct {
 	// last is the previous pointer served; valid is false before the first.
 	last  Pointer
 	valid bool
+	// val holds the last value read through a mapping.
+	val []byte
 }
 
 // NewReadAhead returns a ReadAhead whose window grows to at most maxBytes
@@ -50,6 +54,15 @@ func (ra *ReadAhead) Get(p Pointer, key []byte) ([]byte, error) {
 	r := ra.r
 	if err := r.checkPointer(p); err != nil {
 		return nil, err
+	}
+	if r.mapped != nil {
+		v, err := r.readMapped(ra.val[:0], p, key)
+		if err != nil {
+			return nil, err
+		}
+		ra.val = v
+		ra.last, ra.valid = p, true
+		return v, nil
 	}
 	if p.Offset >= ra.bufOff && p.End() <= ra.bufOff+uint64(len(ra.buf)) {
 		return ra.serve(p, key, ra.buf[p.Offset-ra.bufOff:p.End()-ra.bufOff])

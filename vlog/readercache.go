@@ -16,6 +16,13 @@ import (
 // when the file cache evicts it and nobody uses it, or once its file is
 // deleted, which happens only once no version can reach it. Safe for
 // concurrent use.
+//
+// Finished value logs are read through read-only memory mappings where the
+// filesystem allows it (see ReaderOptions.Map): a point read then costs no
+// system call and one copy of the value, and skips the value cache, which
+// 4 KiB values would only churn. The mappings share the page cache; they
+// hold address space, not memory, and the file cache's bound on open files
+// bounds them too.
 type ReaderCache struct {
 	fs      vfs.FS
 	dirname string
@@ -70,7 +77,7 @@ func (rc *ReaderCache) open(m *manifest.VlogMetadata) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := NewReader(f, m.FileNum, int64(m.Size), ReaderOptions{Cache: rc.cache, CacheID: rc.cacheID, FileName: name})
+	r, err := NewReader(f, m.FileNum, int64(m.Size), ReaderOptions{Cache: rc.cache, CacheID: rc.cacheID, FileName: name, Map: true})
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -79,18 +86,15 @@ func (rc *ReaderCache) open(m *manifest.VlogMetadata) (*Reader, error) {
 }
 
 // Value reads the value p locates (in value log m, for key) and appends
-// it to dst.
+// it to dst. With dst nil the result is a fresh slice holding just the
+// value, which a mapped file fills with its only copy.
 func (rc *ReaderCache) Value(m *manifest.VlogMetadata, p Pointer, key, dst []byte) ([]byte, error) {
 	h, err := rc.Acquire(m)
 	if err != nil {
 		return nil, err
 	}
 	defer rc.Release(h)
-	v, err := h.Reader.Get(p, key)
-	if err != nil {
-		return nil, err
-	}
-	return append(dst, v...), nil
+	return h.Reader.AppendValue(dst, p, key)
 }
 
 // Evict forgets the Reader of a deleted value log and drops its records

@@ -47,6 +47,9 @@ type Handle struct {
 	err    error
 	refs   atomic.Int32
 	used   atomic.Bool
+	// opened is set once reader is open (after which ready is closed), so
+	// that a hit need not receive from ready, which locks the channel.
+	opened atomic.Bool
 }
 
 // Reader returns the reader; it stays open until the handle is released.
@@ -81,9 +84,15 @@ func (c *Cache) Get(key Key, open Opener) (*Handle, error) {
 	h := c.files[key]
 	if h != nil {
 		h.refs.Add(1)
-		h.used.Store(true)
+		if !h.used.Load() {
+			// Only the first hit since the clock hand passed writes.
+			h.used.Store(true)
+		}
 	}
 	c.mu.RUnlock()
+	if h != nil && h.opened.Load() {
+		return h, nil
+	}
 	if h == nil {
 		c.mu.Lock()
 		if c.closed {
@@ -101,6 +110,8 @@ func (c *Cache) Get(key Key, open Opener) (*Handle, error) {
 			h.reader, h.err = open()
 			if h.err != nil {
 				h.reader = nil
+			} else {
+				h.opened.Store(true)
 			}
 			close(h.ready)
 			if h.err != nil {

@@ -195,6 +195,16 @@ func (i *blockIter) restartKey(j int) ([]byte, bool) {
 // with the internal key (ukey, trailer).
 func compareKey(enc, ukey []byte, trailer uint64) int {
 	n := len(enc) - base.TrailerLen
+	// Keys of at least 8 bytes usually differ in their first 8: compare
+	// them as integers before calling into bytes.Compare.
+	if n >= 8 && len(ukey) >= 8 {
+		a, b := binary.BigEndian.Uint64(enc), binary.BigEndian.Uint64(ukey)
+		if a < b {
+			return -1
+		} else if a > b {
+			return 1
+		}
+	}
 	if c := bytes.Compare(enc[:n], ukey); c != 0 {
 		return c
 	}
@@ -211,7 +221,12 @@ func compareKey(enc, ukey []byte, trailer uint64) int {
 // searchRestarts returns the first restart point whose key is >= (ukey,
 // trailer), or numRestarts if there is none.
 func (i *blockIter) searchRestarts(ukey []byte, trailer uint64) (int, bool) {
-	lo, hi := 0, i.numRestarts
+	return i.searchRestartsIn(ukey, trailer, 0, i.numRestarts)
+}
+
+// searchRestartsIn returns the first restart point in [lo, hi) whose key
+// is >= (ukey, trailer), or hi if there is none.
+func (i *blockIter) searchRestartsIn(ukey []byte, trailer uint64, lo, hi int) (int, bool) {
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
 		k, ok := i.restartKey(mid)
@@ -305,11 +320,35 @@ func (i *blockIter) Prev() bool {
 
 // SeekGE moves to the first entry >= (ukey, trailer) in internal-key order.
 func (i *blockIter) SeekGE(ukey []byte, trailer uint64) bool {
+	return i.seekGEWithin(ukey, trailer, 0, -1, 0)
+}
+
+// seekGEWithin is SeekGE when the caller knows that no entry before
+// restart point jlo is >= (ukey, trailer), nor any of the first skip
+// entries from it, and that if one is >= it, the first such entry lies in
+// the restart intervals jlo..jhi or is the first entry of the interval
+// after them: only restart points jlo+1..jhi are searched, and the skipped
+// entries are decoded without a comparison. With jhi < 0 every restart
+// point is searched (and skip is ignored). Out-of-range bounds are
+// clamped. A wrong claim gives a wrong position, never a fault.
+func (i *blockIter) seekGEWithin(ukey []byte, trailer uint64, jlo, jhi, skip int) bool {
 	i.clearCache()
 	if i.err != nil || i.restarts == 0 {
 		return false
 	}
-	j, ok := i.searchRestarts(ukey, trailer)
+	var j int
+	var ok bool
+	if jhi < 0 {
+		j, ok = i.searchRestarts(ukey, trailer)
+		skip = 0
+	} else {
+		jlo = min(max(jlo, 0), i.numRestarts-1)
+		jhi = min(max(jhi, jlo), i.numRestarts-1)
+		j, ok = i.searchRestartsIn(ukey, trailer, jlo+1, jhi+1)
+		if j-1 != jlo {
+			skip = 0 // the skipped entries lie before restart j-1
+		}
+	}
 	if !ok {
 		return false
 	}
@@ -322,6 +361,14 @@ func (i *blockIter) SeekGE(ukey []byte, trailer uint64) bool {
 	i.key, i.keyInBuf = nil, false
 	if !i.decodeAt(start) {
 		return false
+	}
+	for ; skip > 0; skip-- {
+		if i.nextOffset >= i.restarts {
+			return false
+		}
+		if !i.decodeAt(i.nextOffset) {
+			return false
+		}
 	}
 	for compareKey(i.key, ukey, trailer) < 0 {
 		if i.nextOffset >= i.restarts {

@@ -17,7 +17,8 @@
 //	| data block 1 + trailer |
 //	| ...                    |
 //	+------------------------+
-//	| extra meta blocks      |  Writer.AddMetaBlock, in name order
+//	| extra meta blocks      |  Writer.AddMetaBlock and "strata.index.learned"
+//	|                        |  (with WriterOptions.Learned), in name order
 //	| filter block           |  "strata.filter.bloom" (absent when BitsPerKey < 0)
 //	| range-del block        |  "strata.rangedel"     (absent without tombstones)
 //	| index block            |  one entry per data block
@@ -67,8 +68,42 @@
 //   - The meta-index block maps meta block names to handles (meta.go).
 //   - The filter block is a cache-line-blocked Bloom filter over distinct
 //     user keys (filter.go).
+//   - The learned-index block (learned.go) holds a model from user key to
+//     the position of the key's first entry among the table's point
+//     entries (package learned), the entry count of every data block and
+//     the restart interval; or, when the writer refused a model, the
+//     reason. Tables written before it existed, or without it, have no
+//     such block and are read as before.
+//
+// # Point lookups
+//
+// Get first asks the filter. Then, with a learned index, the model gives a
+// window [lo, hi] of positions that holds the key's first entry if the key
+// is in the table; the block counts map lo and hi to data blocks (usually
+// one; across a block boundary, the index separator between them picks
+// the block), and the restart interval maps the window to one or two
+// restart intervals of that block, which are all the block search
+// touches. A key the model places outside the table is absent without a
+// block read. Without a model, Get binary-searches the flattened index and
+// then the block's restart points:
+//
+//	key --filter--> model --> [lo, hi] --block counts--> block b, restarts j..j'
+//	                                                      (decode from restart j)
+//	key --filter--> index binary search --> block b --> restart binary search
+//
+// A Get that must step past the window (entries of the key newer than the
+// snapshot) continues to the end of the block and into the next, as the
+// binary path does, so the answer never depends on the window.
 //
 // The footer layout is in format.go.
+//
+// # Reading
+//
+// A Reader reads blocks with ReadAt, or, with ReaderOptions.Map, copies
+// them from a read-only mapping of the file (no system call per block;
+// the file is immutable). Either way a block is verified before use and
+// the block cache gets a copy it owns, never the mapping. A fault from a
+// file truncated under its mapping is caught and reported as corruption.
 //
 // # Errors
 //

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/strata-db/strata/index/learned"
 	"github.com/strata-db/strata/internal/base"
 )
 
@@ -111,6 +112,10 @@ func fuzzSeedTables(f *testing.F) {
 		f.Add(file.contents(f))
 	}
 	file, _ := writeTable(f, tableSpec{}, WriterOptions{})
+	f.Add(file.contents(f))
+	// A table with a learned index.
+	file, _ = writeTable(f, tableSpec{entries: genEntries(rng, 200, false)},
+		WriterOptions{BlockSize: 256, Learned: &learned.Options{MinKeys: 1, MinKeysPerSegment: 1, MaxSpread: 1000, MaxShare: 1e9}})
 	f.Add(file.contents(f))
 }
 
@@ -221,8 +226,30 @@ func FuzzDecoders(f *testing.F) {
 		out, _, _ := compressBlock(nil, make([]byte, 1000), c)
 		f.Add(uint8(6+c), out)
 	}
+	lw := newLearnedWriter(learned.Options{MinKeys: 1}, 4)
+	for i := range 50 {
+		lw.addKey(binary.BigEndian.AppendUint64(nil, uint64(i*i)), uint64(2*i))
+	}
+	lw.blockDone(60)
+	lw.blockDone(100)
+	f.Add(uint8(10), lw.finish(1<<20))
 	f.Fuzz(func(t *testing.T, which uint8, b []byte) {
 		var err error
+		if which%11 == 10 {
+			var x *learnedIndex
+			if x, _, err = decodeLearned(b, 2, 100, "f", 0); x != nil {
+				for _, k := range [][]byte{nil, b, binary.BigEndian.AppendUint64(nil, 49)} {
+					if lo, hi, ok := x.model.Predict(k); ok && lo <= hi {
+						x.block(lo)
+						x.block(hi)
+					}
+				}
+			}
+			if err != nil && !errors.Is(err, base.ErrCorruption) {
+				t.Fatalf("error %v is not a corruption", err)
+			}
+			return
+		}
 		switch which % 10 {
 		case 0:
 			_, err = decodeProperties(b, "f", 0)

@@ -17,7 +17,7 @@ const (
 )
 
 func isBuiltinMeta(name string) bool {
-	return name == MetaFilterName || name == MetaPropertiesName || name == MetaRangeDelName
+	return name == MetaFilterName || name == MetaPropertiesName || name == MetaRangeDelName || name == MetaLearnedName
 }
 
 // The meta-index block (restart interval 1) maps each meta block's name to

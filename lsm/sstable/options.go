@@ -3,6 +3,8 @@ package sstable
 import (
 	"errors"
 	"fmt"
+
+	"github.com/strata-db/strata/index/learned"
 )
 
 // Limits on options and entries.
@@ -34,6 +36,11 @@ type WriterOptions struct {
 	// NoCompression. Blocks that it shrinks by less than 12.5% are stored
 	// raw.
 	Compression Compression
+	// Learned, when set, fits a learned index (package learned) over the
+	// table's user keys as they are added and stores it, or the reason the
+	// key set was refused, in the MetaLearnedName block. Default nil: no
+	// learned index and no block.
+	Learned *learned.Options
 }
 
 // Validate reports every invalid field at once.
@@ -50,6 +57,11 @@ func (o WriterOptions) Validate() error {
 	}
 	if o.Compression >= numCompressions {
 		errs = append(errs, fmt.Errorf("sstable: unknown Compression %d", o.Compression))
+	}
+	if o.Learned != nil {
+		if err := o.Learned.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

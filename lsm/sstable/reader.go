@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 
+	"github.com/strata-db/strata/index/learned"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/vfs"
 )
@@ -34,6 +35,18 @@ type ReaderOptions struct {
 	// FileName names the file in error messages; default
 	// base.MakeFilename(base.FileTypeTable, FileNum).
 	FileName string
+	// DisableLearned ignores the table's learned index: Get
+	// binary-searches the index block.
+	DisableLearned bool
+	// LearnedStats, if set, counts the learned indexes of the Readers that
+	// share it and the lookups they serve.
+	LearnedStats *LearnedStats
+	// Map reads the table through a read-only memory mapping (see
+	// vfs.MapFile) where the filesystem allows it: a block the cache does
+	// not hold is copied from the mapping, verified, instead of read with a
+	// system call. The file must not change while the Reader is open (a
+	// table never does). Default false.
+	Map bool
 }
 
 // Reader reads one table. It is safe for concurrent use: every read goes
@@ -50,6 +63,14 @@ type Reader struct {
 	props     Properties
 	rangeDels []base.RangeTombstone
 	meta      metaIndex
+
+	// lidx is the learned index Get uses, or nil; lreason says why it is
+	// nil.
+	lidx    *learnedIndex
+	lreason learned.Reason
+
+	// mapped is the file mapped read-only, or nil (reads use f.ReadAt).
+	mapped []byte
 }
 
 // indexArray is the index block decoded into a flat array so lookups do not
@@ -138,6 +159,15 @@ func (x *indexArray) seek(ukey []byte, trailer uint64) int {
 	return lo
 }
 
+// below reports whether the separator of entry i is below (ukey, trailer)
+// in internal-key order: the first entry >= (ukey, trailer) lies in a
+// later block.
+func (x *indexArray) below(i int, ukey []byte, trailer uint64) bool {
+	e := &x.entries[i]
+	c := bytes.Compare(x.keys[e.keyStart:e.keyEnd], ukey)
+	return c < 0 || (c == 0 && e.trailer > trailer)
+}
+
 // CheckFooter reads only the footer of the table in f, of size bytes, and
 // reports whether this build can read the table: a file too short, a
 // footer that does not verify or a format version this build does not know
@@ -173,59 +203,88 @@ func NewReader(f vfs.File, size int64, o ReaderOptions) (*Reader, error) {
 	if size < footerLen {
 		return nil, base.CorruptionErrorf(r.file, 0, "file of %d bytes is shorter than a footer (%d)", size, footerLen)
 	}
+	if o.Map {
+		m, ok, err := vfs.MapFile(f, size)
+		if err != nil {
+			return nil, fmt.Errorf("sstable: mapping %s: %w", r.file, err)
+		}
+		if ok {
+			r.mapped = m
+		}
+	}
+	if err := r.open(size); err != nil {
+		vfs.Unmap(r.mapped)
+		return nil, err
+	}
+	o.LearnedStats.noteOpen(r, 1)
+	return r, nil
+}
+
+// open reads what NewReader keeps in memory.
+func (r *Reader) open(size int64) error {
+	o := r.o
 	footOff := uint64(size) - footerLen
 	buf := make([]byte, footerLen)
 	if err := r.readAt(buf, footOff); err != nil {
-		return nil, err
+		return err
 	}
 	ft, problem := decodeFooter(buf)
 	if problem != "" {
-		return nil, base.CorruptionErrorf(r.file, int64(footOff), "footer: %s", problem)
+		return base.CorruptionErrorf(r.file, int64(footOff), "footer: %s", problem)
 	}
 	r.dataEnd = footOff
 
 	b, err := r.readBlock(ft.metaIndex, nil)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if r.meta, err = decodeMetaIndex(b, r.file, ft.metaIndex.Offset); err != nil {
-		return nil, err
+		return err
 	}
 	if b, err = r.readBlock(ft.index, nil); err != nil {
-		return nil, err
+		return err
 	}
 	if r.index, err = r.decodeIndex(b, ft.index.Offset); err != nil {
-		return nil, err
+		return err
 	}
 
 	h, ok := r.meta.lookup(MetaPropertiesName)
 	if !ok {
-		return nil, base.CorruptionErrorf(r.file, int64(ft.metaIndex.Offset), "meta-index has no %s block", MetaPropertiesName)
+		return base.CorruptionErrorf(r.file, int64(ft.metaIndex.Offset), "meta-index has no %s block", MetaPropertiesName)
 	}
 	if b, err = r.readBlock(h, nil); err != nil {
-		return nil, err
+		return err
 	}
 	if r.props, err = decodeProperties(b, r.file, h.Offset); err != nil {
-		return nil, err
+		return err
 	}
 	if h, ok = r.meta.lookup(MetaFilterName); ok {
 		if b, err = r.readBlock(h, nil); err != nil {
-			return nil, err
+			return err
 		}
 		if r.filter, ok = decodeFilter(b); !ok {
-			return nil, base.CorruptionErrorf(r.file, int64(h.Offset), "malformed filter block of %d bytes", len(b))
+			return base.CorruptionErrorf(r.file, int64(h.Offset), "malformed filter block of %d bytes", len(b))
 		}
 		r.hasFilter = true
 	}
 	if h, ok = r.meta.lookup(MetaRangeDelName); ok {
 		if b, err = r.readBlock(h, nil); err != nil {
-			return nil, err
+			return err
 		}
 		if r.rangeDels, err = decodeRangeDels(b, r.file, h.Offset); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	return r, nil
+	r.lreason = learned.ReasonDisabled
+	if h, ok = r.meta.lookup(MetaLearnedName); ok && !o.DisableLearned {
+		if b, err = r.readBlock(h, nil); err != nil {
+			return err
+		}
+		if r.lidx, r.lreason, err = decodeLearned(b, len(r.index.entries), r.props.NumEntries, r.file, h.Offset); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // decodeIndex flattens the index block, checking that separators strictly
@@ -277,6 +336,9 @@ func (r *Reader) inBounds(h blockHandle) bool {
 // readAt fills buf from off; a short read is corruption (the file is shorter
 // than its size says), any other failure an I/O error.
 func (r *Reader) readAt(buf []byte, off uint64) error {
+	if r.mapped != nil {
+		return r.readMapped(buf, off)
+	}
 	n, err := r.f.ReadAt(buf, int64(off))
 	if n == len(buf) {
 		return nil
@@ -285,6 +347,43 @@ func (r *Reader) readAt(buf []byte, off uint64) error {
 		return base.CorruptionErrorf(r.file, int64(off), "file truncated: read %d of %d bytes", n, len(buf))
 	}
 	return fmt.Errorf("sstable: reading %s at offset %d: %w", r.file, off, err)
+}
+
+// readMapped is readAt through the mapping. A fault (the file shrank
+// under the mapping) is corruption, as a short read is.
+func (r *Reader) readMapped(buf []byte, off uint64) error {
+	if off > uint64(len(r.mapped)) || uint64(len(buf)) > uint64(len(r.mapped))-off {
+		return base.CorruptionErrorf(r.file, int64(off), "file truncated: read past its %d bytes", len(r.mapped))
+	}
+	if err := copyMapped(buf, r.mapped[off:]); err != nil {
+		return base.CorruptionErrorf(r.file, int64(off), "%v", err)
+	}
+	return nil
+}
+
+// cloneMapped returns a fresh copy of the n mapped bytes at off.
+func (r *Reader) cloneMapped(off uint64, n int) ([]byte, error) {
+	if off > uint64(len(r.mapped)) || uint64(n) > uint64(len(r.mapped))-off {
+		return nil, base.CorruptionErrorf(r.file, int64(off), "file truncated: read past its %d bytes", len(r.mapped))
+	}
+	buf, err := appendMapped(nil, r.mapped[off:off+uint64(n)])
+	if err != nil {
+		return nil, base.CorruptionErrorf(r.file, int64(off), "%v", err)
+	}
+	return buf, nil
+}
+
+func appendMapped(dst, src []byte) (out []byte, err error) {
+	old := vfs.BeginMapped()
+	defer vfs.EndMapped(old, &err)
+	return append(dst, src...), nil
+}
+
+func copyMapped(dst, src []byte) (err error) {
+	old := vfs.BeginMapped()
+	defer vfs.EndMapped(old, &err)
+	copy(dst, src)
+	return nil
 }
 
 // readBufs are an iterator's reusable read buffers.
@@ -301,16 +400,26 @@ func (r *Reader) readBlock(h blockHandle, bufs *readBufs) ([]byte, error) {
 	}
 	n := int(h.Length)
 	var buf []byte
-	if bufs != nil {
+	switch {
+	case bufs != nil:
 		if cap(bufs.raw) < n+blockTrailerLen {
 			bufs.raw = make([]byte, n+blockTrailerLen)
 		}
 		buf = bufs.raw[:n+blockTrailerLen]
-	} else {
+		if err := r.readAt(buf, h.Offset); err != nil {
+			return nil, err
+		}
+	case r.mapped != nil:
+		// A fresh copy of the mapped bytes, not zeroed first.
+		var err error
+		if buf, err = r.cloneMapped(h.Offset, n+blockTrailerLen); err != nil {
+			return nil, err
+		}
+	default:
 		buf = make([]byte, n+blockTrailerLen)
-	}
-	if err := r.readAt(buf, h.Offset); err != nil {
-		return nil, err
+		if err := r.readAt(buf, h.Offset); err != nil {
+			return nil, err
+		}
 	}
 	if got, want := binary.LittleEndian.Uint32(buf[n+1:]), checksum(buf[:n+1]); got != want {
 		return nil, base.CorruptionErrorf(r.file, int64(h.Offset), "block checksum mismatch: stored %#08x, computed %#08x (block of %d bytes)", got, want, n)
@@ -370,9 +479,32 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 	}
 	snap = min(snap, base.SeqNumMax)
 	trailer := uint64(base.MakeTrailer(snap, base.KindMax))
-	i := r.index.seek(userKey, trailer)
-	if i == len(r.index.entries) {
-		return nil, 0, 0, false, nil
+	// The restart points of block i to search: all of them unless the
+	// learned index narrows them to [jlo, jhi].
+	var i, skip int
+	jlo, jhi := 0, -1
+	if x := r.lidx; x != nil {
+		r.o.LearnedStats.hit()
+		lo, hi, ok := x.model.Predict(userKey)
+		if !ok {
+			return nil, 0, 0, false, nil
+		}
+		// The key's first entry, if present, lies in [lo, hi]: in block i
+		// or, when the window spans blocks, in the first of them whose
+		// separator is not below the search key.
+		i = x.block(lo)
+		for last := x.block(hi); i < last && r.index.below(i, userKey, trailer); i++ {
+		}
+		start, end := x.starts[i], x.starts[i+1]
+		first := int(uint32(max(lo, int(start))) - start)
+		jlo, skip = first/x.restartIv, first%x.restartIv
+		jhi = int(uint32(min(hi, int(end)-1))-start) / x.restartIv
+	} else {
+		r.o.LearnedStats.fallback()
+		i = r.index.seek(userKey, trailer)
+		if i == len(r.index.entries) {
+			return nil, 0, 0, false, nil
+		}
 	}
 	// A pooled block iterator keeps its key buffer across calls, so a Get
 	// on a cached block does not allocate.
@@ -383,7 +515,7 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 	}()
 	// The first entry >= the search key is in block i or, if block i has
 	// none, first in block i+1.
-	for ; i < len(r.index.entries); i++ {
+	for ; i < len(r.index.entries); i, jlo, jhi, skip = i+1, 0, -1, 0 {
 		h := r.index.entries[i].handle
 		b, err := r.dataBlock(h, nil)
 		if err != nil {
@@ -392,7 +524,7 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 		if err := bi.init(b, true, r.file, h.Offset); err != nil {
 			return nil, 0, 0, false, err
 		}
-		if bi.SeekGE(userKey, trailer) {
+		if bi.seekGEWithin(userKey, trailer, jlo, jhi, skip) {
 			k := bi.ikey()
 			if !bytes.Equal(k.UserKey, userKey) {
 				return nil, 0, 0, false, nil
@@ -437,4 +569,12 @@ func (r *Reader) MetaBlock(name string) (data []byte, found bool, err error) {
 func (r *Reader) FileNum() base.FileNum { return r.o.FileNum }
 
 // Close closes the file. Iterators must be closed first.
-func (r *Reader) Close() error { return r.f.Close() }
+func (r *Reader) Close() error {
+	r.o.LearnedStats.noteOpen(r, -1)
+	err := vfs.Unmap(r.mapped)
+	r.mapped = nil
+	if cerr := r.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}

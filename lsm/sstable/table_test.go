@@ -8,6 +8,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/strata-db/strata/index/learned"
 	"github.com/strata-db/strata/internal/base"
 )
 
@@ -186,6 +187,17 @@ func TestRoundTrip(t *testing.T) {
 		config{n: 0, o: WriterOptions{}, rangeDel: 5},
 		config{n: 1, o: WriterOptions{Compression: ZstdCompression}},
 	)
+	// With a learned index that accepts any fit, so that Get goes through
+	// it on these small tables of odd block shapes.
+	anyFit := &learned.Options{MinKeys: 1, MinKeysPerSegment: 1, MaxSpread: 1 << 20, MaxShare: 1e9}
+	configs = append(configs,
+		config{n: 2000, o: WriterOptions{Learned: anyFit}},
+		config{n: 500, o: WriterOptions{BlockSize: 1, BlockRestartInterval: 1, Learned: anyFit}, rangeDel: 3},
+		config{n: 1500, o: WriterOptions{Compression: SnappyCompression, BlockSize: 200, BlockRestartInterval: 3, Learned: anyFit}, big: true, rangeDel: 20},
+		config{n: 1200, o: WriterOptions{BlockSize: 64 << 10, BlockRestartInterval: 32, BitsPerKey: -1, Learned: anyFit}, big: true},
+		config{n: 0, o: WriterOptions{Learned: anyFit}, rangeDel: 5},
+		config{n: 1, o: WriterOptions{Learned: anyFit}},
+	)
 	for ci, c := range configs {
 		t.Run(fmt.Sprintf("%d/%s/bs=%d/ri=%d/n=%d", ci, c.o.Compression, c.o.BlockSize, c.o.BlockRestartInterval, c.n), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(uint64(ci), 42))
@@ -198,6 +210,9 @@ func TestRoundTrip(t *testing.T) {
 					// Every uncached Get reads a fresh 64 KiB block,
 					// which is slow under the race detector.
 					gets, steps = 300, 1000
+				}
+				if c.o.Learned != nil && c.n > 0 && !r.Learned().Present {
+					t.Fatalf("no learned index: %v", r.Learned().Reason)
 				}
 				verifyTable(t, rng, r, spec.entries, gets, steps)
 				checkRangeDels(t, r.RangeTombstones(), spec.rangeDels)

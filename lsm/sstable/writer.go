@@ -57,6 +57,8 @@ type Writer struct {
 
 	compressBuf []byte
 	digest      xxhash.Digest
+
+	learned *learnedWriter // nil without a learned index
 }
 
 type namedBlock struct {
@@ -124,6 +126,9 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 	w.index = newBlockWriter(1)
 	w.rangeDel = newBlockWriter(16)
 	w.props.Compression = w.o.Compression.String()
+	if w.o.Learned != nil {
+		w.learned = newLearnedWriter(*w.o.Learned, w.o.BlockRestartInterval)
+	}
 	return w
 }
 
@@ -172,8 +177,14 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 	if w.pendingIndex {
 		w.addIndexEntry(key.UserKey)
 	}
-	if w.o.BitsPerKey > 0 && (!w.hasPoint || !bytes.Equal(w.lastKey[:len(w.lastKey)-base.TrailerLen], key.UserKey)) {
-		w.hashes = append(w.hashes, filterHash(key.UserKey))
+	if !w.hasPoint || !bytes.Equal(w.lastKey[:len(w.lastKey)-base.TrailerLen], key.UserKey) {
+		// The first (newest) entry of a user key.
+		if w.o.BitsPerKey > 0 {
+			w.hashes = append(w.hashes, filterHash(key.UserKey))
+		}
+		if w.learned != nil {
+			w.learned.addKey(key.UserKey, w.props.NumEntries)
+		}
 	}
 	w.keyBuf = key.AppendEncoded(w.keyBuf[:0])
 	w.data.add(w.keyBuf, value)
@@ -283,6 +294,9 @@ func (w *Writer) flushData() error {
 	w.data.reset()
 	w.props.DataSize += h.Length + blockTrailerLen
 	w.props.NumDataBlocks++
+	if w.learned != nil {
+		w.learned.blockDone(w.props.NumEntries)
+	}
 	w.pendingIndex = true
 	w.pendingHandle = h
 	return nil
@@ -370,6 +384,15 @@ func (w *Writer) finish() error {
 	}
 	if w.pendingIndex {
 		w.addIndexEntry(nil)
+	}
+	if w.learned != nil {
+		// The table's size as it will be, give or take the properties.
+		size := w.props.DataSize + uint64(w.index.estimatedSize()) + uint64(w.rangeDel.estimatedSize())
+		if w.o.BitsPerKey > 0 {
+			size += uint64(len(w.hashes)) * uint64(w.o.BitsPerKey) / 8
+		}
+		w.metaBlocks = append(w.metaBlocks, namedBlock{name: MetaLearnedName, data: w.learned.finish(size)})
+		w.learned = nil
 	}
 	var meta metaIndex
 	slices.SortFunc(w.metaBlocks, func(a, b namedBlock) int { return strings.Compare(a.name, b.name) })

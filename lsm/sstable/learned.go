@@ -1,0 +1,317 @@
+package sstable
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/strata-db/strata/index/learned"
+	"github.com/strata-db/strata/internal/base"
+)
+
+// MetaLearnedName is the meta block holding the table's learned index, or
+// the reason it has none.
+const MetaLearnedName = "strata.index.learned"
+
+// The learned-index block records what the writer decided. Integers are
+// uvarints unless marked.
+//
+//	+-------------+-------------+
+//	| version (1B)| reason (1B) |  version 1; reason: learned.Reason, 0 = a model follows
+//	+-------------+-------------+
+//
+// With a model (reason 0), then:
+//
+//	+------------------+---------+--------+---------------------+-----------------------+
+//	| restart interval | entries | blocks | entries of block i  | model (package learned|
+//	|                  |         |  (n)   | (n uvarints)        | encoding, to the end) |
+//	+------------------+---------+--------+---------------------+-----------------------+
+//
+// The model maps a user key to the position of its first (newest) entry,
+// counting every point entry of the table from 0. The block counts map a
+// position to its data block; within a block, the restart interval maps it
+// to a restart point (every block starts with one, then every interval
+// entries). A table without this block (written before it existed, or with
+// the learned index turned off) is read through the index block alone, as
+// is one whose block records a reason.
+const learnedBlockVersion = 1
+
+// learnedWriter is the writer-side hook: it sees every point key and the
+// end of every data block.
+type learnedWriter struct {
+	b         *learned.Builder
+	maxShare  float64
+	counts    []uint64 // entries of each finished data block
+	lastEnd   uint64   // entries in the finished blocks
+	restartIv int
+}
+
+func newLearnedWriter(o learned.Options, restartInterval int) *learnedWriter {
+	return &learnedWriter{b: learned.NewBuilder(o), maxShare: o.WithDefaults().MaxShare, restartIv: restartInterval}
+}
+
+// addKey is called with each new user key and the position of its first
+// entry.
+func (lw *learnedWriter) addKey(userKey []byte, pos uint64) { lw.b.Add(userKey, pos) }
+
+// blockDone is called when a data block is written; entries is the
+// table's entry count so far.
+func (lw *learnedWriter) blockDone(entries uint64) {
+	lw.counts = append(lw.counts, entries-lw.lastEnd)
+	lw.lastEnd = entries
+}
+
+// finish returns the meta block: the model, or the reason there is none.
+// tableSize is the size of the table, estimated before its index and
+// filter are written.
+func (lw *learnedWriter) finish(tableSize uint64) []byte {
+	m, reason := lw.b.Finish()
+	// The position-to-block map takes 6 to 8 bytes per block; the
+	// model may take at most MaxShare of the table (1% by default).
+	if m != nil && float64(m.Size()+8*len(lw.counts)) > lw.maxShare*float64(tableSize) {
+		m, reason = nil, learned.ReasonTooLarge
+	}
+	if m == nil {
+		return []byte{learnedBlockVersion, byte(reason)}
+	}
+	b := []byte{learnedBlockVersion, byte(learned.ReasonNone)}
+	b = binary.AppendUvarint(b, uint64(lw.restartIv))
+	b = binary.AppendUvarint(b, lw.lastEnd)
+	b = binary.AppendUvarint(b, uint64(len(lw.counts)))
+	for _, c := range lw.counts {
+		b = binary.AppendUvarint(b, c)
+	}
+	return m.Encode(b)
+}
+
+// learnedIndex is a decoded learned-index block with a model.
+type learnedIndex struct {
+	model     *learned.Model
+	restartIv int
+	// starts[i] is the position of block i's first entry; starts[n] is the
+	// table's entry count.
+	starts []uint32
+	// blockOf[p >> shift] is the block holding position p rounded down to a
+	// multiple of 1 << shift.
+	blockOf []uint32
+	shift   uint
+}
+
+// decodeLearned parses a learned-index block. idx is nil when the block
+// records a reason instead of a model.
+func decodeLearned(b []byte, numBlocks int, numEntries uint64, file string, off uint64) (idx *learnedIndex, reason learned.Reason, err error) {
+	bad := func(format string, args ...any) error {
+		return base.CorruptionErrorf(file, int64(off), "learned-index block: "+format, args...)
+	}
+	if len(b) < 2 {
+		return nil, 0, bad("%d bytes", len(b))
+	}
+	if b[0] != learnedBlockVersion {
+		// A later version: read the table without its model.
+		return nil, learned.ReasonDisabled, nil
+	}
+	if reason = learned.Reason(b[1]); reason != learned.ReasonNone {
+		if len(b) != 2 {
+			return nil, 0, bad("reason %d followed by %d bytes", b[1], len(b)-2)
+		}
+		return nil, reason, nil
+	}
+	b = b[2:]
+	var f [3]uint64
+	for i := range f {
+		v, n := binary.Uvarint(b)
+		if n <= 0 {
+			return nil, 0, bad("bad header")
+		}
+		f[i], b = v, b[n:]
+	}
+	riv, entries, nb := f[0], f[1], f[2]
+	if riv < 1 || riv > maxRestartInterval {
+		return nil, 0, bad("restart interval %d", riv)
+	}
+	if nb != uint64(numBlocks) || entries != numEntries || entries > learned.MaxPosition {
+		return nil, 0, bad("%d blocks of %d entries, the table has %d of %d", nb, entries, numBlocks, numEntries)
+	}
+	x := &learnedIndex{restartIv: int(riv), starts: make([]uint32, nb+1)}
+	var sum uint64
+	for i := range nb {
+		c, n := binary.Uvarint(b)
+		if n <= 0 || c == 0 || c > entries-sum {
+			return nil, 0, bad("bad entry count of block %d", i)
+		}
+		b = b[n:]
+		x.starts[i] = uint32(sum)
+		sum += c
+	}
+	if sum != entries {
+		return nil, 0, bad("blocks hold %d entries, not %d", sum, entries)
+	}
+	x.starts[nb] = uint32(sum)
+	if x.model, err = learned.Decode(b); err != nil {
+		return nil, 0, bad("%v", err)
+	}
+	if uint64(x.model.LastPosition()) >= entries {
+		return nil, 0, bad("model reaches position %d of %d entries", x.model.LastPosition(), entries)
+	}
+	x.buildBlockOf()
+	return x, learned.ReasonNone, nil
+}
+
+// buildBlockOf makes the position-to-block table: one slot per the
+// smallest power of two at or above the mean block's entry count, so a
+// lookup steps over one or two block starts.
+func (x *learnedIndex) buildBlockOf() {
+	n := len(x.starts) - 1
+	total := uint64(x.starts[n])
+	mean := max(total/uint64(max(n, 1)), 1)
+	x.shift = uint(bits.Len64(mean - 1))
+	slots := (total >> x.shift) + 1
+	x.blockOf = make([]uint32, slots)
+	blk := 0
+	for s := range x.blockOf {
+		p := uint32(uint64(s) << x.shift)
+		for blk+1 < n && x.starts[blk+1] <= p {
+			blk++
+		}
+		x.blockOf[s] = uint32(blk)
+	}
+}
+
+// block returns the data block holding position p (p < entries).
+func (x *learnedIndex) block(p int) int {
+	b := int(x.blockOf[p>>x.shift])
+	for x.starts[b+1] <= uint32(p) {
+		b++
+	}
+	return b
+}
+
+// size returns the memory the learned index holds, in bytes.
+func (x *learnedIndex) size() int {
+	return x.model.Size() + 4*len(x.starts) + 4*len(x.blockOf)
+}
+
+// LearnedStats counts what the learned indexes of a set of Readers (a
+// DB's) hold and serve: pass one to ReaderOptions.LearnedStats. Safe for
+// concurrent use; its counters are striped so that readers on different
+// cores do not share a cache line.
+type LearnedStats struct {
+	stripes [learnedStripes]learnedStripe
+}
+
+const (
+	learnedStripeBits = 3
+	learnedStripes    = 1 << learnedStripeBits
+)
+
+type learnedStripe struct {
+	hits, fallbacks atomic.Uint64
+	// Gauges of the open Readers, changed at open and Close.
+	tables, without, segments, bytes, tableBytes atomic.Int64
+	_                                            [8]byte
+}
+
+// stripe returns the stripe of the calling goroutine, chosen by the
+// address of a variable on its stack (as the block cache picks its
+// counter stripes); the address is only hashed, never dereferenced.
+func (s *LearnedStats) stripe() *learnedStripe {
+	var local byte
+	a := uint64(uintptr(unsafe.Pointer(&local)))
+	return &s.stripes[(a*0x9E3779B97F4A7C15)>>(64-learnedStripeBits)]
+}
+
+func (s *LearnedStats) hit() {
+	if s != nil {
+		s.stripe().hits.Add(1)
+	}
+}
+
+func (s *LearnedStats) fallback() {
+	if s != nil {
+		s.stripe().fallbacks.Add(1)
+	}
+}
+
+// LearnedMetrics is a snapshot of a LearnedStats.
+type LearnedMetrics struct {
+	// Tables is the number of open tables with a model; Without the number
+	// of open tables without one (refused when written, written without,
+	// or read with the model turned off).
+	Tables, Without int64
+	// Segments and Bytes are the models' segments and the memory they hold
+	// (with their position-to-block maps); TableBytes is the size of the
+	// tables that have them.
+	Segments, Bytes, TableBytes int64
+	// Hits counts point lookups a model served; Fallbacks those that
+	// binary-searched the index of a table without one.
+	Hits, Fallbacks uint64
+}
+
+// Metrics sums the stripes.
+func (s *LearnedStats) Metrics() LearnedMetrics {
+	var m LearnedMetrics
+	if s == nil {
+		return m
+	}
+	for i := range s.stripes {
+		st := &s.stripes[i]
+		m.Hits += st.hits.Load()
+		m.Fallbacks += st.fallbacks.Load()
+		m.Tables += st.tables.Load()
+		m.Without += st.without.Load()
+		m.Segments += st.segments.Load()
+		m.Bytes += st.bytes.Load()
+		m.TableBytes += st.tableBytes.Load()
+	}
+	return m
+}
+
+// String prints the snapshot in one line.
+func (m LearnedMetrics) String() string {
+	share := 0.0
+	if m.TableBytes > 0 {
+		share = 100 * float64(m.Bytes) / float64(m.TableBytes)
+	}
+	return fmt.Sprintf("%d tables with a model (%d without), %d segments, %d bytes (%.2f%% of their tables), %d hits, %d fallbacks",
+		m.Tables, m.Without, m.Segments, m.Bytes, share, m.Hits, m.Fallbacks)
+}
+
+// noteOpen adds (sign 1) or removes (sign -1) a Reader's learned index
+// from the gauges.
+func (s *LearnedStats) noteOpen(r *Reader, sign int64) {
+	if s == nil {
+		return
+	}
+	st := &s.stripes[0]
+	if r.lidx == nil {
+		st.without.Add(sign)
+		return
+	}
+	st.tables.Add(sign)
+	st.segments.Add(sign * int64(r.lidx.model.Segments()))
+	st.bytes.Add(sign * int64(r.lidx.size()))
+	st.tableBytes.Add(sign * int64(r.dataEnd+footerLen))
+}
+
+// LearnedInfo describes a table's learned index.
+type LearnedInfo struct {
+	// Present: the table has a model (and the Reader uses it).
+	Present bool
+	// Reason says why there is none: learned.ReasonDisabled for a table
+	// written without the block or read with the model turned off, or
+	// the writer's reason.
+	Reason   learned.Reason
+	Segments int
+	Bound    int // the model's error bound, in positions
+	Bytes    int // memory held
+}
+
+// Learned describes the table's learned index.
+func (r *Reader) Learned() LearnedInfo {
+	if r.lidx == nil {
+		return LearnedInfo{Reason: r.lreason}
+	}
+	return LearnedInfo{Present: true, Segments: r.lidx.model.Segments(), Bound: r.lidx.model.Bound(), Bytes: r.lidx.size()}
+}
