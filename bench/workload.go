@@ -107,7 +107,7 @@ func (t *thread) put(eng Engine, st *keyState, idx uint64) error {
 	v := t.values.next()
 	start := time.Now()
 	err := eng.Put(key, v)
-	t.tick(start)
+	t.tickOp(opWrite, start)
 	t.userBytes += int64(len(key) + len(v))
 	t.moved += int64(len(key) + len(v))
 	st.setLive(idx)
@@ -118,7 +118,7 @@ func (t *thread) get(eng Engine, idx uint64) error {
 	key := MakeKey(t.key, idx)
 	start := time.Now()
 	v, found, err := eng.Get(key, t.getBuf)
-	t.tick(start)
+	t.tickOp(opRead, start)
 	t.getBuf = v
 	t.reads++
 	if found {
@@ -132,7 +132,7 @@ func (t *thread) del(eng Engine, st *keyState, idx uint64) error {
 	key := MakeKey(t.key, idx)
 	start := time.Now()
 	err := eng.Delete(key)
-	t.tick(start)
+	t.tickOp(opWrite, start)
 	t.userBytes += int64(len(key))
 	st.clearLive(idx)
 	return err
@@ -142,7 +142,7 @@ func (t *thread) scan(eng Engine, idx uint64, n int) error {
 	key := MakeKey(t.key, idx)
 	start := time.Now()
 	rows, bytes, err := eng.Scan(key, n)
-	t.tick(start)
+	t.tickOp(opScan, start)
 	t.rows += int64(rows)
 	t.moved += bytes
 	return err
