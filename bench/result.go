@@ -107,6 +107,9 @@ type Range struct {
 type Sample struct {
 	Elapsed   time.Duration `json:"elapsed_ns"` // end of the interval since the benchmark started
 	OpsPerSec float64       `json:"ops_per_sec"`
+	// Threshold is the engine's separation threshold at the end of the
+	// interval, for engines that report one (ThresholdReporter); 0 unset.
+	Threshold int `json:"threshold,omitempty"`
 }
 
 // Finish derives the rates and ratios from the raw counts; movedBytes is

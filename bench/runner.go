@@ -289,7 +289,11 @@ func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, n
 				n := done.Load()
 				progress.Add(n - lastProgress)
 				lastProgress = n
-				counts = append(counts, opsAt{now.Sub(start), n})
+				c := opsAt{at: now.Sub(start), ops: n}
+				if tr, ok := eng.(ThresholdReporter); ok {
+					c.threshold = tr.SeparationThreshold()
+				}
+				counts = append(counts, c)
 			}
 		}
 	}()
@@ -362,8 +366,9 @@ const autoSamples = 25
 
 // opsAt is the count of operations done at some time into a benchmark.
 type opsAt struct {
-	at  time.Duration
-	ops int64
+	at        time.Duration
+	ops       int64
+	threshold int // ThresholdReporter's, or 0
 }
 
 // timeline turns the sampler's counts into throughput samples at least
@@ -379,7 +384,7 @@ func timeline(counts []opsAt, interval, duration time.Duration) []Sample {
 	var last opsAt
 	for _, c := range counts {
 		if d := c.at - last.at; d >= interval-sampleTick/10 {
-			out = append(out, Sample{Elapsed: c.at, OpsPerSec: float64(c.ops-last.ops) / d.Seconds()})
+			out = append(out, Sample{Elapsed: c.at, OpsPerSec: float64(c.ops-last.ops) / d.Seconds(), Threshold: c.threshold})
 			last = c
 		}
 	}

@@ -55,6 +55,13 @@ func (s *keyState) growLocked(n uint64) {
 	s.limit = words * 64
 }
 
+// isLive reports whether key index i was written and not deleted since.
+func (s *keyState) isLive(i uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return i < s.limit && s.bits[i/64].Load()&(1<<(i%64)) != 0
+}
+
 func (s *keyState) setLive(i uint64) {
 	s.mu.Lock()
 	s.growLocked(i + 1)
@@ -224,6 +231,9 @@ func planWorkload(spec *Spec, name string, st *keyState) workload {
 					}
 				}
 			}}
+	}
+	if isShift(name) {
+		return planShift(spec, name, st)
 	}
 	return planYCSB(spec, name, st)
 }
