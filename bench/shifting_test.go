@@ -35,6 +35,14 @@ func TestShiftingPhases(t *testing.T) {
 			require.Nil(t, r.PerOp)
 			require.Positive(t, r.UserBytes)
 		}
+		if r.Benchmark == ShiftSmall {
+			// Live bytes count each key's own value: small ones here.
+			require.Less(t, r.LiveBytes, int64(4000*(16+300)))
+			require.Positive(t, r.LiveBytes)
+		}
+		if r.Benchmark == ShiftLarge {
+			require.Greater(t, r.LiveBytes, int64(4000/2*(4<<10)))
+		}
 		for _, s := range r.Timeline {
 			if r.Engine == "strata/adaptive" {
 				require.Positive(t, s.Threshold)
