@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,4 +74,30 @@ func TestSeparationVariants(t *testing.T) {
 		}
 		require.NoError(t, eng.Close())
 	}
+}
+
+// TestAdaptivePolicySurvivesReopen: the runner reopens an engine between
+// benchmarks; the adaptive variant keeps its policy (and what it observed)
+// for the same database, and starts afresh on a new one.
+func TestAdaptivePolicySurvivesReopen(t *testing.T) {
+	info, err := strataVariant("adaptive")
+	require.NoError(t, err)
+	dir := t.TempDir()
+	open := func() *adaptiveStrata {
+		eng, err := info.Open(dir, DefaultSpec().Config)
+		require.NoError(t, err)
+		return eng.(*adaptiveStrata)
+	}
+	e := open()
+	first := e.policy
+	require.NoError(t, e.Put([]byte("k"), []byte("v")))
+	require.NoError(t, e.Close())
+	e = open()
+	require.Same(t, first, e.policy)
+	require.NoError(t, e.Close())
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	e = open()
+	require.NotSame(t, first, e.policy, "a new database gets a new policy")
+	require.NoError(t, e.Close())
 }

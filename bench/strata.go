@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/strata-db/strata"
@@ -223,10 +225,37 @@ type adaptiveStrata struct {
 
 func (e *adaptiveStrata) SeparationThreshold() int { return e.policy.Threshold() }
 
+// adaptivePolicies keeps each database directory's adaptive policy: the
+// runner closes and reopens an engine between benchmarks (to measure its
+// size), and a policy made anew at each Open would forget what the
+// previous phases did, as a program reopening a DB with a fresh policy
+// would.
+var adaptivePolicies struct {
+	sync.Mutex
+	byDir map[string]*vlog.AdaptiveThreshold
+}
+
+func adaptivePolicy(dir string) *vlog.AdaptiveThreshold {
+	adaptivePolicies.Lock()
+	defer adaptivePolicies.Unlock()
+	if adaptivePolicies.byDir == nil {
+		adaptivePolicies.byDir = make(map[string]*vlog.AdaptiveThreshold)
+	}
+	p := adaptivePolicies.byDir[dir]
+	if entries, err := os.ReadDir(dir); err == nil && len(entries) == 0 {
+		p = nil // a new database (a repetition reuses the directory)
+	}
+	if p == nil {
+		p = vlog.NewAdaptiveThreshold(vlog.AdaptiveOptions{})
+		adaptivePolicies.byDir[dir] = p
+	}
+	return p
+}
+
 func openStrataSep(dir string, cfg Config, sep separationVariant) (Engine, error) {
 	var policy *vlog.AdaptiveThreshold
 	if sep.adaptive {
-		policy = vlog.NewAdaptiveThreshold(vlog.AdaptiveOptions{})
+		policy = adaptivePolicy(dir)
 	} else {
 		cfg.ValueThreshold = sep.threshold
 	}

@@ -103,6 +103,6 @@ func ExampleAdaptiveThreshold() {
 	}
 	fmt.Println("read-heavy:", a.Update())
 	// Output:
-	// write-heavy: 256
+	// write-heavy: 512
 	// read-heavy: 5120
 }

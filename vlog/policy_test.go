@@ -68,7 +68,7 @@ func uniformSizes(lo, hi, step, writes, reads int) []sizeLoad {
 // TestAdaptiveThreshold reads as a table of decisions: a workload, and the
 // threshold the rule picks for it with the default parameters. In bytes
 // of background writes, separating a value of v bytes saves about
-// 7.75·v − 108 per write; a point read costs 2048 and a scanned row 256.
+// 7.75·v − 108 per write; a point read costs 2048 and a scanned row 32.
 func TestAdaptiveThreshold(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -78,22 +78,23 @@ func TestAdaptiveThreshold(t *testing.T) {
 	}{
 		{"no observations: Initial", nil, 0, 1024},
 		{"too few writes: Initial", []sizeLoad{{4096, 1000, 0}}, 0, 1024},
-		{"write-only 4 KiB: Min", []sizeLoad{{4096, 10000, 0}}, 0, 256},
-		{"write-only 100 B (below Min): Min", []sizeLoad{{100, 10000, 0}}, 0, 256},
-		{"4 KiB read 10x per write: still separated", []sizeLoad{{4096, 10000, 100000}}, 0, 256},
+		{"write-only 4 KiB: Min", []sizeLoad{{4096, 10000, 0}}, 0, 512},
+		{"write-only 100 B (below Min): Min", []sizeLoad{{100, 10000, 0}}, 0, 512},
+		{"4 KiB read 10x per write: still separated", []sizeLoad{{4096, 10000, 100000}}, 0, 512},
 		{"4 KiB read 20x per write: kept, threshold just above", []sizeLoad{{4096, 10000, 200000}}, 0, 5120},
 		{"hot 1 KiB reads, 16 KiB writes: 1 KiB kept",
 			[]sizeLoad{{1024, 10000, 50000}, {16384, 10000, 0}}, 0, 1280},
 		{"hot 1 KiB reads, few: 1 KiB separated",
-			[]sizeLoad{{1024, 10000, 20000}, {16384, 10000, 0}}, 0, 256},
-		{"4 KiB, 50 scanned rows per write", []sizeLoad{{4096, 10000, 0}}, 500000, 256},
-		{"4 KiB, 200 scanned rows per write", []sizeLoad{{4096, 10000, 0}}, 2000000, 5120},
+			[]sizeLoad{{1024, 10000, 20000}, {16384, 10000, 0}}, 0, 512},
+		{"4 KiB, 50 scanned rows per write", []sizeLoad{{4096, 10000, 0}}, 500000, 512},
+		{"4 KiB, 200 scanned rows per write: still separated", []sizeLoad{{4096, 10000, 0}}, 2000000, 512},
+		{"4 KiB, 2000 scanned rows per write", []sizeLoad{{4096, 10000, 0}}, 20000000, 5120},
 		{"sizes 100..8000 read 8x: break-even near 2.1 KiB",
 			uniformSizes(100, 8000, 10, 20, 160), 0, 2048},
-		{"sizes 100..8000 write-only", uniformSizes(100, 8000, 10, 20, 0), 0, 256},
+		{"sizes 100..8000 write-only", uniformSizes(100, 8000, 10, 20, 0), 0, 512},
 		{"32 KiB read 200x: kept", []sizeLoad{{32768, 10000, 2000000}}, 0, 40960},
 		{"60 KiB read 1000x: capped at Max", []sizeLoad{{60000, 2000, 2000000}}, 0, 65536},
-		{"values past Max do not move it", []sizeLoad{{1 << 20, 10000, 1000000}}, 0, 256},
+		{"values past Max do not move it", []sizeLoad{{1 << 20, 10000, 1000000}}, 0, 512},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := NewAdaptiveThreshold(AdaptiveOptions{})
@@ -154,11 +155,11 @@ func TestAdaptiveFollowsWorkload(t *testing.T) {
 		return phase1, a.Threshold()
 	}
 	p1, p2 := run(20000)
-	require.Equal(t, 256, p1)
+	require.Equal(t, 512, p1)
 	require.Equal(t, 5120, p2, "with a short window the reads take over")
 	p1, p2 = run(1 << 40)
-	require.Equal(t, 256, p1)
-	require.Equal(t, 256, p2, "without decay the old writes still dominate")
+	require.Equal(t, 512, p1)
+	require.Equal(t, 512, p2, "without decay the old writes still dominate")
 }
 
 func TestAdaptiveConcurrent(t *testing.T) {
