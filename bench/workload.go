@@ -27,6 +27,9 @@ type keyState struct {
 	limit uint64 // capacity of bits, in keys
 	live  atomic.Int64
 	next  atomic.Uint64 // one past the largest key index written
+
+	lists lists // listappend's lists (their counters guarded by mu)
+	clock clock // the engine's clock (Config.Clock), moved by the ttl workload
 }
 
 func newKeyState(spec *Spec) *keyState {
@@ -83,12 +86,19 @@ func (s *keyState) clearLive(i uint64) {
 	}
 }
 
+// isLive reports whether key index i is live.
+func (s *keyState) isLive(i uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return i < s.limit && s.bits[i/64].Load()&(1<<(i%64)) != 0
+}
+
 // keyRange is the number of key indexes reads and updates choose from: the
 // spec's Num, or more once YCSB inserts went past it.
 func (s *keyState) keyRange() uint64 { return max(s.num, s.next.Load()) }
 
 func (s *keyState) liveBytes() int64 {
-	return int64(float64(s.live.Load()) * (float64(s.keySize) + s.meanValue))
+	return int64(float64(s.live.Load())*(float64(s.keySize)+s.meanValue)) + s.lists.bytes.Load()
 }
 
 // workload is a planned benchmark: how many workers, how many operations in
@@ -224,6 +234,10 @@ func planWorkload(spec *Spec, name string, st *keyState) workload {
 					}
 				}
 			}}
+	case ListAppend:
+		return planListAppend(spec, st)
+	case TTLExpiry:
+		return planTTL(spec, st)
 	}
 	return planYCSB(spec, name, st)
 }
