@@ -92,10 +92,9 @@ func pebbleOptions(cfg bench.Config, valueSeparation bool) (*pebble.Options, err
 		CompactionConcurrencyRange: func() (int, int) {
 			return 1, pebbleMaxCompactions
 		},
-		// Merge operands are concatenated (Pebble's default merger, named
-		// here as the one listappend relies on): a list is its appended
+		// Merge operands are concatenated: a list is its appended
 		// elements, each already length-prefixed by the workload.
-		Merger: pebble.DefaultMerger,
+		Merger: pebbleListMerger,
 	}
 	profile := sstable.NoCompression
 	if cfg.Compression == "snappy" {
@@ -189,8 +188,8 @@ func (e *pebbleEngine) Delete(key []byte) error {
 	return nil
 }
 
-// Merge appends operand to key's value with Pebble's concatenating merge
-// operator. Pebble has no TTL: the ttl workload deletes its expired keys.
+// Merge appends operand to key's value with a concatenating merge operator
+// (pebbleListMerger). Pebble has no TTL: the ttl workload deletes its expired keys.
 func (e *pebbleEngine) Merge(key, operand []byte) error {
 	if e.closed.Load() {
 		return errClosed

@@ -107,3 +107,36 @@ func TestTTLEngines(t *testing.T) {
 		}
 	}
 }
+
+// TestPebbleListMerger: operands come out oldest first whichever way
+// Pebble feeds them, as DefaultMerger concatenates them.
+func TestPebbleListMerger(t *testing.T) {
+	ops := [][]byte{[]byte("a"), []byte("bc"), nil, []byte("def"), []byte("g")}
+	want := "abcdefg"
+	// Reads: the newest operand first, then older ones.
+	m, err := pebbleListMerger.Merge(nil, ops[4])
+	require.NoError(t, err)
+	for i := 3; i >= 0; i-- {
+		require.NoError(t, m.MergeOlder(ops[i]))
+	}
+	v, closer, err := m.Finish(true)
+	require.NoError(t, err)
+	require.Nil(t, closer)
+	require.Equal(t, want, string(v))
+	// Oldest first, then newer ones.
+	m, err = pebbleListMerger.Merge(nil, ops[0])
+	require.NoError(t, err)
+	for _, op := range ops[1:] {
+		require.NoError(t, m.MergeNewer(op))
+	}
+	v, _, err = m.Finish(false)
+	require.NoError(t, err)
+	require.Equal(t, want, string(v))
+	// The caller keeps its buffers: changing them changes nothing.
+	buf := []byte("xy")
+	m, _ = pebbleListMerger.Merge(nil, []byte("z"))
+	require.NoError(t, m.MergeOlder(buf))
+	buf[0] = '!'
+	v, _, _ = m.Finish(true)
+	require.Equal(t, "xyz", string(v))
+}
