@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -74,7 +73,7 @@ func (c *clock) advance(d time.Duration) { c.offset.Add(int64(d)) }
 // lists counts what listappend appended to each list, the same way for
 // every engine.
 type lists struct {
-	elems []atomic.Int64
+	elems []int64      // elements of each list; guarded by keyState.mu
 	bytes atomic.Int64 // key and encoded element bytes of the lists
 }
 
@@ -85,10 +84,8 @@ func (s *keyState) ensureLists(n int64) {
 	if int64(len(s.lists.elems)) >= n {
 		return
 	}
-	elems := make([]atomic.Int64, n)
-	for i := range s.lists.elems {
-		elems[i].Store(s.lists.elems[i].Load())
-	}
+	elems := make([]int64, n)
+	copy(elems, s.lists.elems)
 	s.lists.elems = elems
 }
 
@@ -99,13 +96,14 @@ func (s *keyState) listElems(i uint64) int64 {
 	if i >= uint64(len(s.lists.elems)) {
 		return 0
 	}
-	return s.lists.elems[i].Load()
+	return s.lists.elems[i]
 }
 
 // appended counts an element of n encoded bytes appended to list i.
 func (s *keyState) appended(i uint64, n int) {
 	s.mu.Lock()
-	first := s.lists.elems[i].Add(1) == 1
+	s.lists.elems[i]++
+	first := s.lists.elems[i] == 1
 	s.mu.Unlock()
 	if first {
 		s.lists.bytes.Add(int64(s.keySize))
@@ -221,16 +219,14 @@ func planTTL(spec *Spec, st *keyState) workload {
 				st.clearLive(uint64(k))
 			}
 		}
-		var note []string
 		switch {
 		case tw != nil && tw.FollowsClock():
-			note = append(note, fmt.Sprintf("the engine's clock moved %s forward after each of %d phases", ttl+clockSlack, ttlPhases-1))
+			t.note = fmt.Sprintf("the engine's clock moved %s forward after each of %d phases", ttl+clockSlack, ttlPhases-1)
 		case tw != nil:
-			note = append(note, fmt.Sprintf("waited %s for the real clock (untimed)", t.paused.Round(time.Millisecond)))
+			t.note = fmt.Sprintf("waited %s for the real clock (untimed)", t.paused.Round(time.Millisecond))
 		default:
-			note = append(note, fmt.Sprintf("no TTL: %d expired keys deleted explicitly (timed, not counted as operations)", deleted))
+			t.note = fmt.Sprintf("no TTL: %d expired keys deleted explicitly (timed, not counted as operations)", deleted)
 		}
-		t.note = strings.Join(note, "; ")
 		return nil
 	}}
 }

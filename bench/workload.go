@@ -28,7 +28,7 @@ type keyState struct {
 	live  atomic.Int64
 	next  atomic.Uint64 // one past the largest key index written
 
-	lists lists // listappend's lists (their counters guarded by mu)
+	lists lists // listappend's lists
 	clock clock // the engine's clock (Config.Clock), moved by the ttl workload
 }
 
