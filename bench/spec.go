@@ -42,7 +42,8 @@ func WritesData(benchmark string) bool {
 
 // AllBenchmarks lists the benchmarks in the order they are documented.
 var AllBenchmarks = []string{FillSeq, FillRandom, Overwrite, ReadRandom, ReadSeq, SeekRandom,
-	ReadWhileWriting, DeleteRandom, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF, ListAppend, TTLExpiry}
+	ReadWhileWriting, DeleteRandom, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF,
+	ShiftSmall, ShiftLarge, ShiftRead, ShiftScan, ListAppend, TTLExpiry}
 
 // Key distributions of overwrite (Spec.KeyDist).
 const (

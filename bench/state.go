@@ -244,6 +244,6 @@ func (t *thread) putTTL(eng Engine, tw TTLWriter, st *keyState, idx uint64, ttl 
 	t.tick(start)
 	t.userBytes += int64(len(key) + len(v))
 	t.moved += int64(len(key) + len(v))
-	st.setLive(idx)
+	st.setLive(idx, len(v))
 	return err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/gc"
+	"github.com/strata-db/strata/vlog"
 )
 
 func init() {
@@ -43,8 +44,17 @@ const strataGCOff = "off"
 // merge operator is measured against.
 const strataRMW = "rmw"
 
-// strataVariant derives "strata/<policy>".
+// strataVariant derives "strata/<policy>", "strata/rmw", or a separation
+// variant ("strata/t1k", "strata/adaptive": see separationVariants).
 func strataVariant(policy string) (EngineInfo, error) {
+	if sep, ok := separationVariants[policy]; ok {
+		return EngineInfo{
+			Description: "Strata (this repository), " + sep.desc,
+			Open: func(dir string, cfg Config) (Engine, error) {
+				return openStrataSep(dir, cfg, sep)
+			},
+		}, nil
+	}
 	desc := "Strata (this repository), value-log GC policy " + policy
 	switch policy {
 	case strataRMW:
@@ -66,7 +76,8 @@ func strataVariant(policy string) (EngineInfo, error) {
 		return EngineInfo{}, fmt.Errorf("no GC policy named (%s), or %s", strings.Join(GCPolicyNames, ", "), strataRMW)
 	default:
 		if _, err := gc.ByName(policy); err != nil {
-			return EngineInfo{}, fmt.Errorf("%w; or %s, or %s", err, strataGCOff, strataRMW)
+			return EngineInfo{}, fmt.Errorf("%w; or %s; or %s; or a separation variant (%s)", err, strataGCOff, strataRMW,
+				strings.Join(SeparationVariantNames, ", "))
 		}
 	}
 	return EngineInfo{
@@ -88,6 +99,11 @@ type strataEngine struct {
 // openStrata opens Strata in dir with the value-log GC policy named policy
 // ("" for Strata's default, strataGCOff for none).
 func openStrata(dir string, cfg Config, policy string) (Engine, error) {
+	return openStrataWith(dir, cfg, policy, nil)
+}
+
+// openStrataWith is openStrata with a last say on the options.
+func openStrataWith(dir string, cfg Config, policy string, adjust func(*strata.Options)) (Engine, error) {
 	opts := &strata.Options{
 		MemTableSize:   cfg.MemTableSize,
 		CacheSize:      cfg.CacheSize,
@@ -114,6 +130,9 @@ func openStrata(dir string, cfg Config, policy string) (Engine, error) {
 			return nil, err
 		}
 		opts.GCPolicy = p
+	}
+	if adjust != nil {
+		adjust(opts)
 	}
 	db, err := strata.Open(dir, opts)
 	if err != nil {
@@ -267,3 +286,51 @@ func (s strataNoMerge) WaitForBackgroundWork(ctx context.Context) error {
 func (s strataNoMerge) BytesWritten() int64        { return s.e.BytesWritten() }
 func (s strataNoMerge) Counters() map[string]int64 { return s.e.Counters() }
 func (s strataNoMerge) Stats() string              { return s.e.Stats() }
+
+// separationVariant is a Strata variant that separates values by its own
+// rule rather than by Config.ValueThreshold, for the shifting benchmarks.
+type separationVariant struct {
+	desc      string
+	threshold int  // a fixed threshold in bytes; -1 keeps every value inline
+	adaptive  bool // vlog.AdaptiveThreshold instead
+}
+
+// separationVariants are "strata/t256", "strata/t1k", "strata/t4k",
+// "strata/inline" and "strata/adaptive".
+var separationVariants = map[string]separationVariant{
+	"t256":     {desc: "values of 256 B and more separated", threshold: 256},
+	"t1k":      {desc: "values of 1 KiB and more separated", threshold: 1 << 10},
+	"t4k":      {desc: "values of 4 KiB and more separated", threshold: 4 << 10},
+	"inline":   {desc: "no value separated", threshold: -1},
+	"adaptive": {desc: "separation threshold set by vlog.AdaptiveThreshold", adaptive: true},
+}
+
+// SeparationVariantNames lists the separation variants, for help texts.
+var SeparationVariantNames = []string{"t256", "t1k", "t4k", "inline", "adaptive"}
+
+// adaptiveStrata is Strata with an adaptive policy, which reports the
+// threshold it chose on the timeline.
+type adaptiveStrata struct {
+	*strataEngine
+	policy *vlog.AdaptiveThreshold
+}
+
+func (e *adaptiveStrata) SeparationThreshold() int { return e.policy.Threshold() }
+
+func openStrataSep(dir string, cfg Config, sep separationVariant) (Engine, error) {
+	var policy *vlog.AdaptiveThreshold
+	if sep.adaptive {
+		policy = vlog.NewAdaptiveThreshold(vlog.AdaptiveOptions{})
+	} else {
+		cfg.ValueThreshold = sep.threshold
+	}
+	e, err := openStrataWith(dir, cfg, "", func(o *strata.Options) {
+		if policy != nil {
+			o.SeparationPolicy = policy
+		}
+	})
+	if err != nil || policy == nil {
+		return e, err
+	}
+	return &adaptiveStrata{strataEngine: e.(*strataEngine), policy: policy}, nil
+}
