@@ -117,6 +117,7 @@ func aggregateOne(ran []*Result) Result {
 		res.Spread[f.key] = Range{Min: values[0], Max: values[len(values)-1]}
 	}
 	res.Latency = mergeBuckets(ran)
+	res.Counters = maxCounters(ran)
 	return res
 }
 
@@ -149,5 +150,22 @@ func mergeBuckets(ran []*Result) []LatencyBucket {
 	slices.SortFunc(out, func(a, b LatencyBucket) int {
 		return cmp.Or(cmp.Compare(a.Lower, b.Lower), cmp.Compare(a.Upper, b.Upper))
 	})
+	return out
+}
+
+// maxCounters is the largest of each engine count over the runs (nil when
+// no run has any): for counts that should stay at zero, the worst run.
+func maxCounters(ran []*Result) map[string]int64 {
+	var out map[string]int64
+	for _, r := range ran {
+		for k, v := range r.Counters {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			if old, ok := out[k]; !ok || v > old {
+				out[k] = v
+			}
+		}
+	}
 	return out
 }

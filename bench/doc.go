@@ -14,12 +14,19 @@
 //     may derive variants named "base/variant": "strata/<policy>" is Strata
 //     with one value-log GC policy (strata.go, Spec.GCPolicies).
 //   - Workloads (workload.go, keys.go, zipf.go): key order, value sizes,
-//     the YCSB mixes and the zipfian generator.
+//     the YCSB mixes and the zipfian generator. The stream-state workloads
+//     (state.go): listappend, appends to lists with whole-list reads, by
+//     merge operator where an engine has one (Merger) and by
+//     read-modify-write otherwise (Updater, or Get then Put; "strata/rmw"
+//     is Strata without its merge operator); and ttl, writes with a TTL in
+//     phases that expire one after another, on the runner's clock
+//     (Config.Clock) where an engine takes one (TTLWriter), the real clock
+//     otherwise, and by explicit deletes where an engine has no TTL.
 //   - Runner (runner.go): runs every benchmark on every engine, measuring
 //     throughput, latency percentiles, throughput over time, bytes written
 //     to disk (the process's own I/O accounting, and the engine's own count
-//     where it keeps one), and disk space before and after the engine
-//     settles.
+//     where it keeps one, and counts of its own: Counter), and disk space
+//     before and after the engine settles.
 //   - Repetitions (aggregate.go, Spec.Repeat): the whole spec run several
 //     times, the engines in turn each time; each figure becomes the median
 //     of the runs, with its min and max (Result.Spread).

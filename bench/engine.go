@@ -54,6 +54,46 @@ type WriteCounter interface {
 	BytesWritten() int64
 }
 
+// Merger is implemented by engines with a merge operator that appends:
+// Merge adds operand to the end of key's value (the value is the
+// concatenation of the operands merged into it, oldest first) without
+// reading the value. The listappend workload uses it where an engine has
+// it, and reads and rewrites the whole list otherwise (see Updater).
+type Merger interface {
+	Merge(key, operand []byte) error
+}
+
+// Updater is implemented by engines that read-modify-write one key
+// atomically, in a transaction: Update calls fn with key's value (nil when
+// there is none) and writes what fn returns. The listappend workload uses
+// it on engines without a merge operator; on engines with neither, it
+// reads with Get and writes with Put (one writer, so nothing interleaves).
+type Updater interface {
+	Update(key []byte, fn func(old []byte) ([]byte, error)) error
+}
+
+// TTLWriter is implemented by engines that can write a key with a time to
+// live (the ttl workload; engines without it get explicit deletes of the
+// keys whose TTL passed).
+type TTLWriter interface {
+	// PutTTL writes key=value to expire ttl from now.
+	PutTTL(key, value []byte, ttl time.Duration) error
+	// FollowsClock reports whether the engine tells the time by
+	// Config.Clock, which the workload moves forward, or by the real
+	// clock, which the workload has to wait for.
+	FollowsClock() bool
+}
+
+// Counter is implemented by engines that count events of interest
+// themselves (Strata: entries its compactions dropped as expired, and the
+// value-log reads those compactions made). The runner reads the counts
+// after a benchmark and its settle, before closing the engine (which it
+// opens for each benchmark, so they cover one benchmark), into
+// Result.Counters.
+type Counter interface {
+	Counters() map[string]int64
+}
+
 // External is an engine that runs a whole spec itself (RocksDB's db_bench),
 // returning one Result per benchmark, in order.
 type External interface {

@@ -71,6 +71,10 @@ type Result struct {
 
 	// Timeline is throughput sampled every Spec.ReportInterval.
 	Timeline []Sample `json:"timeline,omitempty"`
+	// Counters are counts the engine keeps of events of interest during
+	// the benchmark (see Counter), by name; with several runs, the largest
+	// of each over the runs.
+	Counters map[string]int64 `json:"counters,omitempty"`
 	// EngineStats is the engine's own description of its state afterwards.
 	EngineStats string `json:"engine_stats,omitempty"`
 	// EngineVersion is the engine's version: its module's from the

@@ -150,7 +150,9 @@ func runEngine(ctx context.Context, spec *Spec, info EngineInfo, dir string, r i
 			return results, err
 		}
 		written0 := processWriteBytes()
-		eng, err := info.Open(dir, spec.Config)
+		cfg := spec.Config
+		cfg.Clock = st.clock.now
+		eng, err := info.Open(dir, cfg)
 		if err != nil {
 			return results, fmt.Errorf("open: %w", err)
 		}
@@ -165,6 +167,9 @@ func runEngine(ctx context.Context, spec *Spec, info EngineInfo, dir string, r i
 		}
 		if c, ok := eng.(WriteCounter); ok {
 			res.EngineWritten = c.BytesWritten()
+		}
+		if c, ok := eng.(Counter); ok {
+			res.Counters = c.Counters()
 		}
 		if s, ok := eng.(Stater); ok {
 			res.EngineStats = s.Stats()
@@ -202,10 +207,18 @@ type thread struct {
 	getBuf []byte
 	values *valueSource
 
+	listBuf []byte // listappend's list being rewritten
+
 	ops, reads, found, rows int64
 	moved, userBytes        int64
-	pending                 int64 // ops not yet added to the shared counter
-	done                    *atomic.Int64
+	// paused is time the worker waited for the real clock (the ttl
+	// workload), left out of the benchmark's duration.
+	paused time.Duration
+	// note is what the worker has to say about how it ran, for
+	// Result.Note.
+	note    string
+	pending int64 // ops not yet added to the shared counter
+	done    *atomic.Int64
 }
 
 // Kinds of operation, for the latency of each in a mix.
@@ -323,6 +336,12 @@ func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, n
 	}
 	wg.Wait()
 	res.Duration = time.Since(start)
+	for _, t := range threads {
+		res.Duration -= t.paused
+		if t.note != "" {
+			res.Note = t.note
+		}
+	}
 	close(stopBackground)
 	bgWG.Wait()
 	close(stopSampler)

@@ -26,6 +26,8 @@ const (
 	YCSBD            = "ycsb-d"           // 95% reads of the latest keys, 5% inserts
 	YCSBE            = "ycsb-e"           // 95% short scans, 5% inserts
 	YCSBF            = "ycsb-f"           // 50% reads, 50% read-modify-writes, zipfian
+	ListAppend       = "listappend"       // Num operations on ListKeys lists: appends, and ListReadPercent whole-list reads
+	TTLExpiry        = "ttl"              // Num writes with a TTL in ttlPhases phases, each expiring before the next ends
 )
 
 // WritesData reports whether a benchmark writes (so the engine may be left
@@ -41,7 +43,7 @@ func WritesData(benchmark string) bool {
 // AllBenchmarks lists the benchmarks in the order they are documented.
 var AllBenchmarks = []string{FillSeq, FillRandom, Overwrite, ReadRandom, ReadSeq, SeekRandom,
 	ReadWhileWriting, DeleteRandom, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF,
-	ShiftSmall, ShiftLarge, ShiftRead, ShiftScan}
+	ShiftSmall, ShiftLarge, ShiftRead, ShiftScan, ListAppend, TTLExpiry}
 
 // Key distributions of overwrite (Spec.KeyDist).
 const (
@@ -96,6 +98,11 @@ type Config struct {
 	// policy (the engine strata/cost); 0 means gc.DefaultBudget (1.3). The
 	// peers' value-log GC keeps its own settings (see their descriptions).
 	GCBudget float64 `json:"gc_budget,omitempty"`
+	// Clock is the time engines that take a clock decide TTL expiry by
+	// (Strata's Options.Clock); nil means the real clock. The runner sets
+	// it to a clock of its own per engine run, which the ttl workload moves
+	// forward (see TTLWriter). It must be safe for concurrent use.
+	Clock func() time.Time `json:"-"`
 }
 
 // Spec is a benchmark run.
@@ -135,6 +142,17 @@ type Spec struct {
 	// or KeyZipfian (skewed by ZipfTheta, the popular keys scattered over
 	// the key space as YCSB's scrambled zipfian does).
 	KeyDist string `json:"key_dist,omitempty"`
+	// ListKeys is the number of lists listappend appends to (kvbench's
+	// --list_keys; default Num/100, at least 1). Its elements are values
+	// of the spec's sizes, and it picks lists by KeyDist.
+	ListKeys int64 `json:"list_keys,omitempty"`
+	// ListReadPercent is the share of listappend's operations that read a
+	// whole list, in percent (--list_read_percent; default 5, at most 100).
+	ListReadPercent int `json:"list_read_percent,omitempty"`
+	// TTL is the time to live of the ttl workload's writes (--ttl; default
+	// 10s). Engines that follow Config.Clock see it pass at once; engines
+	// on the real clock make the workload wait for it (untimed).
+	TTL time.Duration `json:"ttl_ns,omitempty"`
 	// Seed makes key order and values repeatable.
 	Seed uint64 `json:"seed"`
 	// Dir holds one subdirectory per engine; empty means a temporary
@@ -241,6 +259,7 @@ func (s *Spec) Normalize() error {
 		errs = append(errs, fmt.Errorf("key_dist %q is not %s or %s", s.KeyDist, KeyUniform, KeyZipfian))
 	}
 	errs = append(errs, s.expandRounds()...)
+	errs = append(errs, s.normalizeState()...)
 	if s.Config.MemTableSize == 0 {
 		s.Config.MemTableSize = 64 << 20
 	}
@@ -408,4 +427,32 @@ func (s *Spec) Label(i int) string {
 		return ""
 	}
 	return s.Benchmarks[i]
+}
+
+// normalizeState fills the defaults of the listappend and ttl settings when
+// those benchmarks run (leaving a spec without them as it was), and checks
+// them.
+func (s *Spec) normalizeState() []error {
+	var errs []error
+	if slices.Contains(s.Benchmarks, ListAppend) {
+		if s.ListKeys == 0 {
+			s.ListKeys = max(1, s.Num/100)
+		}
+		if s.ListReadPercent == 0 {
+			s.ListReadPercent = 5
+		}
+	}
+	if slices.Contains(s.Benchmarks, TTLExpiry) && s.TTL == 0 {
+		s.TTL = 10 * time.Second
+	}
+	if s.ListKeys < 0 || s.ListKeys > maxListKeys {
+		errs = append(errs, fmt.Errorf("list_keys must be in [1, %d], got %d", int64(maxListKeys), s.ListKeys))
+	}
+	if s.ListReadPercent < 0 || s.ListReadPercent > 100 {
+		errs = append(errs, fmt.Errorf("list_read_percent must be in [1, 100], got %d", s.ListReadPercent))
+	}
+	if s.TTL < 0 {
+		errs = append(errs, fmt.Errorf("ttl must be positive, got %s", s.TTL))
+	}
+	return errs
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-db/strata"
@@ -39,8 +40,14 @@ var GCPolicyNames = []string{"passive", "reverse-lookup", "rewrite", "cost", str
 // strataGCOff is the variant with value-log GC turned off.
 const strataGCOff = "off"
 
-// strataVariant derives "strata/<policy>", or a separation variant
-// ("strata/t1k", "strata/adaptive": see separationVariants).
+// strataRMW is the variant "strata/rmw": Strata with its default GC
+// policy that offers no merge operator to the workloads, so listappend
+// appends to a list by reading it and writing it back, the baseline its
+// merge operator is measured against.
+const strataRMW = "rmw"
+
+// strataVariant derives "strata/<policy>", "strata/rmw", or a separation
+// variant ("strata/t1k", "strata/adaptive": see separationVariants).
 func strataVariant(policy string) (EngineInfo, error) {
 	if sep, ok := separationVariants[policy]; ok {
 		return EngineInfo{
@@ -52,15 +59,27 @@ func strataVariant(policy string) (EngineInfo, error) {
 	}
 	desc := "Strata (this repository), value-log GC policy " + policy
 	switch policy {
+	case strataRMW:
+		return EngineInfo{
+			Description: "Strata (this repository), default value-log GC policy, lists appended by read-modify-write (no merge operator)",
+			Open: func(dir string, cfg Config) (Engine, error) {
+				e, err := openStrata(dir, cfg, "")
+				if err != nil {
+					return nil, err
+				}
+				return strataNoMerge{e.(*strataEngine)}, nil
+			},
+		}, nil
 	case strataGCOff:
 		desc = "Strata (this repository), value-log GC off (DisableGC)"
 	case "cost":
 		desc += " with the space-amplification budget --gc_budget"
 	case "":
-		return EngineInfo{}, fmt.Errorf("no GC policy named (%s)", strings.Join(GCPolicyNames, ", "))
+		return EngineInfo{}, fmt.Errorf("no GC policy named (%s), or %s", strings.Join(GCPolicyNames, ", "), strataRMW)
 	default:
 		if _, err := gc.ByName(policy); err != nil {
-			return EngineInfo{}, fmt.Errorf("%w; or %s; or a separation variant (%s)", err, strataGCOff, strings.Join(SeparationVariantNames, ", "))
+			return EngineInfo{}, fmt.Errorf("%w; or %s; or %s; or a separation variant (%s)", err, strataGCOff, strataRMW,
+				strings.Join(SeparationVariantNames, ", "))
 		}
 	}
 	return EngineInfo{
@@ -74,6 +93,9 @@ func strataVariant(policy string) (EngineInfo, error) {
 type strataEngine struct {
 	db *strata.DB
 	wo *strata.WriteOptions
+	// ttlWrites says a write with a TTL was made since Open (see
+	// WaitForBackgroundWork).
+	ttlWrites atomic.Bool
 }
 
 // openStrata opens Strata in dir with the value-log GC policy named policy
@@ -90,6 +112,10 @@ func openStrataWith(dir string, cfg Config, policy string, adjust func(*strata.O
 		Compression:    cfg.Compression,
 		ValueThreshold: cfg.ValueThreshold,
 		DisableWAL:     cfg.DisableWAL,
+		// Lists for listappend (the merger is consulted only where merge
+		// operands were written).
+		Merger: strata.ListAppend,
+		Clock:  cfg.Clock,
 	}
 	if cfg.ValueThreshold <= 0 {
 		opts.ValueThreshold = -1
@@ -137,6 +163,35 @@ func (e *strataEngine) Get(key, buf []byte) ([]byte, bool, error) {
 
 func (e *strataEngine) Delete(key []byte) error { return e.db.Delete(key, e.wo) }
 
+// Merge appends operand to key's list with strata.ListAppend.
+func (e *strataEngine) Merge(key, operand []byte) error { return e.db.Merge(key, operand, e.wo) }
+
+// PutTTL writes with SetWithTTL; expiry is decided by Config.Clock.
+func (e *strataEngine) PutTTL(key, value []byte, ttl time.Duration) error {
+	e.ttlWrites.Store(true)
+	return e.db.SetWithTTL(key, value, ttl, e.wo)
+}
+
+func (e *strataEngine) FollowsClock() bool { return true }
+
+// Counters, since Open: the entries flushes and compactions dropped (or
+// turned into tombstones) because their TTL had passed
+// (Metrics.Compact.Expired); the value-log records compactions read
+// (Compact.ValueLogReads), which only relocating live values out of a
+// value log being collected does, never expiry; and the records garbage
+// collection relocated in all (GC.Relocated, by recompaction or rewrite),
+// of which those reads are a part. Run on strata/off (no GC, so no
+// relocation), a ttl workload shows compactions dropping expired entries
+// with no value-log read at all.
+func (e *strataEngine) Counters() map[string]int64 {
+	m := e.db.Metrics()
+	return map[string]int64{
+		"compact_expired":         int64(m.Compact.Expired),
+		"compact_value_log_reads": int64(m.Compact.ValueLogReads),
+		"gc_relocated":            int64(m.GC.Relocated),
+	}
+}
+
 func (e *strataEngine) Scan(start []byte, n int) (int, int64, error) {
 	it, err := e.db.NewIter(nil)
 	if err != nil {
@@ -156,11 +211,22 @@ func (e *strataEngine) Scan(start []byte, n int) (int, int64, error) {
 
 func (e *strataEngine) Close() error { return e.db.Close() }
 
+// strataExpiryCheck is how often Strata looks for tables whose entries'
+// TTLs have passed when nothing else happens (its expiryCheckInterval).
+const strataExpiryCheck = time.Second
+
 // WaitForBackgroundWork waits until no memtable waits for a flush, no
 // compaction runs and no level wants one, and value-log garbage collection
-// is idle (Metrics.GC.Idle), on several polls in a row.
+// is idle (Metrics.GC.Idle), on several polls in a row. After writes with
+// a TTL it wants the quiet to last past two of Strata's expiry checks:
+// time passing starts no background work by itself, and the check that
+// finds mostly expired tables runs on a timer.
 func (e *strataEngine) WaitForBackgroundWork(ctx context.Context) error {
-	for quiet := 0; quiet < 3; {
+	polls := 3
+	if e.ttlWrites.Load() {
+		polls = int(2*strataExpiryCheck/strataSettlePoll) + 1
+	}
+	for quiet := 0; quiet < polls; {
 		m := e.db.Metrics()
 		busy := m.MemTable.Immutable > 0 || m.Compact.InProgress > 0 || !m.GC.Idle || m.BackgroundE != ""
 		for level, l := range m.Levels {
@@ -177,11 +243,15 @@ func (e *strataEngine) WaitForBackgroundWork(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(strataSettlePoll):
 		}
 	}
 	return nil
 }
+
+// strataSettlePoll is how often WaitForBackgroundWork looks at the
+// metrics.
+const strataSettlePoll = 50 * time.Millisecond
 
 // BytesWritten is what Strata's metrics count as written since Open: WAL,
 // flushed tables, compaction output and value logs (written by flushes and
@@ -194,6 +264,30 @@ func (e *strataEngine) BytesWritten() int64 {
 func (e *strataEngine) Stats() string { return fmt.Sprint(e.db.Metrics()) }
 
 func isNotFound(err error) bool { return errors.Is(err, strata.ErrNotFound) }
+
+// strataNoMerge is Strata without the Merger interface (strata/rmw); it
+// keeps every other interface of the engine.
+type strataNoMerge struct{ e *strataEngine }
+
+func (s strataNoMerge) Put(key, value []byte) error { return s.e.Put(key, value) }
+func (s strataNoMerge) Get(key, buf []byte) ([]byte, bool, error) {
+	return s.e.Get(key, buf)
+}
+func (s strataNoMerge) Delete(key []byte) error { return s.e.Delete(key) }
+func (s strataNoMerge) Scan(start []byte, n int) (int, int64, error) {
+	return s.e.Scan(start, n)
+}
+func (s strataNoMerge) Close() error { return s.e.Close() }
+func (s strataNoMerge) PutTTL(key, value []byte, ttl time.Duration) error {
+	return s.e.PutTTL(key, value, ttl)
+}
+func (s strataNoMerge) FollowsClock() bool { return true }
+func (s strataNoMerge) WaitForBackgroundWork(ctx context.Context) error {
+	return s.e.WaitForBackgroundWork(ctx)
+}
+func (s strataNoMerge) BytesWritten() int64        { return s.e.BytesWritten() }
+func (s strataNoMerge) Counters() map[string]int64 { return s.e.Counters() }
+func (s strataNoMerge) Stats() string              { return s.e.Stats() }
 
 // separationVariant is a Strata variant that separates values by its own
 // rule rather than by Config.ValueThreshold, for the shifting benchmarks.

@@ -30,6 +30,9 @@ type keyState struct {
 	// sizes vary (distributions, the shifting phases).
 	valueBytes atomic.Int64
 	next       atomic.Uint64 // one past the largest key index written
+
+	lists lists // listappend's lists
+	clock clock // the engine's clock (Config.Clock), moved by the ttl workload
 }
 
 func newKeyState(spec *Spec) *keyState {
@@ -111,7 +114,7 @@ func (s *keyState) clearLive(i uint64) {
 func (s *keyState) keyRange() uint64 { return max(s.num, s.next.Load()) }
 
 func (s *keyState) liveBytes() int64 {
-	return s.live.Load()*int64(s.keySize) + s.valueBytes.Load()
+	return s.live.Load()*int64(s.keySize) + s.valueBytes.Load() + s.lists.bytes.Load()
 }
 
 // workload is a planned benchmark: how many workers, how many operations in
@@ -247,6 +250,10 @@ func planWorkload(spec *Spec, name string, st *keyState) workload {
 					}
 				}
 			}}
+	case ListAppend:
+		return planListAppend(spec, st)
+	case TTLExpiry:
+		return planTTL(spec, st)
 	}
 	if isShift(name) {
 		return planShift(spec, name, st)

@@ -164,6 +164,61 @@ func (e *badgerEngine) Delete(key []byte) error {
 	return nil
 }
 
+// Update reads key's value and writes what fn makes of it in one
+// transaction: Badger has no merge operator (its MergeOperator helper
+// folds appends by reading and rewriting the value from a background
+// goroutine, which is the same work, later), so listappend appends by
+// read-modify-write. fn gets the value in place, without a copy.
+func (e *badgerEngine) Update(key []byte, fn func(old []byte) ([]byte, error)) error {
+	if e.closed.Load() {
+		return errClosed
+	}
+	err := e.db.Update(func(txn *badger.Txn) error {
+		var v []byte
+		item, err := txn.Get(key)
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			if v, err = fn(nil); err != nil {
+				return err
+			}
+		case err != nil:
+			return err
+		default:
+			err = item.Value(func(old []byte) error {
+				var ferr error
+				v, ferr = fn(old)
+				return ferr
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return txn.Set(key, v)
+	})
+	if err != nil {
+		return fmt.Errorf("badger: update: %w", err)
+	}
+	return nil
+}
+
+// PutTTL writes an entry with Badger's TTL (its ExpiresAt, kept with the
+// key in the LSM, in whole seconds of the real clock).
+func (e *badgerEngine) PutTTL(key, value []byte, ttl time.Duration) error {
+	if e.closed.Load() {
+		return errClosed
+	}
+	err := e.db.Update(func(txn *badger.Txn) error {
+		return txn.SetEntry(badger.NewEntry(key, value).WithTTL(ttl))
+	})
+	if err != nil {
+		return fmt.Errorf("badger: set with TTL: %w", err)
+	}
+	return nil
+}
+
+// FollowsClock is false: Badger decides expiry by the real clock.
+func (e *badgerEngine) FollowsClock() bool { return false }
+
 // Scan reads values synchronously, one after another, as the other
 // engines' iterators do. Badger's PrefetchValues starts one goroutine per
 // item and keeps PrefetchSize items ahead of the cursor, so a scan of n rows

@@ -92,6 +92,9 @@ func pebbleOptions(cfg bench.Config, valueSeparation bool) (*pebble.Options, err
 		CompactionConcurrencyRange: func() (int, int) {
 			return 1, pebbleMaxCompactions
 		},
+		// Merge operands are concatenated: a list is its appended
+		// elements, each already length-prefixed by the workload.
+		Merger: pebbleListMerger,
 	}
 	profile := sstable.NoCompression
 	if cfg.Compression == "snappy" {
@@ -181,6 +184,18 @@ func (e *pebbleEngine) Delete(key []byte) error {
 	}
 	if err := e.db.Delete(key, e.wo); err != nil {
 		return fmt.Errorf("pebble: delete: %w", err)
+	}
+	return nil
+}
+
+// Merge appends operand to key's value with a concatenating merge operator
+// (pebbleListMerger). Pebble has no TTL: the ttl workload deletes its expired keys.
+func (e *pebbleEngine) Merge(key, operand []byte) error {
+	if e.closed.Load() {
+		return errClosed
+	}
+	if err := e.db.Merge(key, operand, e.wo); err != nil {
+		return fmt.Errorf("pebble: merge: %w", err)
 	}
 	return nil
 }

@@ -233,7 +233,13 @@ func specLine(s *bench.Spec) string {
 		parts = append(parts, fmt.Sprintf("%d overwrite rounds", n))
 	}
 	if s.KeyDist != "" && s.KeyDist != bench.KeyUniform {
-		parts = append(parts, "overwrite keys "+s.KeyDist)
+		parts = append(parts, "overwrite and list keys "+s.KeyDist)
+	}
+	if s.ListKeys > 0 {
+		parts = append(parts, fmt.Sprintf("%s lists, %d%% list reads", groupDigits(s.ListKeys), s.ListReadPercent))
+	}
+	if s.TTL > 0 {
+		parts = append(parts, "ttl "+s.TTL.String())
 	}
 	if len(s.GCPolicies) > 0 {
 		parts = append(parts, "strata gc policies "+strings.Join(s.GCPolicies, " "))

@@ -3,6 +3,8 @@ package report
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -154,6 +156,11 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 			b.WriteString(lead + truncate(rw.note, tableWidth-width(lead)) + "\n")
 		}
 		writePerOp(&b, g.rows, widths[0])
+		for _, res := range g.rows {
+			if l := ranNote(res); l != "" {
+				b.WriteString(wrap(indent+"note: "+res.Engine+": "+l, tableWidth, indent+"  "))
+			}
+		}
 	}
 
 	b.WriteString("\nStrata vs peers (Strata's throughput over each peer's; above 1.00x Strata is faster)\n")
@@ -182,6 +189,27 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 		return fmt.Errorf("report: writing table: %w", err)
 	}
 	return nil
+}
+
+// ranNote is what a result that ran has to add below its benchmark's
+// table: its note and the engine's counts, if any.
+func ranNote(res *bench.Result) string {
+	if res.Skipped {
+		return ""
+	}
+	var parts []string
+	if res.Note != "" {
+		parts = append(parts, oneLine(res.Note))
+	}
+	if len(res.Counters) > 0 {
+		names := slices.Sorted(maps.Keys(res.Counters))
+		counts := make([]string, len(names))
+		for i, n := range names {
+			counts[i] = n + " " + strconv.FormatInt(res.Counters[n], 10)
+		}
+		parts = append(parts, strings.Join(counts, ", "))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // summary says how Strata compares with each peer in one benchmark.

@@ -194,6 +194,18 @@ func TestWriteTableRepeated(t *testing.T) {
 	}
 }
 
+// TestWriteTableNotesOfRuns: a result that ran shows its note and the
+// engine's counts under its benchmark's table.
+func TestWriteTableNotesOfRuns(t *testing.T) {
+	r := smallReport()
+	r.Results[0].Note = "appends by merge operator"
+	r.Results[0].Counters = map[string]int64{"compact_value_log_reads": 0, "compact_expired": 12}
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, r))
+	line := lineWith(t, buf.String(), "note: "+r.Results[0].Engine)
+	assert.Contains(t, line, "appends by merge operator; compact_expired 12, compact_value_log_reads 0")
+}
+
 // TestWriteTablePerOp: a mix's table is followed by each engine's latency
 // by kind of operation.
 func TestWriteTablePerOp(t *testing.T) {

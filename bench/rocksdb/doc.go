@@ -39,6 +39,17 @@
 //	readwhilewriting  readwhilewriting     --threads=Threads --reads=Reads (db_bench adds the writer)
 //	deleterandom      deleterandom         --threads=1 --deletes=Num
 //	ycsb-a ... ycsb-f (none)               skipped: db_bench has no YCSB workloads
+//	listappend        readrandommergerandom --threads=1 --reads=Num --merge_keys=ListKeys
+//	                                       --mergereadpercent=100-ListReadPercent (skipped with
+//	                                       --key_dist zipfian: it picks keys uniformly only)
+//	ttl               (none)               skipped: db_bench has no TTL workload
+//
+// listappend's lists are merged with the stringappend merge operator (the
+// operands joined by ','), which every run of a spec holding listappend
+// opens the database with, so later runs can read the lists. Its list keys
+// are db_bench's keys 0 to ListKeys-1, the first keys of an earlier fill
+// where there was one (the in-process engines keep lists apart from the
+// other benchmarks' keys), so a list may start from a filled value.
 //
 // Overwrite rounds (bench.Spec.Rounds) are overwrite repeated, so each
 // round is a db_bench run of its own and gets its own I/O accounting and

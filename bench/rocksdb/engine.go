@@ -294,6 +294,17 @@ func buildResult(spec *bench.Spec, p plan, name string, r *run, live *liveModel)
 			}
 			res.Note = fmt.Sprintf("writer: about %d writes (RocksDB's DB stats); timeline scaled to the readers' share", out.writes)
 		}
+	case kindMerge:
+		if out.hasMerges {
+			// One thread, so the message's numbers are the run's.
+			res.Reads, res.Found = out.mergeReads, out.mergeHits
+			element := float64(spec.KeySize) + spec.Value.Mean()
+			res.UserBytes = int64(float64(out.merges) * element)
+			r.moved = res.UserBytes
+			live.merge(out.merges, spec.Value.Mean()+1, spec.ListKeys, spec.KeySize)
+		}
+		res.Note = "lists by merge operator (stringappend); list keys are keys 0 to list_keys-1, " +
+			"those of earlier fills where there were fills"
 	case kindScan:
 		r.moved = int64(float64(res.Ops) * entry)
 		if d := res.Duration.Seconds(); d > 0 {
@@ -306,7 +317,7 @@ func buildResult(spec *bench.Spec, p plan, name string, r *run, live *liveModel)
 			res.RowsPerSec = rows / d
 		}
 	}
-	res.LiveBytes = int64(live.keys * entry)
+	res.LiveBytes = int64(live.keys*entry + live.listBytes)
 	return res, nil
 }
 
@@ -324,6 +335,19 @@ func buildResult(spec *bench.Spec, p plan, name string, r *run, live *liveModel)
 type liveModel struct {
 	num  float64
 	keys float64
+	// listBytes is the bytes listappend's merges added: each operand and
+	// its delimiter, and each list's key once.
+	listBytes float64
+	listKeyed bool
+}
+
+// merge counts n merges of elem bytes each into lists keys of keySize.
+func (m *liveModel) merge(n int64, elem float64, lists int64, keySize int) {
+	if !m.listKeyed && n > 0 {
+		m.listBytes += float64(lists * int64(keySize))
+		m.listKeyed = true
+	}
+	m.listBytes += float64(n) * elem
 }
 
 func (m *liveModel) fill() { m.keys = m.num }

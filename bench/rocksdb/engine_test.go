@@ -389,3 +389,36 @@ func withRounds(spec *bench.Spec, results []bench.Result) []bench.Result {
 	}
 	return out
 }
+
+// TestRunDBBenchListAppend runs listappend through db_bench's
+// readrandommergerandom after a fill, then readrandom, which reads list
+// keys through the merge operator every run is opened with; ttl is skipped
+// with a note, and so is a zipfian listappend.
+func TestRunDBBenchListAppend(t *testing.T) {
+	t.Parallel() // each writing benchmark waits 5 s for compactions
+	needDBBench(t)
+	spec := tinySpec()
+	spec.Benchmarks = []string{bench.FillRandom, bench.ListAppend, bench.ReadRandom, bench.TTLExpiry}
+	spec.ListKeys = 20
+	spec.ListReadPercent = 5
+	results, err := (&engine{name: "rocksdb"}).Run(context.Background(), spec, t.TempDir(), nil)
+	require.NoError(t, err)
+	require.Len(t, results, 4)
+	la := results[1]
+	require.False(t, la.Skipped, la.Note)
+	require.Equal(t, int64(2000), la.Ops)
+	require.InDelta(t, 100, la.Reads, 50, "about 5% reads")
+	require.Positive(t, la.Found)
+	require.Contains(t, la.Note, "stringappend")
+	require.Greater(t, la.LiveBytes, results[0].LiveBytes, "the lists grew")
+	rr := results[2]
+	require.False(t, rr.Skipped, rr.Note)
+	require.Equal(t, rr.Reads, rr.Found)
+	require.True(t, results[3].Skipped)
+	require.Equal(t, "db_bench has no TTL workload", results[3].Note)
+
+	spec.KeyDist = bench.KeyZipfian
+	p := planFor(spec, bench.ListAppend)
+	require.Empty(t, p.dbBench)
+	require.Contains(t, p.note, "uniformly only")
+}

@@ -3,6 +3,7 @@ package rocksdb
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -21,6 +22,7 @@ const (
 	kindReadWhileWriting             // point reads, with a writer in the background
 	kindScan                         // one full scan
 	kindSeek                         // seeks, each followed by reading rows
+	kindMerge                        // merges (appends to lists) and reads of whole lists
 )
 
 // plan is how one benchmark of the spec runs under db_bench.
@@ -39,7 +41,7 @@ type plan struct {
 // compactions behind.
 func (p plan) writes() bool {
 	switch p.kind {
-	case kindFill, kindOverwrite, kindDelete, kindReadWhileWriting:
+	case kindFill, kindOverwrite, kindDelete, kindReadWhileWriting, kindMerge:
 		return true
 	}
 	return false
@@ -86,12 +88,26 @@ func planFor(spec *bench.Spec, name string) plan {
 			args: []string{"--deletes=" + itoa(num)}}
 	case bench.YCSBA, bench.YCSBB, bench.YCSBC, bench.YCSBD, bench.YCSBE, bench.YCSBF:
 		return plan{note: "db_bench has no YCSB workloads"}
+	case bench.ListAppend:
+		if spec.KeyDist == bench.KeyZipfian {
+			return plan{note: "db_bench's readrandommergerandom picks keys uniformly only (--key_dist zipfian)"}
+		}
+		// Num operations on ListKeys keys, merges (stringappend: the
+		// operands joined by ',') or, ListReadPercent of the time, gets.
+		return plan{dbBench: "readrandommergerandom", kind: kindMerge, threads: 1, op: "merge", total: num,
+			args: []string{"--reads=" + itoa(num), "--merge_keys=" + itoa(spec.ListKeys),
+				"--mergereadpercent=" + strconv.Itoa(100-spec.ListReadPercent)}}
+	case bench.TTLExpiry:
+		return plan{note: "db_bench has no TTL workload"}
 	}
 	return plan{note: fmt.Sprintf("db_bench has no counterpart of %q", name)}
 }
 
 // Fixed settings, the same for every run.
 const (
+	// mergeOperator appends operands to a value, joined by ',': RocksDB's
+	// list-append merge operator (utilities/merge_operators).
+	mergeOperator = "stringappend"
 	// maxBackgroundJobs: flushes and compactions run on the machine's two
 	// cores, as Pebble gets up to two concurrent compactions and Badger two
 	// compactors.
@@ -146,6 +162,11 @@ func commonArgs(spec *bench.Spec, blob bool) []string {
 		"--progress_reports=false",
 		"--report_interval_seconds="+strconv.Itoa(reportSeconds(spec.ReportInterval)),
 	)
+	if slices.Contains(spec.Benchmarks, bench.ListAppend) {
+		// Every run of the spec opens the database with the merge operator
+		// listappend needs, so that later runs can read its lists.
+		args = append(args, "--merge_operator="+mergeOperator)
+	}
 	if blob {
 		args = append(args,
 			"--enable_blob_files=true",

@@ -21,6 +21,10 @@ type output struct {
 	found       int64 // "(found of tried found)", one thread's numbers
 	tried       int64
 	hasFound    bool
+	// "(reads:R merges:M total:T hits:H maxlength:L)" of
+	// readrandommergerandom, one thread's numbers.
+	mergeReads, merges, mergeHits int64
+	hasMerges                     bool
 
 	// hists are the latency histograms by operation ("write", "read",
 	// "seek", "delete"), in microseconds.
@@ -44,6 +48,11 @@ var resultLine = regexp.MustCompile(`^(\S+)\s*:\s*([0-9.]+) micros/op (\d+) ops/
 var levelName = regexp.MustCompile(`^L\d+$`)
 
 var foundMessage = regexp.MustCompile(`\((\d+) of (\d+) found\)`)
+
+// mergeMessage is readrandommergerandom's message, e.g.
+//
+//	(reads:82 merges:1918 total:2000 hits:81 maxlength:10099)
+var mergeMessage = regexp.MustCompile(`\(reads:(\d+) merges:(\d+) total:\d+ hits:(\d+) maxlength:\d+\)`)
 
 // histHeader is the first line of a histogram: "Microseconds per read:".
 var histHeader = regexp.MustCompile(`^Microseconds per (\w+):$`)
@@ -123,6 +132,13 @@ func (o *output) parseResult(m []string) error {
 		tried, e2 := strconv.ParseInt(f[2], 10, 64)
 		o.found, o.tried, o.hasFound = found, tried, true
 		err = errors.Join(err, e1, e2)
+	}
+	if f := mergeMessage.FindStringSubmatch(m[6]); f != nil {
+		reads, e1 := strconv.ParseInt(f[1], 10, 64)
+		merges, e2 := strconv.ParseInt(f[2], 10, 64)
+		hits, e3 := strconv.ParseInt(f[3], 10, 64)
+		o.mergeReads, o.merges, o.mergeHits, o.hasMerges = reads, merges, hits, true
+		err = errors.Join(err, e1, e2, e3)
 	}
 	return err
 }

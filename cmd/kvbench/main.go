@@ -49,7 +49,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 	fs := flag.NewFlagSet("kvbench", flag.ContinueOnError)
 	fs.SetOutput(output)
 	var (
-		engines    = fs.String("engines", strings.Join(d.Engines, ","), "engines to compare: "+strings.Join(bench.EngineNames(), ",")+", and strata/<gc policy>")
+		engines    = fs.String("engines", strings.Join(d.Engines, ","), "engines to compare: "+strings.Join(bench.EngineNames(), ",")+", strata/<gc policy>, and strata/rmw (lists by read-modify-write)")
 		benchmarks = fs.String("benchmarks", strings.Join(d.Benchmarks, ","), "benchmarks to run in order: "+strings.Join(bench.AllBenchmarks, ",")+" (overwrite repeated: overwrite rounds)")
 		num        = fs.Int64("num", d.Num, "number of keys")
 		reads      = fs.Int64("reads", 0, "operations per thread of read benchmarks and YCSB mixes (default: --num)")
@@ -75,7 +75,10 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 			"(strata/<policy>): "+strings.Join(bench.GCPolicyNames, ",")+" (default: Strata's default policy, as engine strata)")
 		gcBudget = fs.Float64("gc_budget", gc.DefaultBudget, "space-amplification budget of the cost GC policy")
 		rounds   = fs.Int("overwrite_rounds", 0, "run overwrite this many times in a row, measuring space and write amplification after each round (0: off)")
-		keyDist  = fs.String("key_dist", bench.KeyUniform, "keys overwrite writes: uniform or zipfian (--zipf_theta)")
+		keyDist  = fs.String("key_dist", bench.KeyUniform, "keys overwrite writes, lists listappend appends to: uniform or zipfian (--zipf_theta)")
+		listKeys = fs.Int64("list_keys", 0, "lists listappend appends to (default: --num/100)")
+		listRead = fs.Int("list_read_percent", 0, "share of listappend's operations that read a whole list, in percent (default 5)")
+		ttl      = fs.Duration("ttl", 0, "time to live of the ttl workload's writes (default 10s; engines on the real clock wait for it)")
 		repeat   = fs.Int("repeat", 1, "run everything this many times, the engines in turn each time, and report each figure's median with its min and max")
 		cpuProf  = fs.String("cpuprofile", "", "write a CPU profile of Strata's benchmarks (its first run) to this file")
 		memProf  = fs.String("memprofile", "", "write a heap profile at the end of Strata's last benchmark to this file")
@@ -102,6 +105,9 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		ZipfTheta:       *zipf,
 		OverwriteRounds: *rounds,
 		KeyDist:         *keyDist,
+		ListKeys:        *listKeys,
+		ListReadPercent: *listRead,
+		TTL:             *ttl,
 		Seed:            *seed,
 		Dir:             *dir,
 		KeepDB:          *keepDB,

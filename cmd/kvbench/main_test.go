@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -58,6 +59,22 @@ func TestParseGCLab(t *testing.T) {
 	require.Equal(t, []string{"strata/off", "strata/cost", "pebble"}, s.Engines)
 }
 
+func TestParseStateWorkloads(t *testing.T) {
+	s := parse(t, "--engines", "strata,strata/rmw,pebble,badger", "--benchmarks", "listappend,ttl",
+		"--num", "50000", "--value_size", "100").spec
+	require.Equal(t, []string{"strata", "strata/rmw", "pebble", "badger"}, s.Engines)
+	require.Equal(t, []string{bench.ListAppend, bench.TTLExpiry}, s.Benchmarks)
+	require.Equal(t, int64(500), s.ListKeys, "num/100")
+	require.Equal(t, 5, s.ListReadPercent)
+	require.Equal(t, 10*time.Second, s.TTL)
+	s = parse(t, "--benchmarks", "listappend,ttl", "--list_keys", "64", "--list_read_percent", "20",
+		"--ttl", "3s", "--key_dist", "zipfian").spec
+	require.Equal(t, int64(64), s.ListKeys)
+	require.Equal(t, 20, s.ListReadPercent)
+	require.Equal(t, 3*time.Second, s.TTL)
+	require.Equal(t, bench.KeyZipfian, s.KeyDist)
+}
+
 func TestParseErrors(t *testing.T) {
 	for _, c := range []struct {
 		args []string
@@ -72,6 +89,9 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--key_dist", "hotspot"}, `key_dist "hotspot" is not uniform or zipfian`},
 		{[]string{"--overwrite_rounds", "three"}, `invalid value "three" for flag -overwrite_rounds`},
 		{[]string{"--num", "10", "extra"}, "unexpected arguments: extra"},
+		{[]string{"--benchmarks", "listappend", "--list_read_percent", "120"}, "list_read_percent must be in [1, 100]"},
+		{[]string{"--benchmarks", "ttl", "--ttl", "-1s"}, "ttl must be positive"},
+		{[]string{"--engines", "strata/merge"}, `engine "strata/merge"`},
 	} {
 		var out bytes.Buffer
 		_, err := parseFlags(c.args, &out)
@@ -81,7 +101,7 @@ func TestParseErrors(t *testing.T) {
 	var out bytes.Buffer
 	_, err := parseFlags([]string{"--help"}, &out)
 	require.True(t, errors.Is(err, flag.ErrHelp))
-	for _, name := range []string{"-gc_policy", "-gc_budget", "-overwrite_rounds", "-key_dist"} {
+	for _, name := range []string{"-gc_policy", "-gc_budget", "-overwrite_rounds", "-key_dist", "-list_keys", "-list_read_percent", "-ttl"} {
 		require.Contains(t, out.String(), name)
 	}
 }
