@@ -265,3 +265,42 @@ func Checkpoints(ctx context.Context, s Store) ([]uint64, error) {
 	}
 	return ids, nil
 }
+
+// ObjectStatus describes a data object of a store: its size, whether it
+// is a segment, how many files it holds pieces of, and how many of its
+// bytes the retained checkpoints use.
+type ObjectStatus struct {
+	Name      string
+	Size      int64
+	Segment   bool
+	Pieces    int
+	LiveBytes int64
+	// LiveRatio is LiveBytes / Size; a segment below
+	// UploadOptions.MinLiveRatio has its live pieces re-uploaded by the
+	// next checkpoint.
+	LiveRatio float64
+}
+
+// Objects returns the status of every data object the store's registry
+// holds, by name.
+func Objects(ctx context.Context, s Store) ([]ObjectStatus, error) {
+	r, _, err := loadRegistry(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ObjectStatus, 0, len(r.Objects))
+	for name, o := range r.Objects {
+		st := ObjectStatus{Name: name, Size: o.Size, Segment: o.Segment, Pieces: len(o.Pieces)}
+		for _, p := range o.Pieces {
+			if p.Refs > 0 {
+				st.LiveBytes += p.Size
+			}
+		}
+		if o.Size > 0 {
+			st.LiveRatio = float64(st.LiveBytes) / float64(o.Size)
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}

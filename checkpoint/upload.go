@@ -24,11 +24,11 @@ type UploadOptions struct {
 	// upload that commits drops the oldest ones beyond it, and the objects
 	// only they used.
 	KeepLast int
-	// SmallFileSize: files smaller than this (bytes, default 4 MiB) are
+	// SmallFileSize: files smaller than this (bytes, default 16 MiB) are
 	// packed into segment objects; larger ones get an object each.
 	SmallFileSize int64
 	// SegmentSize is the size a segment is filled to (bytes, default
-	// 32 MiB; a segment may exceed it by less than one small file).
+	// 64 MiB; a segment may exceed it by less than one small file).
 	SegmentSize int64
 	// MinLiveRatio (default 0.75) is the share of a segment's bytes that
 	// retained checkpoints must use for it to be kept as it is: below it,
@@ -65,10 +65,10 @@ func (o *UploadOptions) withDefaults() (UploadOptions, error) {
 		r.KeepLast = 3
 	}
 	if r.SmallFileSize == 0 {
-		r.SmallFileSize = 4 << 20
+		r.SmallFileSize = 16 << 20
 	}
 	if r.SegmentSize == 0 {
-		r.SegmentSize = 32 << 20
+		r.SegmentSize = 64 << 20
 	}
 	if r.MinLiveRatio == 0 {
 		r.MinLiveRatio = 0.75
@@ -162,6 +162,9 @@ type localFile struct {
 	stored    bool // ref names a piece the store holds
 	reupload  bool // moved out of a sparse segment
 	uploadIdx int
+	// group keeps files of like lifetimes in the same segments: tables of
+	// L0 and L1 (compacted soon), deeper tables, value logs.
+	group int
 }
 
 // Upload writes a checkpoint of src, whose version must stay pinned (its
@@ -438,11 +441,15 @@ func (r *registry) fillStats(s *Stats, regSize int64) {
 // versionFiles lists the tables and value logs of src's version.
 func versionFiles(src Source) []*localFile {
 	var files []*localFile
-	src.Version.Files(func(_ int, f *manifest.FileMetadata) {
-		files = append(files, &localFile{name: base.MakeFilename(base.FileTypeTable, f.FileNum), size: int64(f.Size)})
+	src.Version.Files(func(level int, f *manifest.FileMetadata) {
+		group := 0
+		if level > 1 {
+			group = 1
+		}
+		files = append(files, &localFile{name: base.MakeFilename(base.FileTypeTable, f.FileNum), size: int64(f.Size), group: group})
 	})
 	for _, vl := range src.Version.SortedVlogs() {
-		files = append(files, &localFile{name: base.MakeFilename(base.FileTypeVlog, vl.FileNum), size: int64(vl.Size)})
+		files = append(files, &localFile{name: base.MakeFilename(base.FileTypeVlog, vl.FileNum), size: int64(vl.Size), group: 2})
 	}
 	return files
 }
@@ -458,7 +465,9 @@ type plannedObject struct {
 }
 
 // planObjects groups the files to upload into objects, large files alone
-// and small ones packed into segments of about SegmentSize.
+// and small ones packed into segments of about SegmentSize. Files of
+// different groups go to different segments: a segment whose files die
+// together is deleted whole, with nothing to re-upload.
 func (u *Uploader) planObjects(id uint64, files []*localFile) []*plannedObject {
 	var objs []*plannedObject
 	newObj := func(segment bool) *plannedObject {
@@ -466,16 +475,16 @@ func (u *Uploader) planObjects(id uint64, files []*localFile) []*plannedObject {
 		objs = append(objs, o)
 		return o
 	}
-	var seg *plannedObject
+	segs := map[int]*plannedObject{}
 	for _, f := range files {
 		var o *plannedObject
 		if f.size >= u.opts.SmallFileSize {
 			o = newObj(false)
 		} else {
-			if seg == nil || seg.size >= u.opts.SegmentSize {
-				seg = newObj(true)
+			if seg := segs[f.group]; seg == nil || seg.size >= u.opts.SegmentSize {
+				segs[f.group] = newObj(true)
 			}
-			o = seg
+			o = segs[f.group]
 		}
 		f.uploadIdx = len(o.files)
 		o.files = append(o.files, f)
