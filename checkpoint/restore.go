@@ -30,8 +30,8 @@ type RestoreOptions struct {
 	Prepare func(fs vfs.FS, dir string) error
 }
 
-// Restore rebuilds checkpoint id of store s into dst on fs, which must not
-// exist or be an empty directory; strata.Open can open dst afterwards. It
+// Restore rebuilds checkpoint id of store s into dst on fs (nil: the
+// operating system's), which must not exist or be an empty directory; strata.Open can open dst afterwards. It
 // builds the database in a temporary directory next to dst, downloading
 // files in parallel and verifying each one's checksum (a mismatch is an
 // error matching strata's ErrCorruption), and renames the directory onto
@@ -40,6 +40,9 @@ func Restore(ctx context.Context, s Store, id uint64, fs vfs.FS, dst string, opt
 	var o RestoreOptions
 	if opts != nil {
 		o = *opts
+	}
+	if fs == nil {
+		fs = vfs.Default
 	}
 	if o.Parallelism <= 0 {
 		o.Parallelism = 4
