@@ -58,8 +58,9 @@
 // A Store is an object store: put (atomic), ranged get, list and delete
 // of named objects. LocalStore keeps objects as files of a directory
 // (written to a temporary file, synced, renamed into place, the directory
-// synced); an S3-compatible store lives in its own module
-// (checkpoint/s3), so that the engine's module needs no SDK. Object names
+// synced); NewS3Store speaks the S3 protocol (Signature Version 4,
+// path-style addressing) with the standard library alone, so that the
+// engine's module needs no SDK. Object names
 // are '/'-separated parts of letters, digits, '.', '_' and '-', never
 // beginning with '.', so no name reaches outside the store (ValidName).
 //
