@@ -95,9 +95,12 @@
 //  3. finds each file of the version among the pieces by name and size,
 //     then XXH64 (the Uploader caches checksums of files it has read);
 //  4. marks sparse the segments whose live share (bytes of pieces with
-//     Refs > 0 over the segment's size) is below MinLiveRatio, and
-//     uploads again the pieces this checkpoint needs from them, so the
-//     old segment dies with the older checkpoints that still use it;
+//     Refs > 0 over the segment's size) is below MinLiveRatio, and the
+//     small segments (below SegmentSize/2) of which the checkpoint uses
+//     MergeSmallSegments or more of one group and size tier (sizes within
+//     a factor of 4), and uploads again the pieces this checkpoint needs
+//     from them, so the old segments die with the older checkpoints that
+//     still use them;
 //  5. uploads the files not found, in parallel, large ones as objects of
 //     their own and small ones packed into segments by lifetime (L0/L1
 //     tables, deeper tables, value logs), computing their XXH64 on the

@@ -23,6 +23,9 @@ import (
 // runs only when STRATA_CHECKPOINT_FIGURES is set, to
 // "keys,valueSize,checkpoints,writesPerCheckpoint" (or "1" for
 // 20000,4096,100,2000), and logs a row per checkpoint and a summary.
+// STRATA_CHECKPOINT_KEEP, STRATA_CHECKPOINT_MINLIVE and
+// STRATA_CHECKPOINT_SEGMENT ("segmentMiB,smallFileMiB") override the
+// upload options.
 func TestOverwriteFigures(t *testing.T) {
 	spec := os.Getenv("STRATA_CHECKPOINT_FIGURES")
 	if spec == "" {
@@ -53,6 +56,12 @@ func TestOverwriteFigures(t *testing.T) {
 	if s := os.Getenv("STRATA_CHECKPOINT_MINLIVE"); s != "" {
 		uo.MinLiveRatio, err = strconv.ParseFloat(s, 64)
 		require.NoError(t, err)
+	}
+	if s := os.Getenv("STRATA_CHECKPOINT_SEGMENT"); s != "" { // segmentSize,smallFileSize in MiB
+		var seg, small int64
+		_, err := fmt.Sscanf(s, "%d,%d", &seg, &small)
+		require.NoError(t, err)
+		uo.SegmentSize, uo.SmallFileSize = seg<<20, small<<20
 	}
 	u, err := checkpoint.NewUploader(store, uo)
 	require.NoError(t, err)
@@ -109,6 +118,9 @@ func TestOverwriteFigures(t *testing.T) {
 	for _, o := range objs {
 		if o.Segment {
 			segs++
+		}
+		if os.Getenv("STRATA_CHECKPOINT_OBJECTS") != "" {
+			t.Logf("object %s: %d bytes, segment %v, %d pieces, live %.2f", o.Name, o.Size, o.Segment, o.Pieces, o.LiveRatio)
 		}
 	}
 	t.Logf("per checkpoint: %.1f MiB new files, %.1f MiB re-uploaded from sparse segments", float64(newBytes)/float64(checkpoints-1)/(1<<20), float64(reup)/float64(checkpoints-1)/(1<<20))

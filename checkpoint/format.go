@@ -87,8 +87,11 @@ type pieceRef struct {
 
 type regObject struct {
 	Size int64 `json:"size"`
-	// Segment is set for objects that pack several small files.
+	// Segment is set for objects that pack several small files; Group is
+	// the lifetime group of their files (0: tables of L0 and L1, 1: deeper
+	// tables, 2: value logs).
 	Segment bool       `json:"segment,omitempty"`
+	Group   int        `json:"group,omitempty"`
 	Pieces  []regPiece `json:"pieces"` // by offset
 }
 

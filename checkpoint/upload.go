@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math/bits"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -36,6 +37,14 @@ type UploadOptions struct {
 	// new one, so that the old segment is deleted once the older
 	// checkpoints that still use it are dropped.
 	MinLiveRatio float64
+	// MergeSmallSegments (default 4; negative: never) is how many small
+	// segments (below half of SegmentSize) of one lifetime group and size
+	// tier (sizes within a factor of 4) the checkpoint must use before it
+	// writes the pieces it needs from them into one new segment: frequent
+	// checkpoints make a small segment each, and merging them a few at a
+	// time (each byte moves about log4(SegmentSize/increment) times) keeps
+	// the object count down.
+	MergeSmallSegments int
 	// Parallelism is how many objects are uploaded at once (default 4).
 	Parallelism int
 }
@@ -75,6 +84,9 @@ func (o *UploadOptions) withDefaults() (UploadOptions, error) {
 	}
 	if r.Parallelism == 0 {
 		r.Parallelism = 4
+	}
+	if r.MergeSmallSegments == 0 {
+		r.MergeSmallSegments = 4
 	}
 	return r, nil
 }
@@ -121,7 +133,8 @@ type Stats struct {
 	UploadedFiles int
 	UploadedBytes int64
 	// NewBytes are the bytes of files the store did not hold before;
-	// ReuploadedBytes those of pieces moved out of sparse segments.
+	// ReuploadedBytes those of pieces moved out of sparse segments or
+	// merged out of small ones.
 	NewBytes        int64
 	ReuploadedBytes int64
 	// StoreBytes are the bytes of every object the registry holds (data,
@@ -160,7 +173,7 @@ type localFile struct {
 	sumKnown  bool
 	ref       pieceRef
 	stored    bool // ref names a piece the store holds
-	reupload  bool // moved out of a sparse segment
+	reupload  bool // moved out of a sparse or small segment
 	uploadIdx int
 	// group keeps files of like lifetimes in the same segments: tables of
 	// L0 and L1 (compacted soon), deeper tables, value logs.
@@ -255,6 +268,35 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 			sparse[name] = true
 		}
 	}
+	// Small segments (below half of SegmentSize): when the checkpoint uses
+	// MergeSmallSegments of one group and one size tier (sizes within a
+	// factor of 4), the pieces it needs from them are merged into a new
+	// segment, which is of the next tier: a tiered merge, so that each
+	// byte moves about log4(SegmentSize/increment) times.
+	if u.opts.MergeSmallSegments > 0 {
+		type tier struct{ group, tier int }
+		small := map[tier]map[string]bool{}
+		for _, f := range files {
+			if !f.stored || sparse[f.ref.Object] {
+				continue
+			}
+			o := next.Objects[f.ref.Object]
+			if o.Segment && o.Size < u.opts.SegmentSize/2 {
+				k := tier{o.Group, bits.Len64(uint64(o.Size)) / 2}
+				if small[k] == nil {
+					small[k] = map[string]bool{}
+				}
+				small[k][f.ref.Object] = true
+			}
+		}
+		for _, names := range small {
+			if len(names) >= u.opts.MergeSmallSegments {
+				for name := range names {
+					sparse[name] = true
+				}
+			}
+		}
+	}
 	var upload []*localFile
 	for _, f := range files {
 		if f.stored && sparse[f.ref.Object] {
@@ -289,7 +331,7 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 		return Stats{}, err
 	}
 	for _, o := range objs {
-		ro := &regObject{Size: o.size, Segment: o.segment}
+		ro := &regObject{Size: o.size, Segment: o.segment, Group: o.group}
 		var off int64
 		for _, f := range o.files {
 			if f.sumKnown && f.checksum != o.sums[f.uploadIdx] {
@@ -461,6 +503,7 @@ type plannedObject struct {
 	files   []*localFile
 	size    int64
 	segment bool
+	group   int
 	sums    []uint64 // per file, by uploadIdx, filled by putObject
 }
 
@@ -470,8 +513,8 @@ type plannedObject struct {
 // together is deleted whole, with nothing to re-upload.
 func (u *Uploader) planObjects(id uint64, files []*localFile) []*plannedObject {
 	var objs []*plannedObject
-	newObj := func(segment bool) *plannedObject {
-		o := &plannedObject{name: fmt.Sprintf("%s%020d-%04d-%08x", dataPrefix, id, len(objs), rand.Uint32()), segment: segment}
+	newObj := func(segment bool, group int) *plannedObject {
+		o := &plannedObject{name: fmt.Sprintf("%s%020d-%04d-%08x", dataPrefix, id, len(objs), rand.Uint32()), segment: segment, group: group}
 		objs = append(objs, o)
 		return o
 	}
@@ -479,10 +522,10 @@ func (u *Uploader) planObjects(id uint64, files []*localFile) []*plannedObject {
 	for _, f := range files {
 		var o *plannedObject
 		if f.size >= u.opts.SmallFileSize {
-			o = newObj(false)
+			o = newObj(false, f.group)
 		} else {
 			if seg := segs[f.group]; seg == nil || seg.size >= u.opts.SegmentSize {
-				segs[f.group] = newObj(true)
+				segs[f.group] = newObj(true, f.group)
 			}
 			o = segs[f.group]
 		}
