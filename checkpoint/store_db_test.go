@@ -489,20 +489,36 @@ func TestUploadFaults(t *testing.T) {
 			}
 		}
 		for _, layer := range []string{"store", "fs"} {
-			for i := int64(0); ; i++ {
-				dir := fs.PathJoin(root, fmt.Sprintf("store-%s-%d", layer, i))
-				plain := newStore(t, fs, dir)
-				u, err := checkpoint.NewUploader(plain, &checkpoint.UploadOptions{KeepLast: 2, SmallFileSize: 16 << 10})
+			// A store with a few checkpoints, and writes since: the upload
+			// under test has files to upload, objects to drop, a registry
+			// to replace. A failed upload leaves it as it was, so the next
+			// fault index reuses it; one that committed needs a new one.
+			var (
+				dir        string
+				plain      *checkpoint.LocalStore
+				before     map[string]string
+				want       map[string]string
+				u          *checkpoint.Uploader
+				generation int
+			)
+			setup := func() {
+				generation++
+				dir = fs.PathJoin(root, fmt.Sprintf("store-%s-%d", layer, generation))
+				plain = newStore(t, fs, dir)
+				var err error
+				u, err = checkpoint.NewUploader(plain, &checkpoint.UploadOptions{KeepLast: 2, SmallFileSize: 16 << 10})
 				require.NoError(t, err)
 				for gen := range 3 {
-					write(gen + int(i)*3)
+					write(gen + generation*3)
 					_, err := db.CheckpointToStore(ctx, u)
 					require.NoError(t, err)
 				}
-				write(100 + int(i))
-				before := storeContents(t, plain)
-				want := scanAll(t, db)
-
+				write(100 + generation)
+				before = storeContents(t, plain)
+				want = scanAll(t, db)
+			}
+			setup()
+			for i := int64(0); ; i++ {
 				var s checkpoint.Store = plain
 				var injected func() int64
 				if layer == "store" {
@@ -524,21 +540,22 @@ func TestUploadFaults(t *testing.T) {
 					require.Greater(t, i, int64(5))
 					break
 				}
-				if err != nil {
-					require.Equal(t, before, storeContents(t, plain), "%s fault %d: %v", layer, i, err)
-				} else {
-					// The fault hit the clean-up after the commit (or a
-					// harmless read): the new checkpoint restores, and the
-					// next checkpoint tidies the store.
-					dst := fs.PathJoin(root, fmt.Sprintf("restore-%s-%d", layer, i))
-					require.NoError(t, checkpoint.Restore(ctx, plain, st.ID, fs, dst, nil))
-					require.Equal(t, want, dbState(t, fs, dst))
-					_, err := db.CheckpointToStore(ctx, u)
-					require.NoError(t, err)
-					requireStoreTidy(t, plain)
-				}
 				// The database is untouched either way.
 				require.Equal(t, want, scanAll(t, db), "%s fault %d", layer, i)
+				if err != nil {
+					require.Equal(t, before, storeContents(t, plain), "%s fault %d: %v", layer, i, err)
+					continue
+				}
+				// The fault hit the clean-up after the commit (or a harmless
+				// read): the new checkpoint restores, and the next
+				// checkpoint tidies the store.
+				dst := fs.PathJoin(root, fmt.Sprintf("restore-%s-%d", layer, i))
+				require.NoError(t, checkpoint.Restore(ctx, plain, st.ID, fs, dst, nil))
+				require.Equal(t, want, dbState(t, fs, dst))
+				_, err = db.CheckpointToStore(ctx, u)
+				require.NoError(t, err)
+				requireStoreTidy(t, plain)
+				setup()
 			}
 		}
 	})
@@ -570,5 +587,67 @@ func TestRestoreFaults(t *testing.T) {
 			require.Error(t, serr)
 			requireNoTemp(t, fs, root)
 		}
+	})
+}
+
+// blockingStore holds its first Put of a data object until release is
+// closed, telling entered when it gets there.
+type blockingStore struct {
+	checkpoint.Store
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (s *blockingStore) Put(ctx context.Context, name string, r io.Reader, size int64) error {
+	if strings.HasPrefix(name, "data/") {
+		s.once.Do(func() {
+			close(s.entered)
+			<-s.release
+		})
+	}
+	return s.Store.Put(ctx, name, r, size)
+}
+
+// TestUploadPinsFiles holds an upload while every key is overwritten, the
+// tree compacted and value-log GC runs: the files of the version being
+// uploaded must stay readable, and the checkpoint restores to the state
+// before the overwrites.
+func TestUploadPinsFiles(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, root string) {
+		ctx := context.Background()
+		db, err := strata.Open(fs.PathJoin(root, "db"), smallOptions(fs))
+		require.NoError(t, err)
+		defer db.Close()
+		for i := range 300 {
+			require.NoError(t, db.Set([]byte(fmt.Sprintf("key%05d", i)), []byte(bigValue(i, 0)), strata.NoSync))
+		}
+		want := scanAll(t, db)
+		bs := &blockingStore{Store: newStore(t, fs, fs.PathJoin(root, "store")), entered: make(chan struct{}), release: make(chan struct{})}
+		u, err := checkpoint.NewUploader(bs, &checkpoint.UploadOptions{Parallelism: 1})
+		require.NoError(t, err)
+		type result struct {
+			st  checkpoint.Stats
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			st, err := db.CheckpointToStore(ctx, u)
+			done <- result{st, err}
+		}()
+		<-bs.entered
+		before := db.Metrics().String()
+		for round := 1; round <= 3; round++ {
+			for i := range 300 {
+				require.NoError(t, db.Set([]byte(fmt.Sprintf("key%05d", i)), []byte(bigValue(i, round)), strata.NoSync))
+			}
+			require.NoError(t, db.Compact(nil, nil))
+		}
+		require.NotEqual(t, before, db.Metrics().String())
+		close(bs.release)
+		res := <-done
+		require.NoError(t, res.err)
+		dst := fs.PathJoin(root, "restored")
+		require.NoError(t, checkpoint.Restore(ctx, bs.Store, res.st.ID, fs, dst, nil))
+		require.Equal(t, want, dbState(t, fs, dst))
 	})
 }
