@@ -131,7 +131,11 @@ func unseal(name string, b []byte, v any) error {
 		return base.CorruptionErrorf(name, int64(len(b)), "no checksum trailer at the end of the %d bytes", len(b))
 	}
 	body := b[:len(b)-trailerLen-1]
-	want, err := strconv.ParseUint(string(b[len(b)-17:len(b)-1]), 16, 64)
+	hexSum := b[len(b)-17 : len(b)-1]
+	want, err := strconv.ParseUint(string(hexSum), 16, 64)
+	if err == nil && !bytes.Equal(hexSum, fmt.Appendf(nil, "%016x", want)) {
+		err = fmt.Errorf("%q is not 16 lowercase hex digits", hexSum)
+	}
 	if err != nil {
 		return base.CorruptionErrorf(name, int64(len(b)-17), "bad checksum trailer: %v", err)
 	}
