@@ -96,9 +96,9 @@
 //     then XXH64 (the Uploader caches checksums of files it has read);
 //  4. marks sparse the segments whose live share (bytes of pieces with
 //     Refs > 0 over the segment's size) is below MinLiveRatio, and the
-//     small segments (below SegmentSize/2) of which the checkpoint uses
-//     MergeSmallSegments or more of one group and size tier (sizes within
-//     a factor of 4), and uploads again the pieces this checkpoint needs
+//     small value-log segments (below SegmentSize/2) of which the
+//     checkpoint uses MergeSmallSegments or more of one size tier (sizes
+//     within a factor of 4), and uploads again the pieces it needs
 //     from them, so the old segments die with the older checkpoints that
 //     still use them;
 //  5. uploads the files not found, in parallel, large ones as objects of

@@ -23,8 +23,8 @@ import (
 // runs only when STRATA_CHECKPOINT_FIGURES is set, to
 // "keys,valueSize,checkpoints,writesPerCheckpoint" (or "1" for
 // 20000,4096,100,2000), and logs a row per checkpoint and a summary.
-// STRATA_CHECKPOINT_KEEP, STRATA_CHECKPOINT_MINLIVE and
-// STRATA_CHECKPOINT_SEGMENT ("segmentMiB,smallFileMiB") override the
+// STRATA_CHECKPOINT_KEEP, STRATA_CHECKPOINT_MINLIVE, STRATA_CHECKPOINT_MERGE
+// and STRATA_CHECKPOINT_SEGMENT ("segmentMiB,smallFileMiB") override the
 // upload options.
 func TestOverwriteFigures(t *testing.T) {
 	spec := os.Getenv("STRATA_CHECKPOINT_FIGURES")
@@ -55,6 +55,10 @@ func TestOverwriteFigures(t *testing.T) {
 	}
 	if s := os.Getenv("STRATA_CHECKPOINT_MINLIVE"); s != "" {
 		uo.MinLiveRatio, err = strconv.ParseFloat(s, 64)
+		require.NoError(t, err)
+	}
+	if s := os.Getenv("STRATA_CHECKPOINT_MERGE"); s != "" {
+		uo.MergeSmallSegments, err = strconv.Atoi(s)
 		require.NoError(t, err)
 	}
 	if s := os.Getenv("STRATA_CHECKPOINT_SEGMENT"); s != "" { // segmentSize,smallFileSize in MiB
