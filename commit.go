@@ -34,8 +34,10 @@ type commitPipeline struct {
 	// values go to (nil until the first one), conv the batches that carry
 	// their pointers, and pinned the memtable that pins active.
 	active *vlog.LiveWriter
-	conv   []Batch
-	pinned *memTable
+	// activeDirSynced: the directory entry of active is durable.
+	activeDirSynced bool
+	conv            []Batch
+	pinned          *memTable
 	// closed is set by Close's opClose: every operation queued after it
 	// fails with ErrClosed, so nothing touches the WAL or the memtables
 	// once Close goes on to stop the background work.
@@ -164,7 +166,11 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	case opClose:
 		c.closed = true
 		// The active value log is finished and recorded, so the WAL's
-		// pointers into it need no adoption at the next Open.
+		// pointers into it need no adoption at the next Open; the sealer's
+		// jobs first, in order.
+		if err := d.waitAllSealed(); err != nil {
+			return err
+		}
 		return d.sealActiveLog()
 	case opRotate:
 		if d.mem.Empty() {
@@ -240,6 +246,15 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 		var syncStart int64 // the value log's and the WAL's sync
 		if syncWAL {
 			syncStart = latencyNow()
+		}
+		if err == nil && syncWAL {
+			// Older WALs and value logs first (see sealer).
+			err = d.waitAllSealed()
+		}
+		if err == nil && syncWAL && c.active != nil && !c.activeDirSynced {
+			if err = syncDirErr(d); err == nil {
+				c.activeDirSynced = true
+			}
 		}
 		if err == nil && syncWAL && c.active != nil {
 			// The values first: a synced WAL record must never point past
@@ -427,11 +442,6 @@ func (d *DB) rotateMemTable(need int) error {
 		return err
 	}
 	d.mu.Unlock()
-	// The frozen memtable's pointers must all be into value logs the
-	// version holds by the time it is flushed.
-	if err := d.sealActiveLog(); err != nil {
-		return err
-	}
 
 	c := &d.commit
 	var (
@@ -439,6 +449,20 @@ func (d *DB) rotateMemTable(need int) error {
 		wal    *record.Writer
 		wf     *walFile
 	)
+	if c.wal != nil {
+		// The old WAL's bytes reach the file now, before the new WAL holds
+		// any: a write that failed later, in the sealer, would leave a gap
+		// that recovery could not see. Only its sync and close wait.
+		err := c.wal.Flush()
+		if err == nil {
+			err = d.walFile.Load().flushPending()
+		}
+		if err != nil {
+			err = fmt.Errorf("strata: write WAL: %w", err)
+			d.reportBackgroundError(err)
+			return err
+		}
+	}
 	if !d.opts.DisableWAL {
 		logNum = d.vs.NewFileNum()
 		var err error
@@ -446,17 +470,18 @@ func (d *DB) rotateMemTable(need int) error {
 			d.removeFile(base.FileTypeLog, logNum)
 			return err
 		}
-		// The old WAL must be durable before the new one can hold synced
-		// writes, or recovery could find a later write without an earlier one.
-		if c.wal != nil {
-			if err := c.wal.Close(); err != nil {
-				err = fmt.Errorf("strata: close WAL: %w", err)
-				wal.Close()
-				d.removeFile(base.FileTypeLog, logNum)
-				d.reportBackgroundError(err)
-				return err
-			}
-		}
+	}
+	// The active value log is finished and recorded, and the old WAL synced
+	// and closed, by the sealer, off the commit path. The old WAL is durable
+	// before the new one holds a synced write (a WAL sync waits for the
+	// sealer), so recovery never finds a synced write after a lost one; the
+	// frozen memtable's flush waits for both, so its pointers are into value
+	// logs the version holds.
+	job := sealJob{vlog: c.active, vlogDirSynced: c.activeDirSynced, wal: c.wal}
+	c.active, c.pinned = nil, nil
+	var ticket uint64
+	if job.vlog != nil || job.wal != nil {
+		ticket = d.submitSeal(job)
 	}
 	size := int(d.opts.MemTableSize)
 	if need+need/8+4096 > size {
@@ -466,6 +491,7 @@ func (d *DB) rotateMemTable(need int) error {
 
 	d.mu.Lock()
 	old := d.mem
+	old.sealTicket = ticket
 	if !old.Empty() {
 		d.imm = append(d.imm, old)
 	}

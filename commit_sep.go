@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/strata-db/strata/internal/base"
-	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/memtable"
 	"github.com/strata-db/strata/vlog"
 )
@@ -189,9 +188,10 @@ func (d *DB) separateAtCommit(batches []*Batch) error {
 func (d *DB) appendCommitValue(key, value []byte) (vlog.Pointer, error) {
 	c := &d.commit
 	if c.active != nil && int64(c.active.Size()) >= d.opts.ValueLogFileSize {
-		if err := d.sealActiveLog(); err != nil {
-			return vlog.Pointer{}, err
-		}
+		// Finished and recorded by the sealer, off the commit path; the
+		// memtable that pins it waits for that before its flush.
+		d.submitSeal(sealJob{vlog: c.active, vlogDirSynced: c.activeDirSynced})
+		c.active, c.pinned = nil, nil
 	}
 	if c.active == nil {
 		num := d.vs.NewFileNum()
@@ -200,12 +200,12 @@ func (d *DB) appendCommitValue(key, value []byte) (vlog.Pointer, error) {
 			return vlog.Pointer{}, fmt.Errorf("strata: create value log: %w", err)
 		}
 		// The file's entry must be durable before a synced WAL record can
-		// point into it.
-		if err := syncDirErr(d); err != nil {
-			f.Close()
-			d.removeFile(base.FileTypeVlog, num)
-			return vlog.Pointer{}, err
-		}
+		// point into it, or the manifest can list it: the first sync of
+		// the group commit, or the sealer, syncs the directory (a sync of
+		// the directory costs up to tens of milliseconds while the disk is
+		// busy). Until then a crash can lose the file: recovery finds the
+		// pointers into it torn, which they may be, being unsynced.
+		c.activeDirSynced = false
 		c.active = vlog.NewLiveWriter(f, num)
 		d.live.add(c.active)
 	}
@@ -231,24 +231,7 @@ func (d *DB) sealActiveLog() error {
 	}
 	a := c.active
 	c.active, c.pinned = nil, nil
-	meta, err := a.Finish()
-	if err != nil {
-		err = fmt.Errorf("strata: finish value log: %w", err)
-		d.reportBackgroundError(err)
-		return err
-	}
-	d.mu.Lock()
-	err = d.vs.LogAndApply(&manifest.VersionEdit{NewVlogs: []*manifest.VlogMetadata{meta}})
-	if err == nil {
-		d.updateReadStateLocked()
-		d.scheduleGCLocked()
-	}
-	d.mu.Unlock()
-	if err != nil {
-		err = fmt.Errorf("strata: record value log: %w", err)
-		d.reportBackgroundError(err)
-	}
-	return err
+	return d.finishValueLog(a, c.activeDirSynced)
 }
 
 // liveValue reads, for a pointer found in a memtable into a value log the

@@ -64,6 +64,7 @@ type DB struct {
 	visibleSeq atomic.Uint64
 
 	commit commitPipeline
+	sealer sealer
 
 	// mu protects the fields below, and the VersionSet's current version.
 	mu sync.Mutex

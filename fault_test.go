@@ -136,10 +136,12 @@ func TestCloseReportsBackgroundError(t *testing.T) {
 	db, err := Open("db", &Options{FS: fs})
 	require.NoError(t, err)
 	require.NoError(t, db.Set([]byte("a"), []byte("1"), NoSync))
-	// The rotation closes (and syncs) the WAL holding "a": it fails.
+	// The rotation leaves the WAL holding "a" to the sealer, whose sync
+	// and close of it fail.
 	failSync.Store(true)
-	err = db.writeOp(nil, false, opRotate)
-	require.ErrorIs(t, err, vfs.ErrInjected)
+	require.NoError(t, db.writeOp(nil, false, opRotate))
+	require.ErrorIs(t, db.waitAllSealed(), vfs.ErrInjected)
 	failSync.Store(false)
+	require.ErrorIs(t, db.Set([]byte("b"), []byte("2"), NoSync), ErrWritesStopped)
 	require.ErrorIs(t, db.Close(), vfs.ErrInjected)
 }

@@ -21,6 +21,11 @@ func (d *DB) flushOne() bool {
 	m := d.imm[0]
 	snaps := d.snapshots.seqsLocked()
 	d.mu.Unlock()
+	// Its value logs recorded and its WAL closed (see sealer); a failure
+	// is the background error, which the edit below then meets.
+	if err := d.waitSealed(m.sealTicket); err != nil {
+		return false
+	}
 
 	d.opts.EventListener.flushBegin(FlushInfo{})
 	start := time.Now()

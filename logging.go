@@ -95,6 +95,13 @@ func call[T any](f func(T), v T) {
 	}
 }
 
+// endsTorn reports whether the log f holds bytes past end, the end of its
+// valid prefix: a write the crash interrupted.
+func endsTorn(f vfs.File, end int64) bool {
+	st, err := f.Stat()
+	return err == nil && st.Size() > end
+}
+
 // logReplayed logs a WAL replayed to its end: the batches applied, and
 // whether bytes past the last complete record were left (a torn tail: a
 // write the crash interrupted). f is the WAL, end the offset the replay

@@ -28,6 +28,9 @@ type memTable struct {
 	// maxSeq is the largest sequence number applied (set by the commit
 	// leader before the memtable is frozen).
 	maxSeq atomic.Uint64
+	// sealTicket is the sealer's last ticket when the memtable was frozen:
+	// its flush waits for those jobs (see sealer).
+	sealTicket uint64
 
 	// vlogs are the value logs that pointer entries of this memtable point
 	// into (values separated at commit, garbage collection's repointed keys,

@@ -53,6 +53,7 @@ func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
 	fs := o.FS
 	d := &DB{dirname: dirname, opts: o, fs: fs, lock: lock, flushCh: make(chan struct{}, 1), walFlushCh: make(chan struct{}, 1)}
 	d.cond.L = &d.mu
+	d.sealer.cond.L = &d.sealer.mu
 	d.gc.init()
 	defer func() {
 		if err != nil {
@@ -327,7 +328,7 @@ func (d *DB) installRecovered(rp *walReplay) error {
 	if o.ReadOnly {
 		return d.installReadOnly(rp)
 	}
-	if o.DisableWAL || rp.torn {
+	if o.DisableWAL || rp.torn || rp.tailTorn {
 		// Writes replayed from the WALs of an earlier run with the WAL on
 		// must reach a table before the log number moves past those WALs
 		// (and they are deleted): no new WAL will protect them. After a
@@ -433,6 +434,11 @@ type walReplay struct {
 	// torn is set when a batch pointed to a value that did not survive: the
 	// replay stopped there (see pointersValid).
 	torn bool
+	// tailTorn is set when the last WAL ends in a torn tail. Its writes
+	// are flushed at Open rather than kept in a memtable with that WAL:
+	// the torn WAL must not outlive this Open, or after a later crash it
+	// would be an older WAL that ends torn, where replay stops.
+	tailTorn bool
 	// adopted are the value logs written at commit that WAL records point
 	// into and the manifest does not list (see recover_vlog.go).
 	adopted map[base.FileNum]*adoptedVlog
@@ -479,6 +485,18 @@ func (r *walReplay) replay(num base.FileNum) error {
 		rec, err := rd.Next()
 		if err == io.EOF {
 			d.logReplayed(f, name, batches, rd.Offset())
+			if num == r.logs[len(r.logs)-1] {
+				r.tailTorn = endsTorn(f, rd.Offset())
+			} else if endsTorn(f, rd.Offset()) {
+				// A memtable rotation leaves the old WAL to be synced off
+				// the commit path, and every WAL sync waits for that (see
+				// sealer): an older WAL that ends torn means the later ones
+				// hold no synced write. Replaying them would apply later
+				// writes without earlier ones; the log ends here.
+				r.torn = true
+				d.opts.Logger.Warn("strata: WAL replay stopped at a torn WAL that later WALs follow; they hold no synced write",
+					"wal", name, "batches", batches)
+			}
 			return nil
 		}
 		if err != nil {

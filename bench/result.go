@@ -30,6 +30,10 @@ type Result struct {
 	P95  time.Duration `json:"p95_ns"`
 	P99  time.Duration `json:"p99_ns"`
 	P999 time.Duration `json:"p999_ns"`
+	// PerOp is the latency of each kind of operation of a mix (YCSB's
+	// reads and writes, say); nil for a benchmark of one kind. With
+	// repetitions it is the median-throughput run's.
+	PerOp []OpLatency `json:"per_op,omitempty"`
 
 	// Found counts reads that found their key, out of Reads attempted.
 	Found int64 `json:"found,omitempty"`
@@ -103,6 +107,9 @@ type Range struct {
 type Sample struct {
 	Elapsed   time.Duration `json:"elapsed_ns"` // end of the interval since the benchmark started
 	OpsPerSec float64       `json:"ops_per_sec"`
+	// Threshold is the engine's separation threshold at the end of the
+	// interval, for engines that report one (ThresholdReporter); 0 unset.
+	Threshold int `json:"threshold,omitempty"`
 }
 
 // Finish derives the rates and ratios from the raw counts; movedBytes is
@@ -146,4 +153,14 @@ type Machine struct {
 	CPUs      int    `json:"cpus"`
 	CPUModel  string `json:"cpu_model,omitempty"`
 	MemoryGiB int    `json:"memory_gib,omitempty"`
+}
+
+// OpLatency is the latency of one kind of operation in a mix: "read"
+// (point reads), "write" (sets, updates, inserts, deletes) or "scan".
+type OpLatency struct {
+	Op    string        `json:"op"`
+	Count int64         `json:"count"`
+	P50   time.Duration `json:"p50_ns"`
+	P99   time.Duration `json:"p99_ns"`
+	P999  time.Duration `json:"p999_ns"`
 }

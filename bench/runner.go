@@ -193,9 +193,11 @@ type runResult struct {
 
 // thread is one worker's state.
 type thread struct {
-	id     int
-	rng    randSource
-	hist   histogram
+	id   int
+	rng  randSource
+	hist histogram
+	// byOp splits hist by kind of operation, for mixes (see OpLatency).
+	byOp   [numOpKinds]histogram
 	key    []byte
 	getBuf []byte
 	values *valueSource
@@ -206,10 +208,33 @@ type thread struct {
 	done                    *atomic.Int64
 }
 
+// Kinds of operation, for the latency of each in a mix.
+const (
+	opRead = iota
+	opWrite
+	opScan
+	numOpKinds
+)
+
+var opKindNames = [numOpKinds]string{"read", "write", "scan"}
+
+// tickOp is tick for an operation of kind k.
+func (t *thread) tickOp(k int, start time.Time) {
+	d := time.Since(start)
+	t.byOp[k].record(d)
+	t.hist.record(d)
+	t.count()
+}
+
 // tick counts one operation that started at start toward the latency
 // histogram, progress and the timeline.
 func (t *thread) tick(start time.Time) {
 	t.hist.record(time.Since(start))
+	t.count()
+}
+
+// count counts one operation toward progress and the timeline.
+func (t *thread) count() {
 	t.ops++
 	t.pending++
 	if t.pending == 64 {
@@ -264,7 +289,11 @@ func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, n
 				n := done.Load()
 				progress.Add(n - lastProgress)
 				lastProgress = n
-				counts = append(counts, opsAt{now.Sub(start), n})
+				c := opsAt{at: now.Sub(start), ops: n}
+				if tr, ok := eng.(ThresholdReporter); ok {
+					c.threshold = tr.SeparationThreshold()
+				}
+				counts = append(counts, c)
 			}
 		}
 	}()
@@ -303,8 +332,12 @@ func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, n
 	progress.Done()
 
 	var hist histogram
+	var byOp [numOpKinds]histogram
 	for _, t := range threads {
 		hist.merge(&t.hist)
+		for k := range byOp {
+			byOp[k].merge(&t.byOp[k])
+		}
 		res.Ops += t.ops
 		res.Reads += t.reads
 		res.Found += t.found
@@ -320,6 +353,7 @@ func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, n
 	res.P50, res.P95 = hist.percentile(50), hist.percentile(95)
 	res.P99, res.P999 = hist.percentile(99), hist.percentile(99.9)
 	res.Latency = hist.buckets()
+	res.PerOp = perOpLatency(&byOp)
 	return res, errors.Join(append(errs, bgErr)...)
 }
 
@@ -332,8 +366,9 @@ const autoSamples = 25
 
 // opsAt is the count of operations done at some time into a benchmark.
 type opsAt struct {
-	at  time.Duration
-	ops int64
+	at        time.Duration
+	ops       int64
+	threshold int // ThresholdReporter's, or 0
 }
 
 // timeline turns the sampler's counts into throughput samples at least
@@ -349,7 +384,7 @@ func timeline(counts []opsAt, interval, duration time.Duration) []Sample {
 	var last opsAt
 	for _, c := range counts {
 		if d := c.at - last.at; d >= interval-sampleTick/10 {
-			out = append(out, Sample{Elapsed: c.at, OpsPerSec: float64(c.ops-last.ops) / d.Seconds()})
+			out = append(out, Sample{Elapsed: c.at, OpsPerSec: float64(c.ops-last.ops) / d.Seconds(), Threshold: c.threshold})
 			last = c
 		}
 	}
@@ -368,4 +403,29 @@ func AutoInterval(d time.Duration) time.Duration {
 			}
 		}
 	}
+}
+
+// perOpLatency returns the latency of each kind of operation, when the
+// benchmark mixed more than one kind (nil otherwise: the overall figures
+// say it all).
+func perOpLatency(byOp *[numOpKinds]histogram) []OpLatency {
+	kinds := 0
+	for k := range byOp {
+		if byOp[k].total > 0 {
+			kinds++
+		}
+	}
+	if kinds < 2 {
+		return nil
+	}
+	var out []OpLatency
+	for k := range byOp {
+		h := &byOp[k]
+		if h.total == 0 {
+			continue
+		}
+		out = append(out, OpLatency{Op: opKindNames[k], Count: int64(h.total),
+			P50: h.percentile(50), P99: h.percentile(99), P999: h.percentile(99.9)})
+	}
+	return out
 }

@@ -32,7 +32,8 @@ func TestRunStrataSmall(t *testing.T) {
 	require.Positive(t, fill.OpsPerSec)
 	require.Positive(t, fill.UserBytes)
 	require.Positive(t, fill.DiskSize)
-	require.InDelta(t, 3000*(16+1525), fill.LiveBytes, 1)
+	// Exact sizes of uniform draws in [50, 3000]: near the mean of 1525.
+	require.InEpsilon(t, 3000*(16+1525), fill.LiveBytes, 0.02)
 	require.Positive(t, fill.P50)
 	require.LessOrEqual(t, fill.P50, fill.P99)
 	// After fillseq and fillrandom over the same keys every read finds its key.
@@ -49,6 +50,23 @@ func TestRunStrataSmall(t *testing.T) {
 	require.Less(t, byName[YCSBA].Found, byName[YCSBA].Reads)
 	require.Equal(t, int64(4000), byName[YCSBF].Ops)
 	require.Positive(t, byName[YCSBE].RowsPerSec)
+	// A mix reports each kind of operation; the kinds add up to the ops
+	// (a read-modify-write is one op of a read and a write).
+	a := byName[YCSBA]
+	require.Len(t, a.PerOp, 2)
+	require.Equal(t, "read", a.PerOp[0].Op)
+	require.Equal(t, "write", a.PerOp[1].Op)
+	require.Equal(t, a.Ops, a.PerOp[0].Count+a.PerOp[1].Count)
+	require.Equal(t, a.Reads, a.PerOp[0].Count)
+	for _, o := range a.PerOp {
+		require.Positive(t, o.P50)
+		require.LessOrEqual(t, o.P50, o.P99)
+		require.LessOrEqual(t, o.P99, o.P999)
+	}
+	e := byName[YCSBE]
+	require.Equal(t, []string{"write", "scan"}, []string{e.PerOp[0].Op, e.PerOp[1].Op})
+	require.Nil(t, fill.PerOp, "one kind of operation: no split")
+	require.Nil(t, rr.PerOp)
 }
 
 func TestSpecNormalize(t *testing.T) {

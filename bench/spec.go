@@ -40,7 +40,8 @@ func WritesData(benchmark string) bool {
 
 // AllBenchmarks lists the benchmarks in the order they are documented.
 var AllBenchmarks = []string{FillSeq, FillRandom, Overwrite, ReadRandom, ReadSeq, SeekRandom,
-	ReadWhileWriting, DeleteRandom, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF}
+	ReadWhileWriting, DeleteRandom, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF,
+	ShiftSmall, ShiftLarge, ShiftRead, ShiftScan}
 
 // Key distributions of overwrite (Spec.KeyDist).
 const (

@@ -9,6 +9,7 @@ import (
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/gc"
+	"github.com/strata-db/strata/vlog"
 )
 
 func init() {
@@ -36,8 +37,17 @@ var GCPolicyNames = []string{"passive", "reverse-lookup", "rewrite", "cost", str
 // strataGCOff is the variant with value-log GC turned off.
 const strataGCOff = "off"
 
-// strataVariant derives "strata/<policy>".
+// strataVariant derives "strata/<policy>", or a separation variant
+// ("strata/t1k", "strata/adaptive": see separationVariants).
 func strataVariant(policy string) (EngineInfo, error) {
+	if sep, ok := separationVariants[policy]; ok {
+		return EngineInfo{
+			Description: "Strata (this repository), " + sep.desc,
+			Open: func(dir string, cfg Config) (Engine, error) {
+				return openStrataSep(dir, cfg, sep)
+			},
+		}, nil
+	}
 	desc := "Strata (this repository), value-log GC policy " + policy
 	switch policy {
 	case strataGCOff:
@@ -48,7 +58,7 @@ func strataVariant(policy string) (EngineInfo, error) {
 		return EngineInfo{}, fmt.Errorf("no GC policy named (%s)", strings.Join(GCPolicyNames, ", "))
 	default:
 		if _, err := gc.ByName(policy); err != nil {
-			return EngineInfo{}, fmt.Errorf("%w; or %s", err, strataGCOff)
+			return EngineInfo{}, fmt.Errorf("%w; or %s; or a separation variant (%s)", err, strataGCOff, strings.Join(SeparationVariantNames, ", "))
 		}
 	}
 	return EngineInfo{
@@ -67,6 +77,11 @@ type strataEngine struct {
 // openStrata opens Strata in dir with the value-log GC policy named policy
 // ("" for Strata's default, strataGCOff for none).
 func openStrata(dir string, cfg Config, policy string) (Engine, error) {
+	return openStrataWith(dir, cfg, policy, nil)
+}
+
+// openStrataWith is openStrata with a last say on the options.
+func openStrataWith(dir string, cfg Config, policy string, adjust func(*strata.Options)) (Engine, error) {
 	opts := &strata.Options{
 		MemTableSize:   cfg.MemTableSize,
 		CacheSize:      cfg.CacheSize,
@@ -89,6 +104,9 @@ func openStrata(dir string, cfg Config, policy string) (Engine, error) {
 			return nil, err
 		}
 		opts.GCPolicy = p
+	}
+	if adjust != nil {
+		adjust(opts)
 	}
 	db, err := strata.Open(dir, opts)
 	if err != nil {
@@ -174,3 +192,51 @@ func (e *strataEngine) BytesWritten() int64 {
 func (e *strataEngine) Stats() string { return fmt.Sprint(e.db.Metrics()) }
 
 func isNotFound(err error) bool { return errors.Is(err, strata.ErrNotFound) }
+
+// separationVariant is a Strata variant that separates values by its own
+// rule rather than by Config.ValueThreshold, for the shifting benchmarks.
+type separationVariant struct {
+	desc      string
+	threshold int  // a fixed threshold in bytes; -1 keeps every value inline
+	adaptive  bool // vlog.AdaptiveThreshold instead
+}
+
+// separationVariants are "strata/t256", "strata/t1k", "strata/t4k",
+// "strata/inline" and "strata/adaptive".
+var separationVariants = map[string]separationVariant{
+	"t256":     {desc: "values of 256 B and more separated", threshold: 256},
+	"t1k":      {desc: "values of 1 KiB and more separated", threshold: 1 << 10},
+	"t4k":      {desc: "values of 4 KiB and more separated", threshold: 4 << 10},
+	"inline":   {desc: "no value separated", threshold: -1},
+	"adaptive": {desc: "separation threshold set by vlog.AdaptiveThreshold", adaptive: true},
+}
+
+// SeparationVariantNames lists the separation variants, for help texts.
+var SeparationVariantNames = []string{"t256", "t1k", "t4k", "inline", "adaptive"}
+
+// adaptiveStrata is Strata with an adaptive policy, which reports the
+// threshold it chose on the timeline.
+type adaptiveStrata struct {
+	*strataEngine
+	policy *vlog.AdaptiveThreshold
+}
+
+func (e *adaptiveStrata) SeparationThreshold() int { return e.policy.Threshold() }
+
+func openStrataSep(dir string, cfg Config, sep separationVariant) (Engine, error) {
+	var policy *vlog.AdaptiveThreshold
+	if sep.adaptive {
+		policy = vlog.NewAdaptiveThreshold(vlog.AdaptiveOptions{})
+	} else {
+		cfg.ValueThreshold = sep.threshold
+	}
+	e, err := openStrataWith(dir, cfg, "", func(o *strata.Options) {
+		if policy != nil {
+			o.SeparationPolicy = policy
+		}
+	})
+	if err != nil || policy == nil {
+		return e, err
+	}
+	return &adaptiveStrata{strataEngine: e.(*strataEngine), policy: policy}, nil
+}

@@ -18,19 +18,22 @@ func newRandSource(seed uint64) randSource {
 // so live bytes (for space amplification) and the YCSB insert counter do
 // not depend on the engine.
 type keyState struct {
-	keySize   int
-	meanValue float64
-	num       uint64
+	keySize int
+	num     uint64
 
-	mu    sync.Mutex // guards bits and limit
+	mu    sync.Mutex // guards bits, sizes and limit
 	bits  []atomic.Uint64
-	limit uint64 // capacity of bits, in keys
+	sizes []uint32 // each live key's value size
+	limit uint64   // capacity of bits and sizes, in keys
 	live  atomic.Int64
-	next  atomic.Uint64 // one past the largest key index written
+	// valueBytes adds up the live keys' value sizes: exact when value
+	// sizes vary (distributions, the shifting phases).
+	valueBytes atomic.Int64
+	next       atomic.Uint64 // one past the largest key index written
 }
 
 func newKeyState(spec *Spec) *keyState {
-	s := &keyState{keySize: spec.KeySize, meanValue: spec.Value.Mean(), num: uint64(spec.Num)}
+	s := &keyState{keySize: spec.KeySize, num: uint64(spec.Num)}
 	s.ensure(uint64(spec.Num))
 	return s
 }
@@ -52,13 +55,30 @@ func (s *keyState) growLocked(n uint64) {
 		bits[i].Store(s.bits[i].Load())
 	}
 	s.bits = bits
+	sizes := make([]uint32, words*64)
+	copy(sizes, s.sizes)
+	s.sizes = sizes
 	s.limit = words * 64
 }
 
-func (s *keyState) setLive(i uint64) {
+// isLive reports whether key index i was written and not deleted since.
+func (s *keyState) isLive(i uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return i < s.limit && s.bits[i/64].Load()&(1<<(i%64)) != 0
+}
+
+// setLive records that key index i now holds a value of size bytes.
+func (s *keyState) setLive(i uint64, size int) {
 	s.mu.Lock()
 	s.growLocked(i + 1)
 	old := s.bits[i/64].Or(1 << (i % 64))
+	was := int64(0)
+	if old&(1<<(i%64)) != 0 {
+		was = int64(s.sizes[i])
+	}
+	s.sizes[i] = uint32(size)
+	s.valueBytes.Add(int64(size) - was)
 	s.mu.Unlock()
 	if old&(1<<(i%64)) == 0 {
 		s.live.Add(1)
@@ -76,6 +96,9 @@ func (s *keyState) clearLive(i uint64) {
 	var old uint64
 	if i < s.limit {
 		old = s.bits[i/64].And(^uint64(1 << (i % 64)))
+		if old&(1<<(i%64)) != 0 {
+			s.valueBytes.Add(-int64(s.sizes[i]))
+		}
 	}
 	s.mu.Unlock()
 	if old&(1<<(i%64)) != 0 {
@@ -88,7 +111,7 @@ func (s *keyState) clearLive(i uint64) {
 func (s *keyState) keyRange() uint64 { return max(s.num, s.next.Load()) }
 
 func (s *keyState) liveBytes() int64 {
-	return int64(float64(s.live.Load()) * (float64(s.keySize) + s.meanValue))
+	return s.live.Load()*int64(s.keySize) + s.valueBytes.Load()
 }
 
 // workload is a planned benchmark: how many workers, how many operations in
@@ -107,10 +130,10 @@ func (t *thread) put(eng Engine, st *keyState, idx uint64) error {
 	v := t.values.next()
 	start := time.Now()
 	err := eng.Put(key, v)
-	t.tick(start)
+	t.tickOp(opWrite, start)
 	t.userBytes += int64(len(key) + len(v))
 	t.moved += int64(len(key) + len(v))
-	st.setLive(idx)
+	st.setLive(idx, len(v))
 	return err
 }
 
@@ -118,7 +141,7 @@ func (t *thread) get(eng Engine, idx uint64) error {
 	key := MakeKey(t.key, idx)
 	start := time.Now()
 	v, found, err := eng.Get(key, t.getBuf)
-	t.tick(start)
+	t.tickOp(opRead, start)
 	t.getBuf = v
 	t.reads++
 	if found {
@@ -132,7 +155,7 @@ func (t *thread) del(eng Engine, st *keyState, idx uint64) error {
 	key := MakeKey(t.key, idx)
 	start := time.Now()
 	err := eng.Delete(key)
-	t.tick(start)
+	t.tickOp(opWrite, start)
 	t.userBytes += int64(len(key))
 	st.clearLive(idx)
 	return err
@@ -142,7 +165,7 @@ func (t *thread) scan(eng Engine, idx uint64, n int) error {
 	key := MakeKey(t.key, idx)
 	start := time.Now()
 	rows, bytes, err := eng.Scan(key, n)
-	t.tick(start)
+	t.tickOp(opScan, start)
 	t.rows += int64(rows)
 	t.moved += bytes
 	return err
@@ -224,6 +247,9 @@ func planWorkload(spec *Spec, name string, st *keyState) workload {
 					}
 				}
 			}}
+	}
+	if isShift(name) {
+		return planShift(spec, name, st)
 	}
 	return planYCSB(spec, name, st)
 }

@@ -209,6 +209,10 @@ func (f *memFile) Write(p []byte) (int, error) {
 	if !f.writable {
 		return 0, f.pathErr("write", syscall.EBADF)
 	}
+	// Shared with other writes and syncs, exclusive of CrashClone, which
+	// must see every file as of one instant (see MemFS.CrashClone).
+	f.fs.mu.RLock()
+	defer f.fs.mu.RUnlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n.writeAt(p, f.off)
@@ -226,6 +230,8 @@ func (f *memFile) Sync() error {
 		f.fs.syncDir(f.n)
 		return nil
 	}
+	f.fs.mu.RLock() // as in Write
+	defer f.fs.mu.RUnlock()
 	f.n.sync()
 	return nil
 }

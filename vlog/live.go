@@ -70,10 +70,27 @@ func (l *LiveWriter) Sync() error {
 
 // Finish completes the file (footer, sync, close) and returns its metadata
 // for the manifest.
+//
+// The sync, the slow part, runs without the lock: Get goes on reading
+// the records (all in the file by then) while it runs.
 func (l *LiveWriter) Finish() (*manifest.VlogMetadata, error) {
 	l.mu.Lock()
+	err := l.w.writeFooter()
+	l.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	if l.w.err == nil {
+		// Only the finishing goroutine writes w.err from here on.
+		if err := l.w.f.Sync(); err != nil {
+			l.mu.Lock()
+			l.w.err = fmt.Errorf("vlog: syncing %s: %w", l.w.name(), err)
+			l.mu.Unlock()
+		}
+	}
+	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.w.Finish(); err != nil {
+	if err := l.w.closeFile(); err != nil {
 		return nil, err
 	}
 	w := l.w

@@ -151,6 +151,15 @@ func (w *Writer) name() string { return base.MakeFilename(base.FileTypeVlog, w.f
 // invariant 2 in the design). The file is closed whatever Finish returns;
 // on an error the caller removes it.
 func (w *Writer) Finish() error {
+	if err := w.writeFooter(); err != nil {
+		return err
+	}
+	return w.syncAndClose()
+}
+
+// writeFooter appends the footer and writes everything buffered to the
+// file: the first half of Finish. No record can be added after it.
+func (w *Writer) writeFooter() error {
 	if w.done {
 		return errWriterDone
 	}
@@ -161,11 +170,22 @@ func (w *Writer) Finish() error {
 		w.append(ft.encode(fb[:0]))
 		w.flush()
 	}
+	return nil
+}
+
+// syncAndClose syncs and closes the file: the second half of Finish,
+// after writeFooter.
+func (w *Writer) syncAndClose() error {
 	if w.err == nil {
 		if err := w.f.Sync(); err != nil {
 			w.err = fmt.Errorf("vlog: syncing %s: %w", w.name(), err)
 		}
 	}
+	return w.closeFile()
+}
+
+// closeFile closes the file, after writeFooter and a sync.
+func (w *Writer) closeFile() error {
 	if err := w.f.Close(); err != nil && w.err == nil {
 		w.err = fmt.Errorf("vlog: closing %s: %w", w.name(), err)
 	}

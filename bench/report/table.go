@@ -153,6 +153,7 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 			lead := indent + rw.cells[0] + strings.Repeat(" ", max(widths[0]-width(rw.cells[0]), 0)) + gap
 			b.WriteString(lead + truncate(rw.note, tableWidth-width(lead)) + "\n")
 		}
+		writePerOp(&b, g.rows, widths[0])
 	}
 
 	b.WriteString("\nStrata vs peers (Strata's throughput over each peer's; above 1.00x Strata is faster)\n")
@@ -333,5 +334,27 @@ func writeRounds(b *strings.Builder, r *bench.Report) {
 		if se.Note != "" && len(se.Rounds) > 0 {
 			b.WriteString(wrap(indent+"note: "+se.Engine+": "+oneLine(se.Note), tableWidth, indent+"  "))
 		}
+	}
+}
+
+// writePerOp writes, under a mix's table, each engine's latency by kind of
+// operation (YCSB's reads and writes): the overall percentiles of a mix
+// hide a slow kind behind a fast one.
+func writePerOp(b *strings.Builder, rows []*bench.Result, engineWidth int) {
+	header := false
+	for _, res := range rows {
+		if res.Skipped || len(res.PerOp) == 0 {
+			continue
+		}
+		if !header {
+			b.WriteString("  latency by operation (p50 / p99 / p99.9)\n")
+			header = true
+		}
+		parts := make([]string, len(res.PerOp))
+		for i, o := range res.PerOp {
+			parts[i] = fmt.Sprintf("%s %s / %s / %s", o.Op, fmtLatency(o.P50), fmtLatency(o.P99), fmtLatency(o.P999))
+		}
+		pad := strings.Repeat(" ", max(engineWidth-width(res.Engine), 0))
+		b.WriteString("  " + res.Engine + pad + "  " + strings.Join(parts, "   ") + "\n")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -191,4 +192,27 @@ func TestWriteTableRepeated(t *testing.T) {
 	for _, l := range strings.Split(out, "\n") {
 		assert.False(t, strings.HasSuffix(l, " "), "trailing blanks: %q", l)
 	}
+}
+
+// TestWriteTablePerOp: a mix's table is followed by each engine's latency
+// by kind of operation.
+func TestWriteTablePerOp(t *testing.T) {
+	r := smallReport()
+	r.Spec.Benchmarks = append(r.Spec.Benchmarks, bench.YCSBA)
+	r.Results = append(r.Results, bench.Result{Engine: "strata", Benchmark: bench.YCSBA, Ops: 1000, Duration: time.Second,
+		OpsPerSec: 1000, P50: 2 * time.Microsecond, P99: 40 * time.Microsecond,
+		PerOp: []bench.OpLatency{
+			{Op: "read", Count: 500, P50: 3 * time.Microsecond, P99: 30 * time.Microsecond, P999: 90 * time.Microsecond},
+			{Op: "write", Count: 500, P50: time.Microsecond, P99: 45 * time.Microsecond, P999: 1200 * time.Microsecond},
+		}})
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, r))
+	out := buf.String()
+	t.Logf("\n%s", out)
+	ycsb := strings.Index(out, "ycsb-a\n")
+	require.Positive(t, ycsb)
+	assert.Contains(t, out[ycsb:], "latency by operation (p50 / p99 / p99.9)")
+	l := lineWith(t, out[ycsb:], "  strata", "read 3.00µs / 30.0µs / 90.0µs")
+	assert.Contains(t, l, "write 1.00µs / 45.0µs / 1.20ms")
+	assert.NotContains(t, out[:ycsb], "latency by operation", "benchmarks of one kind have no split")
 }
