@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -81,6 +82,7 @@ func TestOverwriteFigures(t *testing.T) {
 	}
 	start := time.Now()
 	var written, uploaded, maxFiles, newBytes, reup int64
+	var perCkpt []int64
 	var maxAmp float64
 	var rows []string
 	var last checkpoint.Stats
@@ -97,6 +99,7 @@ func TestOverwriteFigures(t *testing.T) {
 		if c > 0 { // the first uploads the initial load
 			written += interval
 			uploaded += st.UploadedBytes
+			perCkpt = append(perCkpt, st.UploadedBytes)
 		}
 		if c >= u0(checkpoints) {
 			maxAmp = max(maxAmp, st.SpaceAmp)
@@ -126,6 +129,11 @@ func TestOverwriteFigures(t *testing.T) {
 		if os.Getenv("STRATA_CHECKPOINT_OBJECTS") != "" {
 			t.Logf("object %s: %d bytes, segment %v, %d pieces, live %.2f", o.Name, o.Size, o.Segment, o.Pieces, o.LiveRatio)
 		}
+	}
+	slices.Sort(perCkpt)
+	if len(perCkpt) > 0 {
+		t.Logf("uploaded per checkpoint: median %.1f MiB, 90th percentile %.1f MiB",
+			float64(perCkpt[len(perCkpt)/2])/(1<<20), float64(perCkpt[len(perCkpt)*9/10])/(1<<20))
 	}
 	t.Logf("per checkpoint: %.1f MiB new files, %.1f MiB re-uploaded from sparse segments", float64(newBytes)/float64(checkpoints-1)/(1<<20), float64(reup)/float64(checkpoints-1)/(1<<20))
 	t.Logf("uploaded per checkpoint: %.1f MiB for %.1f MiB written (%.3f); space amp max %.3f (after the first %d), last %.3f; objects %d (%d segments) for %d files (max %d), store %d MiB",
