@@ -651,3 +651,80 @@ func TestUploadPinsFiles(t *testing.T) {
 		require.Equal(t, want, dbState(t, fs, dst))
 	})
 }
+
+// readFaults fails the i-th open or read of a table or value log while
+// armed.
+type readFaults struct {
+	armed    atomic.Bool
+	fail     atomic.Int64
+	n        atomic.Int64
+	injected atomic.Int64
+}
+
+func (r *readFaults) MaybeError(op vfs.Op) error {
+	if !r.armed.Load() || (op.Kind != vfs.OpOpen && op.Kind != vfs.OpRead) ||
+		!(strings.HasSuffix(op.Path, ".sst") || strings.HasSuffix(op.Path, ".vlog")) {
+		return nil
+	}
+	if i := r.n.Add(1) - 1; i == r.fail.Load() {
+		r.injected.Add(1)
+		return fmt.Errorf("%w: %s (read %d)", vfs.ErrInjected, op, i)
+	}
+	return nil
+}
+
+// TestUploadDBReadFaults fails each open and read of the database's files
+// that an upload makes, in turn: the upload fails, the store holds what it
+// held, and the database reads and writes as before.
+func TestUploadDBReadFaults(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, root string) {
+		ctx := context.Background()
+		inj := &readFaults{}
+		inj.fail.Store(-1)
+		opts := smallOptions(fs)
+		opts.FS = vfs.NewErrorFS(fs, inj)
+		opts.DisableAutomaticCompactions, opts.DisableGC = true, true
+		db, err := strata.Open(fs.PathJoin(root, "db"), opts)
+		require.NoError(t, err)
+		defer db.Close()
+		store := newStore(t, fs, fs.PathJoin(root, "store"))
+		u, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 2, SmallFileSize: 16 << 10})
+		require.NoError(t, err)
+		for gen := range 2 {
+			for i := range 150 {
+				require.NoError(t, db.Set([]byte(fmt.Sprintf("key%05d", (i*7+gen)%200)), []byte(bigValue(i, gen)), strata.NoSync))
+			}
+			_, err := db.CheckpointToStore(ctx, u)
+			require.NoError(t, err)
+		}
+		for i := range 100 {
+			require.NoError(t, db.Set([]byte(fmt.Sprintf("key%05d", i)), []byte(bigValue(i, 9)), strata.NoSync))
+		}
+		require.NoError(t, db.Flush())
+		before := storeContents(t, store)
+		want := scanAll(t, db)
+		for i := int64(0); ; i++ {
+			inj.fail.Store(i)
+			inj.n.Store(0)
+			inj.injected.Store(0)
+			// A new Uploader each time: one that has checksummed a file
+			// would not read it again.
+			u, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 2, SmallFileSize: 16 << 10})
+			require.NoError(t, err)
+			inj.armed.Store(true)
+			st, err := db.CheckpointToStore(ctx, u)
+			inj.armed.Store(false)
+			if inj.injected.Load() == 0 {
+				require.NoError(t, err)
+				require.Greater(t, i, int64(3))
+				require.Positive(t, st.NewBytes)
+				break
+			}
+			require.ErrorIs(t, err, vfs.ErrInjected, "read %d", i)
+			require.Equal(t, before, storeContents(t, store), "read %d: %v", i, err)
+			require.Equal(t, want, scanAll(t, db), "read %d", i)
+		}
+		// The database still takes writes.
+		require.NoError(t, db.Set([]byte("after"), []byte("faults"), strata.Sync))
+	})
+}
