@@ -451,6 +451,15 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 			stats.DeletedObjects++
 		}
 	}
+	// Keep only the checksums of the version's files, so that the cache
+	// does not grow with every file the database ever had.
+	live := make(map[fileKey]uint64, len(files))
+	for _, f := range files {
+		if f.sumKnown {
+			live[fileKey{f.name, f.size}] = f.checksum
+		}
+	}
+	u.sums = live
 	next.fillStats(&stats, int64(len(rb)))
 	stats.Duration = time.Since(start)
 	return stats, nil
