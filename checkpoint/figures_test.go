@@ -26,7 +26,8 @@ import (
 // 20000,4096,100,2000), and logs a row per checkpoint and a summary.
 // STRATA_CHECKPOINT_KEEP, STRATA_CHECKPOINT_MINLIVE, STRATA_CHECKPOINT_MERGE
 // and STRATA_CHECKPOINT_SEGMENT ("segmentMiB,smallFileMiB") override the
-// upload options.
+// upload options; STRATA_CHECKPOINT_CSV names a file to write the rows to,
+// for charts.
 func TestOverwriteFigures(t *testing.T) {
 	spec := os.Getenv("STRATA_CHECKPOINT_FIGURES")
 	if spec == "" {
@@ -85,6 +86,7 @@ func TestOverwriteFigures(t *testing.T) {
 	var perCkpt []int64
 	var maxAmp float64
 	var rows []string
+	csv := []string{"checkpoint,written_bytes,uploaded_bytes,new_bytes,reuploaded_bytes,store_bytes,referenced_bytes,space_amp,objects,segments,files,duration_ms"}
 	var last checkpoint.Stats
 	for c := range checkpoints {
 		for range perCheckpoint {
@@ -108,6 +110,8 @@ func TestOverwriteFigures(t *testing.T) {
 		last = st
 		rows = append(rows, fmt.Sprintf("%4d %10d %10d %10d %10d %7.3f %7d %6d %9.3f %6dms", st.ID, interval, st.UploadedBytes, st.NewBytes, st.ReuploadedBytes,
 			float64(st.UploadedBytes)/float64(interval), st.Objects, st.Files, st.SpaceAmp, st.Duration.Milliseconds()))
+		csv = append(csv, fmt.Sprintf("%d,%d,%d,%d,%d,%d,%d,%.4f,%d,%d,%d,%d", st.ID, interval, st.UploadedBytes, st.NewBytes, st.ReuploadedBytes,
+			st.StoreBytes, st.ReferencedBytes, st.SpaceAmp, st.Objects, st.Segments, st.Files, st.Duration.Milliseconds()))
 		if c > 0 {
 			newBytes += st.NewBytes
 			reup += st.ReuploadedBytes
@@ -115,6 +119,9 @@ func TestOverwriteFigures(t *testing.T) {
 	}
 	t.Logf("%d keys x %d bytes, %d checkpoints, %d overwrites (%d MiB) between checkpoints, %s",
 		keys, valueSize, checkpoints, perCheckpoint, perCheckpoint*valueSize>>20, time.Since(start).Round(time.Second))
+	if path := os.Getenv("STRATA_CHECKPOINT_CSV"); path != "" {
+		require.NoError(t, os.WriteFile(path, []byte(strings.Join(csv, "\n")+"\n"), 0o644))
+	}
 	t.Logf("  id    written   uploaded        new  reuploaded  up/wr objects  files space-amp   time")
 	for _, r := range rows {
 		t.Log(r)
