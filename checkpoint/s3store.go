@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -109,17 +110,21 @@ func (s *S3Store) Put(ctx context.Context, name string, r io.Reader, size int64)
 	if err := ValidName(name); err != nil {
 		return err
 	}
-	body := &countingReader{r: r}
+	// net/http may go on reading a request's body after Do returns (it
+	// closes it in its own goroutine): the guard cuts r off when Put
+	// returns, so the caller's reader is never read after that.
+	body := &guardedReader{r: r}
 	resp, err := s.do(ctx, http.MethodPut, s.key(name), nil, body, size, nil)
+	sent := body.stop()
 	if err != nil {
 		return fmt.Errorf("checkpoint: put %s: %w", name, err)
 	}
 	resp.Body.Close()
-	if body.n != size {
+	if sent != size {
 		// The server took fewer bytes than announced; it cannot have
 		// stored the object whole, so this does not happen with a
 		// conforming server, but say so rather than trust it.
-		return fmt.Errorf("checkpoint: put %s: sent %d bytes, expected %d", name, body.n, size)
+		return fmt.Errorf("checkpoint: put %s: sent %d bytes, expected %d", name, sent, size)
 	}
 	return nil
 }
@@ -390,13 +395,31 @@ func canonicalQuery(q url.Values) string {
 	return strings.Join(parts, "&")
 }
 
-type countingReader struct {
-	r io.Reader
-	n int64
+// guardedReader counts what is read through it, and after stop reads
+// nothing more.
+type guardedReader struct {
+	mu      sync.Mutex
+	r       io.Reader
+	n       int64
+	stopped bool
 }
 
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
+func (g *guardedReader) Read(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped {
+		return 0, io.ErrClosedPipe
+	}
+	n, err := g.r.Read(p)
+	g.n += int64(n)
 	return n, err
+}
+
+// stop waits for a Read in progress, cuts the reader off, and returns the
+// bytes read.
+func (g *guardedReader) stop() int64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.stopped = true
+	return g.n
 }
