@@ -18,8 +18,8 @@
 //
 // Because the files never change once written, a link costs no space until
 // the database and the checkpoint diverge, and deleting either side's link
-// leaves the other intact. Incremental checkpoints to remote storage and
-// segment packing build on the same pinned-version file lists.
+// leaves the other intact. Incremental checkpoints into an object store
+// (below) build on the same pinned-version file lists.
 //
 // # Writing a local checkpoint
 //
@@ -52,4 +52,79 @@
 // links as allowed (EMLINK). Any other link error, EEXIST above all, fails
 // the checkpoint, and a copy never replaces or truncates an existing name,
 // which might be a hard link to a live file.
+//
+// # Incremental checkpoints into a Store
+//
+// A Store is an object store: put (atomic), ranged get, list and delete
+// of named objects. LocalStore keeps objects as files of a directory
+// (written to a temporary file, synced, renamed into place, the directory
+// synced); NewS3Store speaks the S3 protocol (Signature Version 4,
+// path-style addressing) with the standard library alone, so that the
+// engine's module needs no SDK. Object names
+// are '/'-separated parts of letters, digits, '.', '_' and '-', never
+// beginning with '.', so no name reaches outside the store (ValidName).
+//
+// strata's DB.CheckpointToStore pins the current version and hands it to
+// an Uploader, which writes into its store:
+//
+//	registry                   the reference-counted registry (below)
+//	checkpoints/<id, 20 digits> a checkpoint's Manifest: its files, each
+//	                           with size, XXH64 and handle (object,
+//	                           offset), and a strata manifest of its
+//	                           version (MANIFEST bytes, number, last
+//	                           sequence number, next file number)
+//	data/<id>-<n>-<random>     a data object made by checkpoint <id>: one
+//	                           file (SmallFileSize or larger), or a
+//	                           segment: small files back to back, each a
+//	                           piece (offset, length)
+//
+// The registry and the manifests are sealed JSON: the JSON text, "\n",
+// and "xxhash64:<16 hex digits>\n", the XXH64 of the text; a mismatch is
+// an error matching strata.ErrCorruption. The registry holds the next
+// checkpoint id, the retained checkpoints (id, manifest size, the pieces
+// each uses), and per data object its size, whether it is a segment, and
+// its pieces: file name, size, XXH64, offset and Refs, the number of
+// retained checkpoints that use the piece. Loading it checks that Refs
+// agree with the checkpoints' lists and that every object is used.
+//
+// An upload:
+//
+//  1. reads the registry (none: an empty store);
+//  2. drops the oldest checkpoints beyond KeepLast from its copy,
+//     decrementing their pieces' Refs;
+//  3. finds each file of the version among the pieces by name and size,
+//     then XXH64 (the Uploader caches checksums of files it has read);
+//  4. marks sparse the segments whose live share (bytes of pieces with
+//     Refs > 0 over the segment's size) is below MinLiveRatio, and the
+//     small value-log segments (below SegmentSize/2) of which the
+//     checkpoint uses MergeSmallSegments or more of one size tier (sizes
+//     within a factor of 4), and uploads again the pieces it needs
+//     from them, so the old segments die with the older checkpoints that
+//     still use them;
+//  5. uploads the files not found, in parallel, large ones as objects of
+//     their own and small ones packed into segments by lifetime (L0/L1
+//     tables, deeper tables, value logs), computing their XXH64 on the
+//     way;
+//  6. writes the checkpoint's manifest, then replaces the registry: that
+//     Put is the commit;
+//  7. deletes the dropped checkpoints' manifests, objects no piece of
+//     which is used, and any object under data/ or checkpoints/ the
+//     registry does not name (what failed uploads left).
+//
+// A failure before the commit deletes what the upload wrote, so the store
+// is as it was; a failure in step 7 is counted in Stats.CleanupErrors and
+// the next upload retries it. One store takes uploads from one Uploader at
+// a time. Stats report, after every upload, the bytes uploaded (new files
+// and re-uploaded pieces apart), the store's bytes and object count, the
+// distinct file bytes the retained checkpoints reference, and space
+// amplification (stored / referenced).
+//
+// Restore downloads a checkpoint's files in parallel into a temporary
+// directory next to the destination, verifying each one's XXH64, writes
+// the manifest and CURRENT, and renames the directory onto the
+// destination (which must not exist or be empty). With a key range it
+// fetches only the tables overlapping the range and the value logs they
+// reference, and writes a manifest of only those; strata.RestoreRange
+// then clips the keys outside the range with range deletions before the
+// rename. Package keygroup maps Flink-style key groups to such ranges.
 package checkpoint

@@ -1,0 +1,70 @@
+package checkpoint_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// TestUploadCrash simulates a power loss of the store's machine before
+// every filesystem operation of uploads into a local store (and with torn
+// writes): after each, the store must hold a registry that loads and every
+// checkpoint it retains must restore, to its own state; a crash never
+// leaves a checkpoint half committed.
+func TestUploadCrash(t *testing.T) {
+	ctx := context.Background()
+	dbfs := vfs.NewMem()
+	db, err := strata.Open("db", smallOptions(dbfs))
+	require.NoError(t, err)
+	defer db.Close()
+	smem := vfs.NewMem()
+
+	var (
+		mu     sync.Mutex
+		clones []*vfs.MemFS
+		rng    = rand.New(rand.NewPCG(9, 10))
+	)
+	capture := vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind.IsWrite() {
+			mu.Lock()
+			clones = append(clones, smem.CrashClone(vfs.CrashOptions{}), smem.CrashClone(vfs.CrashOptions{TornWrites: true, Rand: rng}))
+			mu.Unlock()
+		}
+		return nil
+	})
+	store, err := checkpoint.NewLocalStoreFS(vfs.NewErrorFS(smem, capture), "store")
+	require.NoError(t, err)
+	u, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 2, SmallFileSize: 16 << 10})
+	require.NoError(t, err)
+	states := map[uint64]map[string]string{}
+	for round := range 3 {
+		for i := range 150 {
+			require.NoError(t, db.Set([]byte(fmt.Sprintf("key%05d", (i*7+round*31)%300)), []byte(bigValue(i, round)), strata.NoSync))
+		}
+		st, err := db.CheckpointToStore(ctx, u)
+		require.NoError(t, err)
+		states[st.ID] = scanAll(t, db)
+	}
+	t.Logf("%d crash states", len(clones))
+	for n, c := range clones {
+		cs, err := checkpoint.NewLocalStoreFS(c, "store")
+		require.NoError(t, err, "crash %d", n)
+		ids, err := checkpoint.Checkpoints(ctx, cs)
+		require.NoError(t, err, "crash %d: the registry does not load", n)
+		for _, id := range ids {
+			dst := fmt.Sprintf("restore-%d", id)
+			require.NoError(t, checkpoint.Restore(ctx, cs, id, c, dst, nil), "crash %d, checkpoint %d", n, id)
+			rdb, err := strata.Open(dst, &strata.Options{FS: c, ErrorIfNotExists: true})
+			require.NoError(t, err)
+			require.Equal(t, states[id], scanAll(t, rdb), "crash %d, checkpoint %d", n, id)
+			require.NoError(t, rdb.Close())
+		}
+	}
+}

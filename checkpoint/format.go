@@ -1,0 +1,313 @@
+package checkpoint
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/strata-db/strata/internal/base"
+)
+
+// The objects of a store that holds incremental checkpoints (see doc.go for
+// the diagram):
+//
+//	registry                 the reference-counted registry: the retained
+//	                         checkpoints, every data object and its pieces
+//	checkpoints/<id>         one checkpoint's manifest (Manifest)
+//	data/<id>-<n>-<random>   a data object: one file, or a segment of
+//	                         small files, uploaded by checkpoint <id>
+//
+// The registry and the manifests are sealed JSON: the JSON text, a
+// newline, and a trailer line "xxhash64:<16 hex digits>\n" with the
+// XXH64 of the JSON text, so that a damaged or truncated object is an
+// error matching strata's ErrCorruption rather than a wrong state.
+const (
+	registryName      = "registry"
+	manifestPrefix    = "checkpoints/"
+	dataPrefix        = "data/"
+	registryFormat    = 1
+	sealTrailerPrefix = "xxhash64:"
+)
+
+// Manifest is one checkpoint's description: what Restore needs to rebuild
+// the database.
+type Manifest struct {
+	ID uint64 `json:"id"`
+	// Time is when the checkpoint was taken, in Unix nanoseconds.
+	Time int64 `json:"time"`
+	// Files are the tables and value logs of the checkpoint's version.
+	Files []FileRef `json:"files"`
+	// DBManifest is a strata manifest describing exactly Files (one
+	// snapshot record), to be written as MANIFEST-<ManifestNum>; CURRENT
+	// names it. Its log number is past every WAL, so no WAL is replayed.
+	DBManifest  []byte       `json:"db_manifest"`
+	ManifestNum base.FileNum `json:"manifest_num"`
+	LastSeq     base.SeqNum  `json:"last_seq"`
+	NextFileNum base.FileNum `json:"next_file_num"`
+}
+
+// FileRef is a file of a checkpoint and where its bytes are: Length bytes
+// at Offset of the data object Object, whose XXH64 is Checksum.
+type FileRef struct {
+	Name     string `json:"name"`
+	Size     int64  `json:"size"`
+	Checksum uint64 `json:"xxh64"`
+	Object   string `json:"object"`
+	Offset   int64  `json:"offset"`
+}
+
+// registry is the reference-counted registry of a store.
+//
+// INVARIANT: each piece's Refs equals the number of retained checkpoints
+// whose Pieces name it; an object is in Objects while any of its pieces
+// has Refs > 0 (loadRegistry checks both).
+type registry struct {
+	Format int    `json:"format"`
+	NextID uint64 `json:"next_id"`
+	// Checkpoints are the retained checkpoints, oldest first.
+	Checkpoints []regCheckpoint       `json:"checkpoints"`
+	Objects     map[string]*regObject `json:"objects"`
+}
+
+type regCheckpoint struct {
+	ID           uint64     `json:"id"`
+	ManifestSize int64      `json:"manifest_size"`
+	Pieces       []pieceRef `json:"pieces"`
+}
+
+type pieceRef struct {
+	Object string `json:"object"`
+	Offset int64  `json:"offset"`
+}
+
+type regObject struct {
+	Size int64 `json:"size"`
+	// Segment is set for objects that pack several small files; Group is
+	// the lifetime group of their files (0: tables of L0 and L1, 1: deeper
+	// tables, 2: value logs).
+	Segment bool       `json:"segment,omitempty"`
+	Group   int        `json:"group,omitempty"`
+	Pieces  []regPiece `json:"pieces"` // by offset
+}
+
+type regPiece struct {
+	File     string `json:"file"`
+	Size     int64  `json:"size"`
+	Checksum uint64 `json:"xxh64"`
+	Offset   int64  `json:"offset"`
+	Refs     int    `json:"refs"`
+}
+
+func manifestName(id uint64) string { return fmt.Sprintf("%s%020d", manifestPrefix, id) }
+
+func parseManifestName(name string) (uint64, bool) {
+	if len(name) != len(manifestPrefix)+20 || name[:len(manifestPrefix)] != manifestPrefix {
+		return 0, false
+	}
+	id, err := strconv.ParseUint(name[len(manifestPrefix):], 10, 64)
+	return id, err == nil
+}
+
+// seal encodes v as sealed JSON.
+func seal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, '\n')
+	return fmt.Appendf(b, "%s%016x\n", sealTrailerPrefix, xxhash.Sum64(b[:len(b)-1])), nil
+}
+
+// unseal checks and decodes sealed JSON read from the object name.
+func unseal(name string, b []byte, v any) error {
+	trailerLen := len(sealTrailerPrefix) + 16 + 1
+	if len(b) < trailerLen+1 || b[len(b)-trailerLen-1] != '\n' || b[len(b)-1] != '\n' ||
+		!bytes.HasPrefix(b[len(b)-trailerLen:], []byte(sealTrailerPrefix)) {
+		return base.CorruptionErrorf(name, int64(len(b)), "no checksum trailer at the end of the %d bytes", len(b))
+	}
+	body := b[:len(b)-trailerLen-1]
+	hexSum := b[len(b)-17 : len(b)-1]
+	want, err := strconv.ParseUint(string(hexSum), 16, 64)
+	if err == nil && !bytes.Equal(hexSum, fmt.Appendf(nil, "%016x", want)) {
+		err = fmt.Errorf("%q is not 16 lowercase hex digits", hexSum)
+	}
+	if err != nil {
+		return base.CorruptionErrorf(name, int64(len(b)-17), "bad checksum trailer: %v", err)
+	}
+	if got := xxhash.Sum64(body); got != want {
+		return base.CorruptionErrorf(name, 0, "checksum mismatch over %d bytes: stored %016x, computed %016x", len(body), want, got)
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return base.CorruptionErrorf(name, 0, "checksum matches but the JSON does not decode: %v", err)
+	}
+	return nil
+}
+
+// loadRegistry reads the registry, or returns an empty one if the store
+// has none.
+func loadRegistry(ctx context.Context, s Store) (*registry, int64, error) {
+	b, err := getAll(ctx, s, registryName)
+	if errors.Is(err, ErrNotExist) {
+		return &registry{Format: registryFormat, NextID: 1, Objects: map[string]*regObject{}}, 0, nil
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	r := &registry{}
+	if err := unseal(registryName, b, r); err != nil {
+		return nil, 0, err
+	}
+	if r.Format != registryFormat {
+		return nil, 0, fmt.Errorf("checkpoint: registry format %d, this build reads %d", r.Format, registryFormat)
+	}
+	if r.Objects == nil {
+		r.Objects = map[string]*regObject{}
+	}
+	if err := r.check(); err != nil {
+		return nil, 0, err
+	}
+	return r, int64(len(b)), nil
+}
+
+// check verifies the registry's invariants.
+func (r *registry) check() error {
+	refs := map[pieceRef]int{}
+	for i, c := range r.Checkpoints {
+		if c.ID >= r.NextID || (i > 0 && c.ID <= r.Checkpoints[i-1].ID) {
+			return base.CorruptionErrorf(registryName, -1, "checkpoint ids out of order at %d (next id %d)", c.ID, r.NextID)
+		}
+		for _, p := range c.Pieces {
+			refs[p]++
+		}
+	}
+	for name, o := range r.Objects {
+		var end int64
+		live := false
+		for _, p := range o.Pieces {
+			if p.Offset < end || p.Size < 0 {
+				return base.CorruptionErrorf(registryName, -1, "object %s: pieces overlap or out of order at offset %d", name, p.Offset)
+			}
+			end = p.Offset + p.Size
+			if refs[pieceRef{name, p.Offset}] != p.Refs {
+				return base.CorruptionErrorf(registryName, -1, "object %s offset %d: %d references recorded, %d retained checkpoints use it",
+					name, p.Offset, p.Refs, refs[pieceRef{name, p.Offset}])
+			}
+			delete(refs, pieceRef{name, p.Offset})
+			live = live || p.Refs > 0
+		}
+		if end > o.Size {
+			return base.CorruptionErrorf(registryName, -1, "object %s: pieces end at %d, past its %d bytes", name, end, o.Size)
+		}
+		if !live {
+			return base.CorruptionErrorf(registryName, -1, "object %s: no retained checkpoint uses it", name)
+		}
+	}
+	for p := range refs {
+		return base.CorruptionErrorf(registryName, -1, "a checkpoint uses %s offset %d, which the registry does not hold", p.Object, p.Offset)
+	}
+	return nil
+}
+
+// piece returns the piece of object name at off, or nil.
+func (r *registry) piece(ref pieceRef) *regPiece {
+	o := r.Objects[ref.Object]
+	if o == nil {
+		return nil
+	}
+	i := sort.Search(len(o.Pieces), func(i int) bool { return o.Pieces[i].Offset >= ref.Offset })
+	if i < len(o.Pieces) && o.Pieces[i].Offset == ref.Offset {
+		return &o.Pieces[i]
+	}
+	return nil
+}
+
+// clone returns a deep copy, for building the next registry without
+// touching the current one.
+func (r *registry) clone() *registry {
+	c := &registry{Format: r.Format, NextID: r.NextID, Objects: make(map[string]*regObject, len(r.Objects))}
+	for _, ck := range r.Checkpoints {
+		ck.Pieces = append([]pieceRef(nil), ck.Pieces...)
+		c.Checkpoints = append(c.Checkpoints, ck)
+	}
+	for name, o := range r.Objects {
+		oc := *o
+		oc.Pieces = append([]regPiece(nil), o.Pieces...)
+		c.Objects[name] = &oc
+	}
+	return c
+}
+
+// ReadManifest reads checkpoint id's manifest from s.
+func ReadManifest(ctx context.Context, s Store, id uint64) (*Manifest, error) {
+	name := manifestName(id)
+	b, err := getAll(ctx, s, name)
+	if err != nil {
+		return nil, err
+	}
+	m := &Manifest{}
+	if err := unseal(name, b, m); err != nil {
+		return nil, err
+	}
+	if m.ID != id {
+		return nil, base.CorruptionErrorf(name, 0, "manifest of checkpoint %d found under id %d", m.ID, id)
+	}
+	return m, nil
+}
+
+// Checkpoints returns the ids of the checkpoints the store retains, oldest
+// first.
+func Checkpoints(ctx context.Context, s Store) ([]uint64, error) {
+	r, _, err := loadRegistry(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]uint64, len(r.Checkpoints))
+	for i, c := range r.Checkpoints {
+		ids[i] = c.ID
+	}
+	return ids, nil
+}
+
+// ObjectStatus describes a data object of a store: its size, whether it
+// is a segment, how many files it holds pieces of, and how many of its
+// bytes the retained checkpoints use.
+type ObjectStatus struct {
+	Name      string
+	Size      int64
+	Segment   bool
+	Pieces    int
+	LiveBytes int64
+	// LiveRatio is LiveBytes / Size; a segment below
+	// UploadOptions.MinLiveRatio has its live pieces re-uploaded by the
+	// next checkpoint.
+	LiveRatio float64
+}
+
+// Objects returns the status of every data object the store's registry
+// holds, by name.
+func Objects(ctx context.Context, s Store) ([]ObjectStatus, error) {
+	r, _, err := loadRegistry(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ObjectStatus, 0, len(r.Objects))
+	for name, o := range r.Objects {
+		st := ObjectStatus{Name: name, Size: o.Size, Segment: o.Segment, Pieces: len(o.Pieces)}
+		for _, p := range o.Pieces {
+			if p.Refs > 0 {
+				st.LiveBytes += p.Size
+			}
+		}
+		if o.Size > 0 {
+			st.LiveRatio = float64(st.LiveBytes) / float64(o.Size)
+		}
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}

@@ -1,0 +1,84 @@
+package checkpoint_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/checkpoint/keygroup"
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRescaleTwoToThree: two operators hold the key groups of a job with
+// maxParallelism 128 and checkpoint into their stores; three operators
+// each restore the key-group ranges they own now, from both checkpoints,
+// and hold exactly their keys.
+func TestRescaleTwoToThree(t *testing.T) {
+	forEachFS(t, func(t *testing.T, fs vfs.FS, root string) {
+		ctx := context.Background()
+		const maxP = 128
+		all := map[string]string{} // stored key -> value
+		type old struct {
+			store checkpoint.Store
+			id    uint64
+		}
+		var olds []old
+		for op := range 2 {
+			db, err := strata.Open(fs.PathJoin(root, fmt.Sprintf("old-%d", op)), smallOptions(fs))
+			require.NoError(t, err)
+			first, last, err := keygroup.OperatorRange(maxP, 2, op)
+			require.NoError(t, err)
+			for i := range 1500 {
+				user := []byte(fmt.Sprintf("user-%d", i))
+				g, err := keygroup.Of(user, maxP)
+				require.NoError(t, err)
+				if g < first || g > last {
+					continue
+				}
+				k := keygroup.Key(nil, g, user)
+				v := bigValue(i, op)
+				if i%3 == 0 {
+					v = v[:30]
+				}
+				require.NoError(t, db.Set(k, []byte(v), strata.NoSync))
+				all[string(k)] = v
+			}
+			s := newStore(t, fs, fs.PathJoin(root, fmt.Sprintf("store-%d", op)))
+			u, err := checkpoint.NewUploader(s, nil)
+			require.NoError(t, err)
+			st, err := db.CheckpointToStore(ctx, u)
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+			olds = append(olds, old{s, st.ID})
+		}
+		got := map[string]string{}
+		for op := range 3 {
+			first, last, err := keygroup.OperatorRange(maxP, 3, op)
+			require.NoError(t, err)
+			start, end, err := keygroup.Range(first, last)
+			require.NoError(t, err)
+			// The new operator restores its range from each old operator's
+			// checkpoint that overlaps it, and merges them (an ingest would
+			// do it in one step; here a second range restore and a copy).
+			dir := fs.PathJoin(root, fmt.Sprintf("new-%d", op))
+			merged := map[string]string{}
+			for j, o := range olds {
+				part := fmt.Sprintf("%s-from-%d", dir, j)
+				require.NoError(t, strata.RestoreRange(ctx, o.store, o.id, part, start, end, smallOptions(fs)))
+				for k, v := range dbState(t, fs, part) {
+					require.True(t, k >= string(start) && (end == nil || k < string(end)), "key %q outside [%q, %q)", k, start, end)
+					merged[k] = v
+				}
+			}
+			for k, v := range merged {
+				_, dup := got[k]
+				require.False(t, dup, "key %q restored by two operators", k)
+				got[k] = v
+			}
+		}
+		require.Equal(t, all, got)
+	})
+}

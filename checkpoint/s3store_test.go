@@ -1,0 +1,159 @@
+package checkpoint_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/checkpoint/storetest"
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// The S3 store's tests run against a real S3 server that they start on
+// the loopback interface: versitygw's POSIX gateway
+// (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0; .ci/run
+// installs it), found as $STRATA_VERSITYGW or versitygw on PATH. Where it
+// is missing or cannot start they skip, saying so, unless
+// STRATA_REQUIRE_S3 is set (as CI sets it), when they fail.
+
+const (
+	s3Access = "strata-test-access"
+	s3Secret = "strata-test-secret-0123456789"
+)
+
+// startS3Server starts versitygw on a free loopback port, serving a new
+// directory, and returns its endpoint; the server is stopped when t ends.
+func startS3Server(t *testing.T) string {
+	t.Helper()
+	bin := os.Getenv("STRATA_VERSITYGW")
+	if bin == "" {
+		var err error
+		if bin, err = exec.LookPath("versitygw"); err != nil {
+			if os.Getenv("STRATA_REQUIRE_S3") != "" {
+				t.Fatal("STRATA_REQUIRE_S3 is set, but versitygw is not on PATH nor in STRATA_VERSITYGW")
+			}
+			t.Skip("no S3 server to test against: install versitygw (go install github.com/versity/versitygw/cmd/versitygw@v1.8.0) or set STRATA_VERSITYGW to its path")
+		}
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	root := t.TempDir()
+	data := filepath.Join(root, "data")
+	require.NoError(t, os.Mkdir(data, 0o755))
+	cmd := exec.Command(bin, "--quiet", "--access", s3Access, "--secret", s3Secret, "--port", addr, "posix", "--sidecar", filepath.Join(root, "meta"), data)
+	require.NoError(t, os.Mkdir(filepath.Join(root, "meta"), 0o755))
+	logf, err := os.Create(filepath.Join(root, "versitygw.log"))
+	require.NoError(t, err)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	require.NoError(t, cmd.Start())
+	var exited atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		exited.Store(true)
+		close(done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+		logf.Close()
+	})
+	// Wait until it accepts connections.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if exited.Load() || time.Now().After(deadline) {
+			b, _ := os.ReadFile(filepath.Join(root, "versitygw.log"))
+			msg := fmt.Sprintf("the S3 server (%s) did not start on %s: %v\n%s", bin, addr, err, b)
+			if os.Getenv("STRATA_REQUIRE_S3") != "" {
+				t.Fatal(msg)
+			}
+			t.Skip(msg + "\n(set STRATA_REQUIRE_S3 to fail instead)")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return "http://" + addr
+}
+
+func newS3Store(t *testing.T, endpoint, bucket, prefix string) *checkpoint.S3Store {
+	t.Helper()
+	s, err := checkpoint.NewS3Store(checkpoint.S3Options{Endpoint: endpoint, Bucket: bucket, Prefix: prefix, AccessKey: s3Access, SecretKey: s3Secret})
+	require.NoError(t, err)
+	require.NoError(t, s.EnsureBucket(context.Background()))
+	return s
+}
+
+func TestS3Store(t *testing.T) {
+	endpoint := startS3Server(t)
+	n := 0
+	t.Run("Conformance", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) checkpoint.Store {
+			n++
+			return newS3Store(t, endpoint, fmt.Sprintf("bucket-%d", n), "")
+		})
+	})
+	t.Run("Prefixes", func(t *testing.T) {
+		// Two stores sharing a bucket under different prefixes do not see
+		// each other's objects.
+		a := newS3Store(t, endpoint, "shared", "a")
+		b := newS3Store(t, endpoint, "shared", "b/c")
+		ctx := context.Background()
+		require.NoError(t, a.Put(ctx, "x", strings.NewReader("1"), 1))
+		require.NoError(t, b.Put(ctx, "x", strings.NewReader("22"), 2))
+		la, err := a.List(ctx, "")
+		require.NoError(t, err)
+		require.Equal(t, []checkpoint.ObjectInfo{{Name: "x", Size: 1}}, la)
+		lb, err := b.List(ctx, "")
+		require.NoError(t, err)
+		require.Equal(t, []checkpoint.ObjectInfo{{Name: "x", Size: 2}}, lb)
+	})
+	t.Run("CheckpointRestore", func(t *testing.T) {
+		// Incremental checkpoints into S3, a full and a key-range restore.
+		ctx := context.Background()
+		fs, root := vfs.Default, t.TempDir()
+		db, err := strata.Open(filepath.Join(root, "db"), smallOptions(fs))
+		require.NoError(t, err)
+		defer db.Close()
+		store := newS3Store(t, endpoint, "checkpoints", "job-1/op-0")
+		u, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 2, SmallFileSize: 16 << 10})
+		require.NoError(t, err)
+		var last checkpoint.Stats
+		for round := range 4 {
+			for i := range 200 {
+				require.NoError(t, db.Set([]byte(fmt.Sprintf("key%05d", (i*7+round*31)%500)), []byte(bigValue(i, round)), strata.NoSync))
+			}
+			last, err = db.CheckpointToStore(ctx, u)
+			require.NoError(t, err)
+		}
+		requireStoreTidy(t, store)
+		want := scanAll(t, db)
+		dst := filepath.Join(root, "restored")
+		require.NoError(t, checkpoint.Restore(ctx, store, last.ID, fs, dst, nil))
+		require.Equal(t, want, dbState(t, fs, dst))
+		part := filepath.Join(root, "part")
+		require.NoError(t, strata.RestoreRange(ctx, store, last.ID, part, []byte("key00100"), []byte("key00200"), smallOptions(fs)))
+		wantPart := map[string]string{}
+		for k, v := range want {
+			if k >= "key00100" && k < "key00200" {
+				wantPart[k] = v
+			}
+		}
+		require.Equal(t, wantPart, dbState(t, fs, part))
+	})
+}

@@ -1,0 +1,736 @@
+package checkpoint
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"math/bits"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/vfs"
+)
+
+// UploadOptions configure an Uploader. The zero value of each field means
+// its default.
+type UploadOptions struct {
+	// KeepLast is how many checkpoints the store retains (default 3); an
+	// upload that commits drops the oldest ones beyond it, and the objects
+	// only they used.
+	KeepLast int
+	// SmallFileSize: files smaller than this (bytes, default 16 MiB) are
+	// packed into segment objects; larger ones get an object each.
+	SmallFileSize int64
+	// SegmentSize is the size a segment is filled to (bytes, default
+	// 64 MiB; a segment may exceed it by less than one small file).
+	SegmentSize int64
+	// MinLiveRatio (default 0.75) is the share of a segment's bytes that
+	// retained checkpoints must use for it to be kept as it is: below it,
+	// the next upload writes the pieces it needs from that segment into a
+	// new one, so that the old segment is deleted once the older
+	// checkpoints that still use it are dropped.
+	MinLiveRatio float64
+	// MergeSmallSegments (default 4; negative: never) is how many small
+	// segments of value logs (below half of SegmentSize) of one size tier
+	// (sizes within a factor of 4) the checkpoint must use before it
+	// writes the pieces it needs from them into one new segment: frequent
+	// checkpoints make a small segment each, and merging them a few at a
+	// time (each byte moves about log4(SegmentSize/increment) times) keeps
+	// the object count down.
+	MergeSmallSegments int
+	// Parallelism is how many objects are uploaded at once (default 4).
+	Parallelism int
+}
+
+func (o *UploadOptions) withDefaults() (UploadOptions, error) {
+	var r UploadOptions
+	if o != nil {
+		r = *o
+	}
+	var problems []string
+	if r.KeepLast < 0 {
+		problems = append(problems, fmt.Sprintf("KeepLast %d is negative", r.KeepLast))
+	}
+	if r.SmallFileSize < 0 || r.SegmentSize < 0 {
+		problems = append(problems, "SmallFileSize and SegmentSize must not be negative")
+	}
+	if r.MinLiveRatio < 0 || r.MinLiveRatio > 1 {
+		problems = append(problems, fmt.Sprintf("MinLiveRatio %g is outside [0, 1]", r.MinLiveRatio))
+	}
+	if r.Parallelism < 0 {
+		problems = append(problems, fmt.Sprintf("Parallelism %d is negative", r.Parallelism))
+	}
+	if len(problems) > 0 {
+		return r, fmt.Errorf("checkpoint: invalid upload options: %s", strings.Join(problems, "; "))
+	}
+	if r.KeepLast == 0 {
+		r.KeepLast = 3
+	}
+	if r.SmallFileSize == 0 {
+		r.SmallFileSize = 16 << 20
+	}
+	if r.SegmentSize == 0 {
+		r.SegmentSize = 64 << 20
+	}
+	if r.MinLiveRatio == 0 {
+		r.MinLiveRatio = 0.75
+	}
+	if r.Parallelism == 0 {
+		r.Parallelism = 4
+	}
+	if r.MergeSmallSegments == 0 {
+		r.MergeSmallSegments = 4
+	}
+	return r, nil
+}
+
+// Uploader writes incremental checkpoints of one database into a Store.
+// It remembers the checksums of the files it has seen, so it must not be
+// shared between databases; a new Uploader (after a restart) finds the
+// files the store already holds by name, size and checksum. One store
+// takes checkpoints from one Uploader at a time: uploads through one
+// Uploader are serialized, but two Uploaders on one store would race.
+type Uploader struct {
+	store Store
+	opts  UploadOptions
+
+	mu   sync.Mutex
+	sums map[fileKey]uint64 // checksums of files seen, by name and size
+}
+
+type fileKey struct {
+	name string
+	size int64
+}
+
+// NewUploader returns an Uploader into s.
+func NewUploader(s Store, opts *UploadOptions) (*Uploader, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Uploader{store: s, opts: o, sums: map[fileKey]uint64{}}, nil
+}
+
+// Store returns the uploader's store.
+func (u *Uploader) Store() Store { return u.store }
+
+// Stats describe one checkpoint upload and the store after it.
+type Stats struct {
+	ID uint64
+	// Files and Bytes: the checkpoint's tables and value logs.
+	Files int
+	Bytes int64
+	// UploadedFiles and UploadedBytes: what this upload wrote, data,
+	// manifest and registry (UploadedBytes counts everything Put).
+	UploadedFiles int
+	UploadedBytes int64
+	// NewBytes are the bytes of files the store did not hold before;
+	// ReuploadedBytes those of pieces moved out of sparse segments or
+	// merged out of small ones.
+	NewBytes        int64
+	ReuploadedBytes int64
+	// StoreBytes are the bytes of every object the registry holds (data,
+	// manifests, the registry); ReferencedBytes the distinct file bytes
+	// the retained checkpoints use plus their manifests and the registry;
+	// SpaceAmp = StoreBytes / ReferencedBytes.
+	StoreBytes      int64
+	ReferencedBytes int64
+	SpaceAmp        float64
+	// Objects counts the store's objects (data, manifests, registry), of
+	// which Segments are segment objects.
+	Objects  int
+	Segments int
+	// Retained counts the checkpoints the store keeps.
+	Retained int
+	// DeletedObjects counts the objects this upload deleted (dropped
+	// checkpoints' manifests, data no retained checkpoint uses, leftovers
+	// of failed uploads); CleanupErrors the deletions that failed, which
+	// the next upload retries.
+	DeletedObjects int
+	CleanupErrors  int
+	Duration       time.Duration
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("checkpoint %d: %d files, %d bytes; uploaded %d objects, %d bytes (%d new, %d re-uploaded); store %d objects (%d segments), %d bytes, referenced %d bytes, space amp %.3f; %d retained; deleted %d (%d failed); %s",
+		s.ID, s.Files, s.Bytes, s.UploadedFiles, s.UploadedBytes, s.NewBytes, s.ReuploadedBytes, s.Objects, s.Segments,
+		s.StoreBytes, s.ReferencedBytes, s.SpaceAmp, s.Retained, s.DeletedObjects, s.CleanupErrors, s.Duration.Round(time.Millisecond))
+}
+
+// The lifetime groups of files: segments hold files of one group.
+const (
+	groupShortLived = 0 // tables of L0 and L1
+	groupTables     = 1 // deeper tables
+	groupVlogs      = 2 // value logs
+)
+
+// localFile is a file of the checkpoint's version.
+type localFile struct {
+	name      string
+	size      int64
+	checksum  uint64
+	sumKnown  bool
+	ref       pieceRef
+	stored    bool // ref names a piece the store holds
+	reupload  bool // moved out of a sparse or small segment
+	uploadIdx int
+	// group keeps files of like lifetimes in the same segments: tables of
+	// L0 and L1 (compacted soon), deeper tables, value logs.
+	group int
+}
+
+// Upload writes a checkpoint of src, whose version must stay pinned (its
+// files undeleted) until Upload returns. It uploads the files the store
+// does not hold, a manifest, and the registry, whose replacement commits
+// the checkpoint; then it deletes what no retained checkpoint needs.
+// If it fails before the commit, it deletes what it uploaded and the
+// store holds what it held before.
+func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	start := time.Now()
+	cur, _, err := loadRegistry(ctx, u.store)
+	if err != nil {
+		return Stats{}, err
+	}
+	next := cur.clone()
+	id := next.NextID
+	next.NextID++
+	stats := Stats{ID: id}
+
+	files := versionFiles(src)
+	// Index what the store holds by name and size.
+	held := map[fileKey][]pieceRef{}
+	for name, o := range next.Objects {
+		for _, p := range o.Pieces {
+			k := fileKey{p.File, p.Size}
+			held[k] = append(held[k], pieceRef{name, p.Offset})
+		}
+	}
+	for _, refs := range held {
+		slices.SortFunc(refs, func(a, b pieceRef) int { return cmp.Compare(b.Object, a.Object) }) // newest first
+	}
+
+	// Retention: the new checkpoint joins; the oldest beyond KeepLast go.
+	nDrop := max(0, len(next.Checkpoints)+1-u.opts.KeepLast)
+	dropped := next.Checkpoints[:nDrop]
+	next.Checkpoints = next.Checkpoints[nDrop:]
+	for _, c := range dropped {
+		for _, ref := range c.Pieces {
+			if p := next.piece(ref); p != nil {
+				p.Refs--
+			}
+		}
+	}
+
+	// Match the files with pieces the store holds.
+	for _, f := range files {
+		stats.Files++
+		stats.Bytes += f.size
+		if sum, ok := u.sums[fileKey{f.name, f.size}]; ok {
+			f.checksum, f.sumKnown = sum, true
+		}
+		cands := held[fileKey{f.name, f.size}]
+		if len(cands) == 0 {
+			continue
+		}
+		if !f.sumKnown {
+			sum, err := checksumFile(src.FS, src.FS.PathJoin(src.Dir, f.name), f.size)
+			if err != nil {
+				return Stats{}, err
+			}
+			f.checksum, f.sumKnown = sum, true
+			u.sums[fileKey{f.name, f.size}] = sum
+		}
+		for _, ref := range cands {
+			if p := next.piece(ref); p != nil && p.Checksum == f.checksum {
+				p.Refs++
+				f.ref, f.stored = ref, true
+				break
+			}
+		}
+	}
+	// Segments whose live share fell below MinLiveRatio: the pieces this
+	// checkpoint needs move to new segments.
+	sparse := map[string]bool{}
+	for name, o := range next.Objects {
+		if !o.Segment || o.Size == 0 {
+			continue
+		}
+		var live int64
+		for _, p := range o.Pieces {
+			if p.Refs > 0 {
+				live += p.Size
+			}
+		}
+		if live > 0 && float64(live)/float64(o.Size) < u.opts.MinLiveRatio {
+			sparse[name] = true
+		}
+	}
+	// Small segments (below half of SegmentSize): when the checkpoint uses
+	// MergeSmallSegments of one group and one size tier (sizes within a
+	// factor of 4), the pieces it needs from them are merged into a new
+	// segment, which is of the next tier: a tiered merge, so that each
+	// byte moves about log4(SegmentSize/increment) times.
+	if u.opts.MergeSmallSegments > 0 {
+		type tier struct{ group, tier int }
+		small := map[tier]map[string]bool{}
+		for _, f := range files {
+			if !f.stored || sparse[f.ref.Object] {
+				continue
+			}
+			o := next.Objects[f.ref.Object]
+			// Only value logs: tables are rewritten by compactions often
+			// enough that merging their segments moves bytes about to die
+			// (measured: more bytes uploaded, no fewer objects).
+			if o.Segment && o.Group == groupVlogs && o.Size < u.opts.SegmentSize/2 {
+				k := tier{o.Group, bits.Len64(uint64(o.Size)) / 2}
+				if small[k] == nil {
+					small[k] = map[string]bool{}
+				}
+				small[k][f.ref.Object] = true
+			}
+		}
+		for _, names := range small {
+			if len(names) >= u.opts.MergeSmallSegments {
+				for name := range names {
+					sparse[name] = true
+				}
+			}
+		}
+	}
+	var upload []*localFile
+	for _, f := range files {
+		if f.stored && sparse[f.ref.Object] {
+			next.piece(f.ref).Refs--
+			f.stored, f.reupload = false, true
+		}
+		if !f.stored {
+			upload = append(upload, f)
+		}
+	}
+
+	// From here on the upload writes objects; on failure before the commit
+	// it deletes them.
+	var written []string
+	committed := false
+	defer func() {
+		if !committed {
+			u.deleteBestEffort(written)
+		}
+	}()
+
+	objs := u.planObjects(id, upload)
+	var wmu sync.Mutex
+	err = runParallel(ctx, u.opts.Parallelism, len(objs), func(ctx context.Context, i int) error {
+		o := objs[i]
+		wmu.Lock()
+		written = append(written, o.name)
+		wmu.Unlock()
+		return u.putObject(ctx, src, o)
+	})
+	if err != nil {
+		return Stats{}, err
+	}
+	for _, o := range objs {
+		ro := &regObject{Size: o.size, Segment: o.segment, Group: o.group}
+		var off int64
+		for _, f := range o.files {
+			if f.sumKnown && f.checksum != o.sums[f.uploadIdx] {
+				return Stats{}, base.CorruptionErrorf(f.name, -1, "file changed while checkpointed: checksum %016x, earlier %016x", o.sums[f.uploadIdx], f.checksum)
+			}
+			f.checksum, f.sumKnown = o.sums[f.uploadIdx], true
+			u.sums[fileKey{f.name, f.size}] = f.checksum
+			ro.Pieces = append(ro.Pieces, regPiece{File: f.name, Size: f.size, Checksum: f.checksum, Offset: off, Refs: 1})
+			f.ref, f.stored = pieceRef{o.name, off}, true
+			off += f.size
+			if f.reupload {
+				stats.ReuploadedBytes += f.size
+			} else {
+				stats.NewBytes += f.size
+			}
+		}
+		next.Objects[o.name] = ro
+		stats.UploadedFiles++
+		stats.UploadedBytes += o.size
+	}
+
+	// The checkpoint's manifest.
+	m, err := buildManifest(id, src, files)
+	if err != nil {
+		return Stats{}, err
+	}
+	mb, err := seal(m)
+	if err != nil {
+		return Stats{}, fmt.Errorf("checkpoint: encode manifest: %w", err)
+	}
+	ck := regCheckpoint{ID: id, ManifestSize: int64(len(mb))}
+	for _, f := range files {
+		ck.Pieces = append(ck.Pieces, f.ref)
+	}
+	written = append(written, manifestName(id))
+	if err := u.store.Put(ctx, manifestName(id), strings.NewReader(string(mb)), int64(len(mb))); err != nil {
+		return Stats{}, err
+	}
+	stats.UploadedFiles++
+	stats.UploadedBytes += int64(len(mb))
+	next.Checkpoints = append(next.Checkpoints, ck)
+
+	// Objects no retained checkpoint uses leave the registry.
+	var deletions []string
+	for _, c := range dropped {
+		deletions = append(deletions, manifestName(c.ID))
+	}
+	for name, o := range next.Objects {
+		live := false
+		for _, p := range o.Pieces {
+			live = live || p.Refs > 0
+		}
+		if !live {
+			delete(next.Objects, name)
+			deletions = append(deletions, name)
+		}
+	}
+	if err := next.check(); err != nil {
+		return Stats{}, fmt.Errorf("checkpoint: the registry built is inconsistent (a bug): %w", err)
+	}
+
+	// The commit: replacing the registry.
+	rb, err := seal(next)
+	if err != nil {
+		return Stats{}, fmt.Errorf("checkpoint: encode registry: %w", err)
+	}
+	if err := u.store.Put(ctx, registryName, strings.NewReader(string(rb)), int64(len(rb))); err != nil {
+		// The Put may have replaced the registry before failing (a failed
+		// directory sync after the rename, a lost response): look.
+		got, _, lerr := loadRegistry(ctx, u.store)
+		switch {
+		case lerr != nil:
+			committed = true // unknown: delete nothing, the next upload sweeps
+			return Stats{}, fmt.Errorf("%w (and the registry cannot be read back: %v)", err, lerr)
+		case got.NextID != next.NextID:
+			return Stats{}, err
+		}
+	}
+	committed = true
+	stats.UploadedFiles++
+	stats.UploadedBytes += int64(len(rb))
+
+	// Delete what nothing needs, and any leftovers of failed uploads.
+	keep := map[string]bool{registryName: true}
+	for name := range next.Objects {
+		keep[name] = true
+	}
+	for _, c := range next.Checkpoints {
+		keep[manifestName(c.ID)] = true
+	}
+	for _, prefix := range []string{dataPrefix, manifestPrefix} {
+		list, err := u.store.List(ctx, prefix)
+		if err != nil {
+			stats.CleanupErrors++
+			continue
+		}
+		for _, o := range list {
+			if !keep[o.Name] && !slices.Contains(deletions, o.Name) {
+				deletions = append(deletions, o.Name)
+			}
+		}
+	}
+	for _, name := range deletions {
+		if err := u.store.Delete(ctx, name); err != nil {
+			stats.CleanupErrors++
+		} else {
+			stats.DeletedObjects++
+		}
+	}
+	// Keep only the checksums of the version's files, so that the cache
+	// does not grow with every file the database ever had.
+	live := make(map[fileKey]uint64, len(files))
+	for _, f := range files {
+		if f.sumKnown {
+			live[fileKey{f.name, f.size}] = f.checksum
+		}
+	}
+	u.sums = live
+	next.fillStats(&stats, int64(len(rb)))
+	stats.Duration = time.Since(start)
+	return stats, nil
+}
+
+// fillStats sets the store figures of s from the registry r, whose own
+// encoding is regSize bytes.
+func (r *registry) fillStats(s *Stats, regSize int64) {
+	s.StoreBytes, s.ReferencedBytes = regSize, regSize
+	s.Objects = 1 + len(r.Checkpoints) + len(r.Objects)
+	s.Retained = len(r.Checkpoints)
+	for _, c := range r.Checkpoints {
+		s.StoreBytes += c.ManifestSize
+		s.ReferencedBytes += c.ManifestSize
+	}
+	type ident struct {
+		name string
+		size int64
+		sum  uint64
+	}
+	seen := map[ident]bool{}
+	for _, o := range r.Objects {
+		s.StoreBytes += o.Size
+		if o.Segment {
+			s.Segments++
+		}
+		for _, p := range o.Pieces {
+			id := ident{p.File, p.Size, p.Checksum}
+			if p.Refs > 0 && !seen[id] {
+				seen[id] = true
+				s.ReferencedBytes += p.Size
+			}
+		}
+	}
+	if s.ReferencedBytes > 0 {
+		s.SpaceAmp = float64(s.StoreBytes) / float64(s.ReferencedBytes)
+	}
+}
+
+// versionFiles lists the tables and value logs of src's version.
+func versionFiles(src Source) []*localFile {
+	var files []*localFile
+	src.Version.Files(func(level int, f *manifest.FileMetadata) {
+		group := groupShortLived
+		if level > 1 {
+			group = groupTables
+		}
+		files = append(files, &localFile{name: base.MakeFilename(base.FileTypeTable, f.FileNum), size: int64(f.Size), group: group})
+	})
+	for _, vl := range src.Version.SortedVlogs() {
+		files = append(files, &localFile{name: base.MakeFilename(base.FileTypeVlog, vl.FileNum), size: int64(vl.Size), group: groupVlogs})
+	}
+	return files
+}
+
+// plannedObject is a data object to upload: one large file, or a segment
+// of small ones.
+type plannedObject struct {
+	name    string
+	files   []*localFile
+	size    int64
+	segment bool
+	group   int
+	sums    []uint64 // per file, by uploadIdx, filled by putObject
+}
+
+// planObjects groups the files to upload into objects, large files alone
+// and small ones packed into segments of about SegmentSize. Files of
+// different groups go to different segments: a segment whose files die
+// together is deleted whole, with nothing to re-upload.
+func (u *Uploader) planObjects(id uint64, files []*localFile) []*plannedObject {
+	var objs []*plannedObject
+	newObj := func(segment bool, group int) *plannedObject {
+		o := &plannedObject{name: fmt.Sprintf("%s%020d-%04d-%08x", dataPrefix, id, len(objs), rand.Uint32()), segment: segment, group: group}
+		objs = append(objs, o)
+		return o
+	}
+	segs := map[int]*plannedObject{}
+	for _, f := range files {
+		var o *plannedObject
+		if f.size >= u.opts.SmallFileSize {
+			o = newObj(false, f.group)
+		} else {
+			if seg := segs[f.group]; seg == nil || seg.size >= u.opts.SegmentSize {
+				segs[f.group] = newObj(true, f.group)
+			}
+			o = segs[f.group]
+		}
+		f.uploadIdx = len(o.files)
+		o.files = append(o.files, f)
+		o.size += f.size
+	}
+	return objs
+}
+
+// putObject uploads o, reading its files from src and computing their
+// checksums on the way.
+func (u *Uploader) putObject(ctx context.Context, src Source, o *plannedObject) error {
+	r := &filesReader{fs: src.FS, dir: src.Dir, files: o.files}
+	defer r.close()
+	if err := u.store.Put(ctx, o.name, r, o.size); err != nil {
+		return err
+	}
+	if r.i != len(o.files) {
+		return fmt.Errorf("checkpoint: put %s: the store read %d of its %d files", o.name, r.i, len(o.files))
+	}
+	o.sums = r.sums
+	return nil
+}
+
+// filesReader reads files one after the other, each exactly its size,
+// computing each one's XXH64.
+type filesReader struct {
+	fs    vfs.FS
+	dir   string
+	files []*localFile
+	i     int
+	cur   vfs.File
+	lr    *io.LimitedReader
+	h     *xxhash.Digest
+	sums  []uint64
+}
+
+func (r *filesReader) Read(p []byte) (int, error) {
+	for {
+		if r.i == len(r.files) {
+			return 0, io.EOF
+		}
+		f := r.files[r.i]
+		if r.cur == nil {
+			file, err := r.fs.Open(r.fs.PathJoin(r.dir, f.name))
+			if err != nil {
+				return 0, fmt.Errorf("checkpoint: %w", err)
+			}
+			r.cur, r.lr, r.h = file, &io.LimitedReader{R: file, N: f.size}, xxhash.New()
+		}
+		n, err := r.lr.Read(p)
+		r.h.Write(p[:n])
+		if err == io.EOF || (err == nil && r.lr.N == 0) {
+			if r.lr.N != 0 {
+				return n, fmt.Errorf("checkpoint: %s is %d bytes shorter than the %d the version records", f.name, r.lr.N, f.size)
+			}
+			r.sums = append(r.sums, r.h.Sum64())
+			r.cur.Close()
+			r.cur = nil
+			r.i++
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("checkpoint: read %s: %w", f.name, err)
+		}
+		return n, nil
+	}
+}
+
+func (r *filesReader) close() {
+	if r.cur != nil {
+		r.cur.Close()
+		r.cur = nil
+	}
+}
+
+// checksumFile returns the XXH64 of the size bytes of the file at path.
+func checksumFile(fs vfs.FS, path string, size int64) (uint64, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	h := xxhash.New()
+	n, err := io.Copy(h, io.LimitReader(f, size))
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: read %s: %w", path, err)
+	}
+	if n != size {
+		return 0, fmt.Errorf("checkpoint: %s is %d bytes, the version records %d", path, n, size)
+	}
+	return h.Sum64(), nil
+}
+
+// buildManifest describes the checkpoint: its files and a strata manifest
+// of its version.
+func buildManifest(id uint64, src Source, files []*localFile) (*Manifest, error) {
+	m := &Manifest{ID: id, Time: time.Now().UnixNano(), LastSeq: src.LastSeq}
+	for _, f := range files {
+		m.Files = append(m.Files, FileRef{Name: f.name, Size: f.size, Checksum: f.checksum, Object: f.ref.Object, Offset: f.ref.Offset})
+	}
+	// As a local checkpoint: the manifest and CURRENT's temporary file
+	// take numbers past everything the version holds, and the log number
+	// is past them, so no WAL is replayed.
+	m.ManifestNum = src.NextFileNum
+	m.NextFileNum = src.NextFileNum + 2
+	b, err := encodeDBManifest(src.Version, m.ManifestNum, m.NextFileNum, src.LastSeq)
+	if err != nil {
+		return nil, err
+	}
+	m.DBManifest = b
+	return m, nil
+}
+
+// encodeDBManifest returns the bytes of a strata manifest holding one
+// snapshot of v.
+func encodeDBManifest(v *manifest.Version, num, next base.FileNum, lastSeq base.SeqNum) ([]byte, error) {
+	mem := vfs.NewMem()
+	w, err := manifest.WriteSnapshot(mem, "", num, v, next, lastSeq, next+1)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	f, err := mem.Open(base.MakeFilename(base.FileTypeManifest, num))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// deleteBestEffort deletes names, ignoring errors: what a failed upload
+// wrote. Whatever remains, the next upload's sweep deletes.
+func (u *Uploader) deleteBestEffort(names []string) {
+	ctx := context.Background()
+	for _, name := range names {
+		_ = u.store.Delete(ctx, name)
+	}
+}
+
+// runParallel runs fn(ctx, i) for i in [0, n) on up to workers goroutines,
+// and returns the first error; after one, the rest are not started and
+// ctx is cancelled for those running.
+func runParallel(ctx context.Context, workers, n int, fn func(ctx context.Context, i int) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		firstErr error
+		nextIdx  int
+		wg       sync.WaitGroup
+	)
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				mu.Lock()
+				if firstErr != nil || nextIdx == n {
+					mu.Unlock()
+					return
+				}
+				i := nextIdx
+				nextIdx++
+				mu.Unlock()
+				if err := fn(ctx, i); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = err
+						cancel()
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr == nil {
+		firstErr = ctx.Err() // the caller's context, done before the end
+	}
+	return firstErr
+}

@@ -1,0 +1,142 @@
+package strata
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/vfs"
+)
+
+// CheckpointToStore writes an incremental checkpoint into u's store: it
+// uploads the tables and value logs the store does not hold yet, a
+// manifest, and the registry that commits it (see package checkpoint).
+// checkpoint.Restore rebuilds a database from it.
+//
+// As Checkpoint, it holds every write acknowledged before it was called
+// and is the state after some prefix of the writes. The version it
+// uploads stays pinned until it returns, so neither compaction nor
+// value-log garbage collection deletes a file it is reading; writes go on
+// meanwhile. On error the store holds what it held before.
+func (d *DB) CheckpointToStore(ctx context.Context, u *checkpoint.Uploader) (checkpoint.Stats, error) {
+	var stats checkpoint.Stats
+	err := d.withPinnedVersion("checkpoint", func(src checkpoint.Source) error {
+		var err error
+		stats, err = u.Upload(ctx, src)
+		return err
+	})
+	if err != nil {
+		return checkpoint.Stats{}, fmt.Errorf("strata: checkpoint to store: %w", err)
+	}
+	return stats, nil
+}
+
+// withPinnedVersion flushes the memtable (so that the tables hold every
+// write acknowledged so far), pins the current version and calls fn with
+// it; Close waits for fn to return.
+func (d *DB) withPinnedVersion(hook string, fn func(src checkpoint.Source) error) error {
+	if d.opts.ReadOnly {
+		// The memtable a checkpoint needs flushed cannot be.
+		return ErrReadOnly
+	}
+	// Close waits for checkpoints in progress, so the directory and its
+	// files stay while this one reads them; one that starts after Close
+	// began is refused.
+	d.mu.Lock()
+	if d.closed.Load() {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	d.checkpoints++
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		d.checkpoints--
+		d.cond.Broadcast()
+		d.mu.Unlock()
+	}()
+	if testHookEntry != nil {
+		testHookEntry(hook)
+	}
+	if err := d.flush(); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	v := d.vs.Current()
+	v.Ref()
+	src := checkpoint.Source{
+		FS:          d.fs,
+		Dir:         d.dirname,
+		Version:     v,
+		LastSeq:     d.vs.LastSeq(),
+		NextFileNum: d.vs.NewFileNum(),
+	}
+	d.mu.Unlock()
+	defer v.Unref()
+	return fn(src)
+}
+
+// RestoreRange restores the keys in [start, end) (nil: no bound) of
+// checkpoint id of store s into dir, which must not exist or be empty: it
+// fetches only the tables whose keys overlap the range, and the value logs
+// they reference, then deletes the keys outside the range with range
+// deletions (whose value-log space garbage collection reclaims as the
+// tables are compacted). opts are the options to open the result with
+// (nil: defaults; opts.FS is where dir is). dir is complete or untouched
+// when it returns; afterwards Open it as any database.
+func RestoreRange(ctx context.Context, s checkpoint.Store, id uint64, dir string, start, end []byte, opts *Options) error {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o.ReadOnly = false
+	ro := &checkpoint.RestoreOptions{Start: start, End: end}
+	ro.Prepare = func(fs vfs.FS, tmp string) (err error) {
+		o.FS = fs
+		db, err := Open(tmp, &o)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := db.Close(); err == nil {
+				err = cerr
+			}
+		}()
+		return clipToRange(db, start, end)
+	}
+	fs := o.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if err := checkpoint.Restore(ctx, s, id, fs, dir, ro); err != nil {
+		return fmt.Errorf("strata: restore range: %w", err)
+	}
+	return nil
+}
+
+// clipToRange deletes every key of db outside [start, end), durably.
+func clipToRange(db *DB, start, end []byte) error {
+	b := db.NewBatch()
+	if len(start) > 0 {
+		b.DeleteRange([]byte{}, start)
+	}
+	if end != nil {
+		it, err := db.NewIter(&IterOptions{LowerBound: end})
+		if err != nil {
+			return err
+		}
+		if it.Last() {
+			b.DeleteRange(end, append(append([]byte(nil), it.Key()...), 0))
+		}
+		if err := it.Close(); err != nil {
+			return err
+		}
+	}
+	if b.Len() == 0 {
+		return nil
+	}
+	if err := db.Apply(b, Sync); err != nil {
+		return err
+	}
+	return db.Flush()
+}
