@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/checkpoint"
 	"github.com/strata-db/strata/gc"
 )
 
@@ -66,6 +67,11 @@ var (
 	_ func(*strata.Batch, []byte, []byte, time.Duration) error                    = (*strata.Batch).SetWithTTL
 	_ strata.Merger                                                               = strata.ListAppend
 	_ strata.Merger                                                               = strata.Counter
+
+	_ checkpoint.Store                                        = (*checkpoint.LocalStore)(nil)
+	_ checkpoint.Store                                        = (*checkpoint.S3Store)(nil)
+	_ func(string) (*checkpoint.LocalStore, error)            = checkpoint.NewLocalStore
+	_ func(checkpoint.S3Options) (*checkpoint.S3Store, error) = checkpoint.NewS3Store
 )
 
 // TestAPIOptionsAndErrors pins the Options fields and error values of the
