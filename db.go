@@ -198,14 +198,17 @@ type dbStats struct {
 	// value-log records compactions read (relocation only).
 	expired          atomic.Uint64
 	compactVlogReads atomic.Uint64
-	compactOutBytes  atomic.Uint64
-	walBytes         atomic.Uint64
-	vlogBytes        atomic.Uint64 // bytes of value logs written (flush, GC)
-	userBytes        atomic.Uint64
-	writeStalls      atomic.Uint64
-	stallNanos       atomic.Int64
-	slowdownNanos    atomic.Int64
-	latency          latencyStats
+	// vlogReads counts the value-log records reads fetched: Get, snapshots'
+	// Get, iterators' values and merges (not compactions).
+	vlogReads       atomic.Uint64
+	compactOutBytes atomic.Uint64
+	walBytes        atomic.Uint64
+	vlogBytes       atomic.Uint64 // bytes of value logs written (flush, GC)
+	userBytes       atomic.Uint64
+	writeStalls     atomic.Uint64
+	stallNanos      atomic.Int64
+	slowdownNanos   atomic.Int64
+	latency         latencyStats
 
 	// Per level, protected by d.mu.
 	levels [manifest.NumLevels]levelStats

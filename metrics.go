@@ -85,6 +85,8 @@ type Metrics struct {
 		WALSync LatencyHistogram
 		// Get: DB.Get and Snapshot.Get, value-log reads included.
 		Get LatencyHistogram
+		// Has: DB.Has and Snapshot.Has.
+		Has LatencyHistogram
 		// IterSeek: an Iterator's SeekGE, SeekLT, First and Last, up to
 		// the first entry (its value is read lazily, by Value).
 		IterSeek LatencyHistogram
@@ -106,8 +108,12 @@ type Metrics struct {
 		Live         uint64
 		Garbage      uint64
 		BytesWritten uint64
-		Open         int // readers open
-		List         []ValueLogMetrics
+		// Reads counts the value-log records read for Get, Snapshot.Get,
+		// iterators' values and merges since Open (compactions' reads are
+		// Compact.ValueLogReads). Has never adds to it.
+		Reads uint64
+		Open  int // readers open
+		List  []ValueLogMetrics
 	}
 	// GC describes value-log garbage collection since Open.
 	GC struct {
@@ -255,6 +261,8 @@ func (d *DB) Metrics() *Metrics {
 	m.Latency.Commit = d.stats.latency.commit.snapshot()
 	m.Latency.WALSync = d.stats.latency.walSync.snapshot()
 	m.Latency.Get = d.stats.latency.get.snapshot()
+	m.Latency.Has = d.stats.latency.has.snapshot()
+	m.ValueLogs.Reads = d.stats.vlogReads.Load()
 	m.Latency.IterSeek = d.stats.latency.iterSeek.snapshot()
 	if d.cache != nil {
 		m.BlockCache = d.cache.Metrics()
@@ -315,9 +323,9 @@ func (m *Metrics) String() string {
 		total.Duration.Round(time.Millisecond))
 	tw.Flush()
 	fmt.Fprintf(&b, "base level: L%d, compaction debt: %s\n", m.BaseLevel, humanBytes(m.CompactionDebt))
-	fmt.Fprintf(&b, "value logs: %d files, %s, %d values (%s), live %s, garbage %s, written %s, %d open\n",
+	fmt.Fprintf(&b, "value logs: %d files, %s, %d values (%s), live %s, garbage %s, written %s, %d open, %d reads\n",
 		m.ValueLogs.Files, humanBytes(m.ValueLogs.Bytes), m.ValueLogs.Records, humanBytes(m.ValueLogs.ValueBytes),
-		humanBytes(m.ValueLogs.Live), humanBytes(m.ValueLogs.Garbage), humanBytes(m.ValueLogs.BytesWritten), m.ValueLogs.Open)
+		humanBytes(m.ValueLogs.Live), humanBytes(m.ValueLogs.Garbage), humanBytes(m.ValueLogs.BytesWritten), m.ValueLogs.Open, m.ValueLogs.Reads)
 	if len(m.ValueLogs.List) > 0 {
 		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "value log\tsize\tlive\tgarbage\tpointers\tstate\t")
@@ -388,7 +396,7 @@ func (m *Metrics) latencyTable(b *strings.Builder) {
 	for _, l := range []struct {
 		name string
 		h    *LatencyHistogram
-	}{{"commit", &m.Latency.Commit}, {"WAL sync", &m.Latency.WALSync}, {"get", &m.Latency.Get}, {"iter seek", &m.Latency.IterSeek}} {
+	}{{"commit", &m.Latency.Commit}, {"WAL sync", &m.Latency.WALSync}, {"get", &m.Latency.Get}, {"has", &m.Latency.Has}, {"iter seek", &m.Latency.IterSeek}} {
 		if l.h.Count == 0 {
 			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t-\t\n", l.name)
 			continue
