@@ -90,6 +90,9 @@ type repointItem struct {
 // Its latency, from the call to the return, is the commit histogram's.
 func (d *DB) write(b *Batch, sync bool) error {
 	defer d.stats.latency.commit.since(latencyNow())
+	if mb := d.writeBudget(); mb != nil {
+		mb.wait(d)
+	}
 	return d.writeOp(b, sync, opWrite)
 }
 
@@ -282,6 +285,10 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	c.lastSeq = last
 	mem.maxSeq.Store(uint64(last))
 	d.visibleSeq.Store(uint64(last))
+	if b := d.writeBudget(); b != nil {
+		d.chargeMem(mem)
+		b.maybeFlush()
+	}
 	return nil
 }
 
@@ -468,8 +475,10 @@ func (d *DB) rotateMemTable(need int) error {
 	old := d.mem
 	if !old.Empty() {
 		d.imm = append(d.imm, old)
+		d.chargeFrozen(old)
 	}
 	d.mem = nm
+	d.chargeMem(nm)
 	c.wal = wal
 	d.walFile.Store(wf)
 	if logNum != 0 {

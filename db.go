@@ -127,6 +127,9 @@ type DB struct {
 	bgStopped bool
 	bgWG      sync.WaitGroup
 
+	// budget is the DB's side of Options.MemoryBudget.
+	budget dbBudget
+
 	stats dbStats
 }
 
@@ -206,6 +209,7 @@ type dbStats struct {
 	vlogBytes       atomic.Uint64 // bytes of value logs written (flush, GC)
 	userBytes       atomic.Uint64
 	writeStalls     atomic.Uint64
+	budgetWaits     atomic.Uint64 // writes held back by the write budget
 	stallNanos      atomic.Int64
 	slowdownNanos   atomic.Int64
 	latency         latencyStats

@@ -41,6 +41,14 @@ type memTable struct {
 	// is added. rangeDelCount is incremented after each Add of a tombstone.
 	rangeDelCount atomic.Int64
 	rangeDelCache atomic.Pointer[memRangeDels]
+
+	// budget is the WriteBudget charged for the memtable's memory (nil:
+	// none); charged is how much; frozen, once the memtable is frozen, is
+	// the DB's side of the budget that counts the charge as frozen. See
+	// budget.go.
+	budget  *WriteBudget
+	charged atomic.Int64
+	frozen  *dbBudget
 }
 
 type memRangeDels struct {
@@ -61,6 +69,7 @@ func (m *memTable) unref() {
 		if m.release != nil {
 			m.release(m)
 		}
+		m.uncharge()
 		if m.pool != nil {
 			m.pool.put(m)
 		}

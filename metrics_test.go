@@ -61,7 +61,7 @@ value logs: 2 files, 64.0 MiB, 16000 values (62.5 MiB), live 40.0 MiB, garbage 2
   000009.vlog  32.0 MiB  10.0 MiB      69%      2500  collecting
   000007.vlog  32.0 MiB  30.0 MiB       6%      7500           -
 gc (reverse-lookup): 31 passes, 4 value logs deleted (128.0 MiB), 5 collections (1 in progress, 0 draining), 0 rewrites, relocated 3000 values (12.0 MiB), gc write-amp 0.09, space-amp 1.42
-memtable: 1.0 MiB, 1 immutable (64.0 MiB)
+memtable: 1.0 MiB, 1 immutable (64.0 MiB), memory 0 B
 writes: user 100.0 MiB, write-amp 4.36
       written      bytes  per user byte
           WAL  110.0 MiB           1.10

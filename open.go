@@ -102,6 +102,9 @@ func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
 		return nil, err
 	}
 	d.start(names)
+	if b := d.writeBudget(); b != nil {
+		b.register(d)
+	}
 	return d, nil
 }
 
@@ -383,6 +386,10 @@ func (d *DB) installRecovered(rp *walReplay) error {
 		d.gc.pins.mu.Unlock()
 		rp.mem.release = d.releaseMemtable
 	}
+	d.chargeMem(d.mem)
+	for _, m := range d.imm {
+		d.chargeFrozen(m)
+	}
 	err := d.vs.LogAndApply(ve)
 	if err == nil {
 		d.updateReadStateLocked()
@@ -634,6 +641,9 @@ func (d *DB) Close() error {
 		close(d.expiryStop)
 	}
 	d.stopBackground()
+	if b := d.writeBudget(); b != nil {
+		b.unregister(d)
+	}
 	close(d.walFlushCh)
 	d.bgWG.Wait()
 	d.mu.Lock()
@@ -660,6 +670,15 @@ func (d *DB) Close() error {
 	}
 	d.mu.Unlock()
 	d.swapReadState(nil)
+	// The memtables' memory leaves the shared budget with the DB (a
+	// lingering iterator's reference gives back nothing twice).
+	d.mu.Lock()
+	d.mem.uncharge()
+	for _, m := range d.imm {
+		m.uncharge()
+	}
+	d.budget.mutable.Store(0)
+	d.mu.Unlock()
 	d.deleteObsoleteFiles()
 	d.files.Close()
 	if cerr := d.lock.Close(); err == nil {
