@@ -40,6 +40,9 @@ type commitPipeline struct {
 	// fails with ErrClosed, so nothing touches the WAL or the memtables
 	// once Close goes on to stop the background work.
 	closed bool
+	// bulk: a bulk load is under way, and writes skip the WAL (leader
+	// only; DB.bulkLoad mirrors it).
+	bulk bool
 }
 
 const maxGroupBytes = 1 << 20
@@ -47,11 +50,13 @@ const maxGroupBytes = 1 << 20
 type commitOp uint8
 
 const (
-	opWrite   commitOp = iota // commit the batch
-	opRotate                  // freeze the memtable (Flush)
-	opBarrier                 // nothing: returns once earlier writes are done
-	opClose                   // like opBarrier, then refuse every later operation
-	opRepoint                 // garbage collection: repoint keys still pointing where they did
+	opWrite     commitOp = iota // commit the batch
+	opRotate                    // freeze the memtable (Flush)
+	opBarrier                   // nothing: returns once earlier writes are done
+	opClose                     // like opBarrier, then refuse every later operation
+	opRepoint                   // garbage collection: repoint keys still pointing where they did
+	opBulkBegin                 // start a bulk load: writes skip the WAL (bulk.go)
+	opBulkEnd                   // end it: freeze, flush and wait, then log writes again
 )
 
 type commitWriter struct {
@@ -90,6 +95,9 @@ type repointItem struct {
 // Its latency, from the call to the return, is the commit histogram's.
 func (d *DB) write(b *Batch, sync bool) error {
 	defer d.stats.latency.commit.since(latencyNow())
+	if sync && d.bulkLoad.Load() {
+		return ErrBulkLoadSync
+	}
 	if mb := d.writeBudget(); mb != nil {
 		mb.wait(d)
 	}
@@ -174,6 +182,12 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 			return nil
 		}
 		return d.rotateMemTable(0)
+	case opBulkBegin:
+		c.bulk = true
+		d.bulkLoad.Store(true)
+		return nil
+	case opBulkEnd:
+		return d.endBulkLoadLeader()
 	case opRepoint:
 		// Alone in its group: the check and the write are atomic with
 		// respect to every other write.
@@ -232,7 +246,9 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	}
 	last := seq - 1
 
-	if c.wal != nil {
+	// A bulk load's writes skip the WAL; the flush that ends it makes them
+	// durable (bulk.go).
+	if c.wal != nil && !(c.bulk && group[0].op == opWrite) {
 		var err error
 		for _, b := range batches {
 			if _, err = c.wal.WriteRecord(b.repr); err != nil {

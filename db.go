@@ -127,6 +127,9 @@ type DB struct {
 	bgStopped bool
 	bgWG      sync.WaitGroup
 
+	// bulkLoad is set between BeginBulkLoad and EndBulkLoad (see bulk.go).
+	bulkLoad atomic.Bool
+
 	// budget is the DB's side of Options.MemoryBudget.
 	budget dbBudget
 

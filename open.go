@@ -622,7 +622,7 @@ func (d *DB) Close() error {
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
 	var err error
-	if d.opts.DisableWAL && !d.opts.ReadOnly {
+	if (d.opts.DisableWAL || d.bulkLoad.Load()) && !d.opts.ReadOnly {
 		err = d.flush()
 	}
 	// Wait for in-flight writes (opClose queues behind them), finish the
