@@ -56,6 +56,13 @@ func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
 	d.gc.init()
 	defer func() {
 		if err != nil {
+			// Memtables charged to a write budget leave it with the DB.
+			if d.mem != nil {
+				d.mem.uncharge()
+			}
+			for _, m := range d.imm {
+				m.uncharge()
+			}
 			if d.files != nil {
 				d.files.Close()
 			}

@@ -42,6 +42,13 @@ func runProcessor(t *testing.T, tt *tester.Tester, changelog []changelogEntry, d
 		goka.WithConsumerSaramaBuilder(feedOf(changelog).builder(tt.ConsumerBuilder())),
 	)
 	require.NoError(t, err)
+	return startProcessor(t, proc)
+}
+
+// startProcessor runs proc until it has recovered, and returns it with
+// its stop.
+func startProcessor(t *testing.T, proc *goka.Processor) (*goka.Processor, func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- proc.Run(ctx) }()
