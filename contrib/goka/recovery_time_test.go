@@ -81,10 +81,12 @@ func TestRecoveryTime(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), b.name)
 			tt := tester.New(t)
 			// The tester's topic manager tells goka the table's offsets.
-			em, err := goka.NewEmitter(nil, goka.Stream(feed.topic), new(codec.Bytes), goka.WithEmitterTester(tt))
+			em, err := goka.NewEmitter(nil, goka.Stream(feed.topic), tableCodec, goka.WithEmitterTester(tt))
 			require.NoError(t, err)
 			for _, m := range feed.msgs {
-				require.NoError(t, em.EmitSync(string(m.Key), m.Value))
+				v, err := tableCodec.Decode(m.Value)
+				require.NoError(t, err)
+				require.NoError(t, em.EmitSync(string(m.Key), v))
 			}
 			require.NoError(t, em.Finish())
 			proc, err := goka.NewProcessor(nil, graph,
