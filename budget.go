@@ -117,7 +117,9 @@ func (b *WriteBudget) flushLargest() bool {
 			target, largest = d, n
 		}
 	}
-	if target != nil && b.used.Load()-freeing >= b.flushAt {
+	// A memtable holding no more than its first chunk is not worth a
+	// flush: its successor takes a chunk too.
+	if target != nil && largest > chunkBytes && b.used.Load()-freeing >= b.flushAt {
 		target.budget.rotating.Store(true)
 		freeing += largest
 		go target.rotateForBudget()
