@@ -52,7 +52,9 @@ func TestManyDBsHeap(t *testing.T) {
 // write is readable afterwards.
 func TestWriteBudgetBoundsManyDBs(t *testing.T) {
 	limit, perDB := int64(256<<20), 10<<20
-	if testing.Short() {
+	if testing.Short() || readRaceEnabled {
+		// The race detector makes the full size take a minute; a plain
+		// run (CI's invariants pass among them) keeps 256 MiB.
 		limit, perDB = 32<<20, 1500<<10
 	}
 	budget, err := NewWriteBudget(limit)
@@ -177,4 +179,48 @@ func TestWriteBudgetFlushesLargest(t *testing.T) {
 	require.Error(t, err)
 	require.NoError(t, a.Close())
 	require.True(t, errors.Is(a.Set([]byte("x"), v, NoSync), ErrClosed))
+}
+
+// TestWriteBudgetCloseUnderLoad: DBs sharing a small budget close while
+// writers hammer all of them; every writer returns (nil or ErrClosed),
+// none is left waiting on the budget, and the budget ends empty.
+func TestWriteBudgetCloseUnderLoad(t *testing.T) {
+	budget, err := NewWriteBudget(3 << 20)
+	require.NoError(t, err)
+	fs := vfs.NewMem()
+	dbs := make([]*DB, 4)
+	for i := range dbs {
+		dbs[i], err = Open(fmt.Sprintf("db%d", i), &Options{FS: fs, MemoryBudget: budget})
+		require.NoError(t, err)
+	}
+	var wg sync.WaitGroup
+	v := make([]byte, 700)
+	for w := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 0; ; n++ {
+				err := dbs[(w+n)%len(dbs)].Set([]byte(fmt.Sprintf("w%d-%d", w, n)), v, NoSync)
+				if errors.Is(err, ErrClosed) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // let the load reach the budget
+	for _, db := range dbs {
+		require.NoError(t, db.Close())
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(30 * time.Second):
+		t.Fatal("writers still blocked after every DB closed")
+	}
+	require.Zero(t, budget.Used())
 }

@@ -49,6 +49,9 @@ func (d *DB) EndBulkLoad() error {
 	if err := d.checkWritable(); err != nil {
 		return err
 	}
+	if testHookEntry != nil {
+		testHookEntry("endbulk")
+	}
 	return d.writeOp(nil, false, opBulkEnd)
 }
 

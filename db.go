@@ -299,8 +299,8 @@ func (d *DB) createWAL(num base.FileNum) (*record.Writer, *walFile, error) {
 	return record.NewWriter(wf), wf, nil
 }
 
-// testHookEntry, when set by a test, runs in Flush, Compact and
-// Checkpoint right after their entry check, so that a test can run Close
+// testHookEntry, when set by a test, runs in Flush, Compact, Checkpoint
+// and EndBulkLoad right after their entry check, so that a test can run Close
 // in the window that follows.
 var testHookEntry func(op string)
 
