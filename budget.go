@@ -93,7 +93,7 @@ func (b *WriteBudget) maybeFlush() {
 // flushLargest asks the DB with the largest mutable memtable to freeze and
 // flush it, when the memory of the memtables that are neither frozen nor
 // being frozen is at the flush point. It reports whether memory is on its
-// way back: a frozen memtable waiting to be released, or a rotation
+// way back: a frozen memtable waiting for its flush, or a rotation
 // under way (requested now or before).
 func (b *WriteBudget) flushLargest() bool {
 	b.mu.Lock()
@@ -166,7 +166,7 @@ type dbBudget struct {
 	mutable atomic.Int64
 	// rotating is set while a rotation the budget asked for is under way.
 	rotating atomic.Bool
-	// frozen is the memory charged for frozen memtables not yet released,
+	// frozen is the memory charged for frozen memtables not yet flushed,
 	// which their flushes will give back.
 	frozen atomic.Int64
 }
@@ -217,8 +217,18 @@ func (d *DB) chargeFrozen(m *memTable) {
 	if old := m.charged.Swap(n); old != n {
 		b.charge(n - old)
 	}
-	m.frozen = &d.budget
+	m.frozenCharge = n
 	d.budget.frozen.Add(n)
+	m.frozen.Store(&d.budget)
+}
+
+// flushed stops counting m, flushed now, as memory on its way back: a read
+// state may hold it for a long time yet (an open iterator), and writers
+// must not wait for that.
+func (m *memTable) flushed() {
+	if p := m.frozen.Swap(nil); p != nil {
+		p.frozen.Add(-m.frozenCharge)
+	}
 }
 
 // uncharge gives m's memory back to its budget; m is being released.
@@ -226,11 +236,8 @@ func (m *memTable) uncharge() {
 	if m.budget == nil {
 		return
 	}
-	n := m.charged.Swap(0)
-	if m.frozen != nil {
-		m.frozen.frozen.Add(-n)
-	}
-	m.budget.charge(-n)
+	m.flushed()
+	m.budget.charge(-m.charged.Swap(0))
 }
 
 // writeBudget returns Options.MemoryBudget, or nil for a read-only DB,

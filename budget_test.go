@@ -224,3 +224,44 @@ func TestWriteBudgetCloseUnderLoad(t *testing.T) {
 	}
 	require.Zero(t, budget.Used())
 }
+
+// TestWriteBudgetIteratorHoldsMemtable: an open iterator keeps a flushed
+// memtable (and its charge) alive; writes under the budget, even from the
+// goroutine that holds the iterator, do not wait for it to close.
+func TestWriteBudgetIteratorHoldsMemtable(t *testing.T) {
+	budget, err := NewWriteBudget(3 << 20)
+	require.NoError(t, err)
+	fs := vfs.NewMem()
+	a, err := Open("a", &Options{FS: fs, MemoryBudget: budget})
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := Open("b", &Options{FS: fs, MemoryBudget: budget})
+	require.NoError(t, err)
+	defer b.Close()
+	v := make([]byte, 700)
+	for i := 0; a.Metrics().MemTable.Memory < 2<<20; i++ {
+		require.NoError(t, a.Set([]byte(fmt.Sprintf("a%06d", i)), v, NoSync))
+	}
+	it, err := a.NewIter(nil)
+	require.NoError(t, err)
+	require.NoError(t, a.Flush())
+	require.GreaterOrEqual(t, budget.Used(), int64(2<<20), "the iterator's memtable is still charged")
+	done := make(chan error, 1)
+	go func() {
+		for i := 0; i < 20000; i++ {
+			if err := b.Set([]byte(fmt.Sprintf("b%06d", i)), v, NoSync); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("writes waited on a memtable an open iterator holds")
+	}
+	require.True(t, it.First())
+	require.NoError(t, it.Close())
+}

@@ -43,12 +43,14 @@ type memTable struct {
 	rangeDelCache atomic.Pointer[memRangeDels]
 
 	// budget is the WriteBudget charged for the memtable's memory (nil:
-	// none); charged is how much; frozen, once the memtable is frozen, is
-	// the DB's side of the budget that counts the charge as frozen. See
-	// budget.go.
-	budget  *WriteBudget
-	charged atomic.Int64
-	frozen  *dbBudget
+	// none); charged is how much. From freezing to the end of its flush,
+	// frozen is the DB's side of the budget that counts frozenCharge (the
+	// charge then, constant) as memory on its way back; whoever swaps
+	// frozen to nil takes it off. See budget.go.
+	budget       *WriteBudget
+	charged      atomic.Int64
+	frozen       atomic.Pointer[dbBudget]
+	frozenCharge int64
 }
 
 type memRangeDels struct {
