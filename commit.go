@@ -42,6 +42,9 @@ type commitPipeline struct {
 	// fails with ErrClosed, so nothing touches the WAL or the memtables
 	// once Close goes on to stop the background work.
 	closed bool
+	// bulk: a bulk load is under way, and writes skip the WAL (leader
+	// only; DB.bulkLoad mirrors it).
+	bulk bool
 }
 
 const maxGroupBytes = 1 << 20
@@ -49,11 +52,13 @@ const maxGroupBytes = 1 << 20
 type commitOp uint8
 
 const (
-	opWrite   commitOp = iota // commit the batch
-	opRotate                  // freeze the memtable (Flush)
-	opBarrier                 // nothing: returns once earlier writes are done
-	opClose                   // like opBarrier, then refuse every later operation
-	opRepoint                 // garbage collection: repoint keys still pointing where they did
+	opWrite     commitOp = iota // commit the batch
+	opRotate                    // freeze the memtable (Flush)
+	opBarrier                   // nothing: returns once earlier writes are done
+	opClose                     // like opBarrier, then refuse every later operation
+	opRepoint                   // garbage collection: repoint keys still pointing where they did
+	opBulkBegin                 // start a bulk load: writes skip the WAL (bulk.go)
+	opBulkEnd                   // end it: freeze, flush and wait, then log writes again
 )
 
 type commitWriter struct {
@@ -92,6 +97,12 @@ type repointItem struct {
 // Its latency, from the call to the return, is the commit histogram's.
 func (d *DB) write(b *Batch, sync bool) error {
 	defer d.stats.latency.commit.since(latencyNow())
+	if sync && d.bulkLoad.Load() {
+		return ErrBulkLoadSync
+	}
+	if mb := d.writeBudget(); mb != nil {
+		mb.wait(d)
+	}
 	return d.writeOp(b, sync, opWrite)
 }
 
@@ -177,6 +188,12 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 			return nil
 		}
 		return d.rotateMemTable(0)
+	case opBulkBegin:
+		c.bulk = true
+		d.bulkLoad.Store(true)
+		return nil
+	case opBulkEnd:
+		return d.endBulkLoadLeader()
 	case opRepoint:
 		// Alone in its group: the check and the write are atomic with
 		// respect to every other write.
@@ -235,7 +252,9 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	}
 	last := seq - 1
 
-	if c.wal != nil {
+	// A bulk load's writes skip the WAL; the flush that ends it makes them
+	// durable (bulk.go).
+	if c.wal != nil && !(c.bulk && group[0].op == opWrite) {
 		var err error
 		for _, b := range batches {
 			if _, err = c.wal.WriteRecord(b.repr); err != nil {
@@ -297,6 +316,10 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	c.lastSeq = last
 	mem.maxSeq.Store(uint64(last))
 	d.visibleSeq.Store(uint64(last))
+	if b := d.writeBudget(); b != nil {
+		d.chargeMem(mem)
+		b.maybeFlush()
+	}
 	return nil
 }
 
@@ -494,8 +517,10 @@ func (d *DB) rotateMemTable(need int) error {
 	old.sealTicket = ticket
 	if !old.Empty() {
 		d.imm = append(d.imm, old)
+		d.chargeFrozen(old)
 	}
 	d.mem = nm
+	d.chargeMem(nm)
 	c.wal = wal
 	d.walFile.Store(wf)
 	if logNum != 0 {

@@ -30,6 +30,9 @@ func TestCrashRecovery(t *testing.T) {
 		{"wal", Options{MemTableSize: 64 << 10, TargetFileSize: 32 << 10}},
 		{"wal-torn", Options{MemTableSize: 64 << 10, BlockSize: 1024, ValueThreshold: 64}},
 		{"no-wal", Options{MemTableSize: 64 << 10, DisableWAL: true, ValueThreshold: 100}},
+		// Bulk loads begin and end among the writes: a crash inside one
+		// keeps a prefix, one after it keeps the whole load.
+		{"wal-bulk", Options{MemTableSize: 64 << 10, ValueThreshold: 64}},
 		// Garbage collection at thresholds that keep it busy: a crash can
 		// fall in the middle of a relocation, a rewrite or a deletion.
 		{"gc-recompact", Options{MemTableSize: 32 << 10, TargetFileSize: 8 << 10, LBaseMaxBytes: 32 << 10, ValueThreshold: 32,
@@ -39,20 +42,20 @@ func TestCrashRecovery(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, seed := range modelSeeds(t, seeds) {
-				runCrashTest(t, seed, tc.opts, tc.name == "wal-torn", steps, crashes)
+				runCrashTest(t, seed, tc.opts, tc.name == "wal-torn", tc.name == "wal-bulk", steps, crashes)
 			}
 		})
 	}
 }
 
-func runCrashTest(t *testing.T, seed uint64, opts Options, torn bool, steps, crashes int) {
+func runCrashTest(t *testing.T, seed uint64, opts Options, torn, bulk bool, steps, crashes int) {
 	rng := rand.New(rand.NewPCG(seed, 0xc4a54))
 	fs := vfs.NewMem()
 	opts.FS = fs
 	db, err := Open("db", &opts)
 	require.NoError(t, err)
 	h := &history{}
-	w := &writer{rng: rng, db: db, h: h, wal: !opts.DisableWAL}
+	w := &writer{rng: rng, db: db, h: h, wal: !opts.DisableWAL, bulk: bulk}
 	crashEvery := steps / crashes
 	for i := 0; i < steps; i++ {
 		_, err := w.step()

@@ -128,6 +128,12 @@ type DB struct {
 	bgStopped bool
 	bgWG      sync.WaitGroup
 
+	// bulkLoad is set between BeginBulkLoad and EndBulkLoad (see bulk.go).
+	bulkLoad atomic.Bool
+
+	// budget is the DB's side of Options.MemoryBudget.
+	budget dbBudget
+
 	stats dbStats
 }
 
@@ -199,14 +205,18 @@ type dbStats struct {
 	// value-log records compactions read (relocation only).
 	expired          atomic.Uint64
 	compactVlogReads atomic.Uint64
-	compactOutBytes  atomic.Uint64
-	walBytes         atomic.Uint64
-	vlogBytes        atomic.Uint64 // bytes of value logs written (flush, GC)
-	userBytes        atomic.Uint64
-	writeStalls      atomic.Uint64
-	stallNanos       atomic.Int64
-	slowdownNanos    atomic.Int64
-	latency          latencyStats
+	// vlogReads counts the value-log records reads fetched: Get, snapshots'
+	// Get, iterators' values and merges (not compactions).
+	vlogReads       atomic.Uint64
+	compactOutBytes atomic.Uint64
+	walBytes        atomic.Uint64
+	vlogBytes       atomic.Uint64 // bytes of value logs written (flush, GC)
+	userBytes       atomic.Uint64
+	writeStalls     atomic.Uint64
+	budgetWaits     atomic.Uint64 // writes held back by the write budget
+	stallNanos      atomic.Int64
+	slowdownNanos   atomic.Int64
+	latency         latencyStats
 
 	// Per level, protected by d.mu.
 	levels [manifest.NumLevels]levelStats
@@ -290,8 +300,8 @@ func (d *DB) createWAL(num base.FileNum) (*record.Writer, *walFile, error) {
 	return record.NewWriter(wf), wf, nil
 }
 
-// testHookEntry, when set by a test, runs in Flush, Compact and
-// Checkpoint right after their entry check, so that a test can run Close
+// testHookEntry, when set by a test, runs in Flush, Compact, Checkpoint
+// and EndBulkLoad right after their entry check, so that a test can run Close
 // in the window that follows.
 var testHookEntry func(op string)
 

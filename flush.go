@@ -68,6 +68,7 @@ func (d *DB) flushOne() bool {
 	n := copy(d.imm, d.imm[1:])
 	d.imm[n] = nil
 	d.imm = d.imm[:n]
+	m.flushed()
 	m.unref() // the DB's reference; read states may still hold it
 	// WALs below the new log number hold only flushed writes.
 	var obsoleteLogs []base.FileNum

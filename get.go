@@ -42,24 +42,33 @@ func (d *DB) getAt(key []byte, snap base.SeqNum, current bool) ([]byte, error) {
 
 // getAtInto is getAt appending the value to dst (nil: a fresh slice).
 func (d *DB) getAtInto(key []byte, snap base.SeqNum, current bool, dst []byte) ([]byte, error) {
-	if testHookBeforeReadState != nil {
-		testHookBeforeReadState()
-	}
-	rs := d.loadReadState()
+	rs, snap := d.acquireRead(snap, current)
 	if rs == nil {
 		return nil, ErrClosed
 	}
 	defer rs.unref()
-	if current {
-		snap = d.currentSeq()
-	}
-	v, err := d.lookupInto(rs, key, snap, nil, dst)
+	v, err := d.lookupInto(rs, key, snap, nil, dst, false)
 	if err == errNeedsMerge {
 		if v, err = d.getMerged(key, snap, current); err == nil && dst != nil {
 			v = append(dst, v...)
 		}
 	}
 	return v, err
+}
+
+// acquireRead returns the read state a point read uses, with a
+// reference (nil once the DB is closed), and the sequence number it reads
+// at: snap, or with current the newest visible write, loaded after the
+// read state (see currentSeq).
+func (d *DB) acquireRead(snap base.SeqNum, current bool) (*readState, base.SeqNum) {
+	if testHookBeforeReadState != nil {
+		testHookBeforeReadState()
+	}
+	rs := d.loadReadState()
+	if rs != nil && current {
+		snap = d.currentSeq()
+	}
+	return rs, snap
 }
 
 // currentSeq returns the sequence number a read of the current state uses.
@@ -119,19 +128,20 @@ var errPointerMoved = fmt.Errorf("strata: the key's newest entry changed")
 // otherwise errPointerMoved (garbage collection's check that a key still
 // points where it did).
 func (d *DB) lookup(rs *readState, key []byte, snap base.SeqNum, expect []byte) ([]byte, error) {
-	return d.lookupInto(rs, key, snap, expect, nil)
+	return d.lookupInto(rs, key, snap, expect, nil, false)
 }
 
 // lookupInto is lookup appending the value to dst; with dst nil the value
-// gets a slice of its own size.
-func (d *DB) lookupInto(rs *readState, key []byte, snap base.SeqNum, expect, dst []byte) ([]byte, error) {
+// gets a slice of its own size. With keyOnly it reads no value either: it
+// returns nil and no error when key has a visible entry (see hasAt).
+func (d *DB) lookupInto(rs *readState, key []byte, snap base.SeqNum, expect, dst []byte, keyOnly bool) ([]byte, error) {
 	var tomb base.SeqNum
 	for _, m := range rs.memtables {
 		if set := m.rangeDels(); set != nil {
 			tomb = max(tomb, set.MaxCovering(key, snap))
 		}
 		if value, kind, seq, found := m.Get(key, snap); found {
-			return d.resolve(rs.version, key, value, kind, seq, tomb, nil, expect, dst)
+			return d.resolve(rs.version, key, value, kind, seq, tomb, nil, expect, dst, keyOnly)
 		}
 	}
 	v := rs.version
@@ -140,7 +150,7 @@ func (d *DB) lookupInto(rs *readState, key []byte, snap base.SeqNum, expect, dst
 		if !l0[i].ContainsUserKey(key) {
 			continue
 		}
-		if value, err, done := d.getFromTable(v, l0[i], key, snap, &tomb, expect, dst); done {
+		if value, err, done := d.getFromTable(v, l0[i], key, snap, &tomb, expect, dst, keyOnly); done {
 			return value, err
 		}
 	}
@@ -152,7 +162,7 @@ func (d *DB) lookupInto(rs *readState, key []byte, snap base.SeqNum, expect, dst
 		if i < 0 {
 			continue
 		}
-		if value, err, done := d.getFromTable(v, v.Levels[level][i], key, snap, &tomb, expect, dst); done {
+		if value, err, done := d.getFromTable(v, v.Levels[level][i], key, snap, &tomb, expect, dst, keyOnly); done {
 			return value, err
 		}
 	}
@@ -164,7 +174,7 @@ func (d *DB) lookupInto(rs *readState, key []byte, snap base.SeqNum, expect, dst
 
 // getFromTable looks key up in one table. done reports that the search is
 // over (a value, a deletion or an error was found).
-func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []byte, snap base.SeqNum, tomb *base.SeqNum, expect, dst []byte) (value []byte, err error, done bool) {
+func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []byte, snap base.SeqNum, tomb *base.SeqNum, expect, dst []byte, keyOnly bool) (value []byte, err error, done bool) {
 	h, err := d.tableCache.get(f)
 	if err != nil {
 		return nil, err, true
@@ -180,7 +190,7 @@ func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []b
 	if !found {
 		return nil, nil, false
 	}
-	value, err = d.resolve(v, key, val, kind, seq, *tomb, f, expect, dst)
+	value, err = d.resolve(v, key, val, kind, seq, *tomb, f, expect, dst, keyOnly)
 	return value, err, true
 }
 
@@ -196,8 +206,9 @@ func sourceName(f *manifest.FileMetadata, source string) string {
 
 // resolve turns the newest visible entry of key, found in the table f (nil:
 // a memtable), into lookup's result, appending a value to dst (nil: a
-// fresh slice).
-func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq, tomb base.SeqNum, f *manifest.FileMetadata, expect, dst []byte) ([]byte, error) {
+// fresh slice). With keyOnly it decides presence from the entry alone:
+// nil and no error for a live entry, ErrNotFound otherwise.
+func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq, tomb base.SeqNum, f *manifest.FileMetadata, expect, dst []byte, keyOnly bool) ([]byte, error) {
 	var metaBytes []byte
 	if kind.HasMeta() {
 		meta, rest, err := base.DecodeEntryMeta(value)
@@ -221,6 +232,18 @@ func (d *DB) resolve(v *manifest.Version, key, value []byte, kind base.Kind, seq
 	}
 	if seq < tomb {
 		return nil, ErrNotFound
+	}
+	if keyOnly {
+		switch kind {
+		case base.KindSet, base.KindValuePointer, base.KindMerge:
+			// A merge operand makes the key present whatever lies below
+			// it: Merger.Merge is given the operands even with no value
+			// (existing nil), so a read of the key yields a value.
+			return nil, nil
+		case base.KindDelete:
+			return nil, ErrNotFound
+		}
+		return nil, fmt.Errorf("strata: key %q has an entry of kind %s, which this version cannot read", key, kind)
 	}
 	switch kind {
 	case base.KindSet:
@@ -269,6 +292,7 @@ func (d *DB) readValue(v *manifest.Version, key, ptr []byte, f *manifest.FileMet
 	if err != nil {
 		return nil, err
 	}
+	d.stats.vlogReads.Add(1)
 	if d.observer != nil {
 		d.observer.ObserveRead(len(value), true)
 	}

@@ -183,6 +183,9 @@ type writer struct {
 	h   *history
 	// wal reports whether acknowledged Sync writes are durable.
 	wal bool
+	// bulk: steps begin and end bulk loads (inBulk: one is under way),
+	// during which writes skip the WAL and are not synced.
+	bulk, inBulk bool
 }
 
 func (w *writer) key() []byte { return []byte(fmt.Sprintf("k%04d", w.rng.IntN(500))) }
@@ -202,7 +205,18 @@ func (w *writer) value() []byte {
 // step performs one random operation. On error it returns the op that
 // failed (it may or may not have reached the disk), unrecorded.
 func (w *writer) step() (pending *historyOp, err error) {
-	sync := w.rng.IntN(4) == 0
+	if w.bulk && w.rng.IntN(40) == 0 {
+		if !w.inBulk {
+			w.inBulk = true
+			return nil, w.db.BeginBulkLoad()
+		}
+		w.inBulk = false
+		if err = w.db.EndBulkLoad(); err == nil {
+			w.h.markDurable() // the whole load is in tables
+		}
+		return nil, err
+	}
+	sync := w.rng.IntN(4) == 0 && !w.inBulk
 	o := NoSync
 	if sync {
 		o = Sync

@@ -446,6 +446,7 @@ func (i *Iterator) Value() []byte {
 		i.err, i.valid, i.value = err, false, nil
 		return nil
 	}
+	i.db.stats.vlogReads.Add(1)
 	i.value, i.isPtr = v, false
 	return v
 }

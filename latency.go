@@ -166,5 +166,6 @@ type latencyStats struct {
 	commit   latencyRecorder
 	walSync  latencyRecorder
 	get      latencyRecorder
+	has      latencyRecorder
 	iterSeek latencyRecorder
 }

@@ -44,6 +44,16 @@ type memTable struct {
 	// is added. rangeDelCount is incremented after each Add of a tombstone.
 	rangeDelCount atomic.Int64
 	rangeDelCache atomic.Pointer[memRangeDels]
+
+	// budget is the WriteBudget charged for the memtable's memory (nil:
+	// none); charged is how much. From freezing to the end of its flush,
+	// frozen is the DB's side of the budget that counts frozenCharge (the
+	// charge then, constant) as memory on its way back; whoever swaps
+	// frozen to nil takes it off. See budget.go.
+	budget       *WriteBudget
+	charged      atomic.Int64
+	frozen       atomic.Pointer[dbBudget]
+	frozenCharge int64
 }
 
 type memRangeDels struct {
@@ -64,6 +74,7 @@ func (m *memTable) unref() {
 		if m.release != nil {
 			m.release(m)
 		}
+		m.uncharge()
 		if m.pool != nil {
 			m.pool.put(m)
 		}

@@ -39,6 +39,19 @@ type Metrics struct {
 		Size      int64 // bytes used by the mutable memtable
 		Immutable int   // frozen memtables waiting for flush
 		ImmSize   int64 // bytes held by them
+		// Memory is the memory the memtables' arenas hold, mutable and
+		// frozen: they grow in chunks, so it follows Size + ImmSize.
+		Memory int64
+		// With Options.MemoryBudget: the budget's limit, the memtable
+		// memory of every DB sharing it (Used), the part of it charged to
+		// this DB (Charged: Memory as of its last write), and this DB's
+		// share of the limit (Charged / Limit). Zero without a budget.
+		Budget struct {
+			Limit, Used, Charged int64
+			Share                float64
+			// Waits counts writes that waited for the budget.
+			Waits uint64
+		}
 	}
 	WAL struct {
 		// BytesWritten: batch bytes appended to WALs since Open (with
@@ -85,6 +98,8 @@ type Metrics struct {
 		WALSync LatencyHistogram
 		// Get: DB.Get and Snapshot.Get, value-log reads included.
 		Get LatencyHistogram
+		// Has: DB.Has and Snapshot.Has.
+		Has LatencyHistogram
 		// IterSeek: an Iterator's SeekGE, SeekLT, First and Last, up to
 		// the first entry (its value is read lazily, by Value).
 		IterSeek LatencyHistogram
@@ -106,8 +121,12 @@ type Metrics struct {
 		Live         uint64
 		Garbage      uint64
 		BytesWritten uint64
-		Open         int // readers open
-		List         []ValueLogMetrics
+		// Reads counts the value-log records read for Get, Snapshot.Get,
+		// iterators' values and merges since Open (compactions' reads are
+		// Compact.ValueLogReads). Has never adds to it.
+		Reads uint64
+		Open  int // readers open
+		List  []ValueLogMetrics
 	}
 	// GC describes value-log garbage collection since Open.
 	GC struct {
@@ -210,10 +229,22 @@ func (d *DB) Metrics() *Metrics {
 	}
 	if d.mem != nil {
 		m.MemTable.Size = int64(d.mem.Size())
+		m.MemTable.Memory = d.mem.Memory()
+		m.MemTable.Budget.Charged = d.mem.charged.Load()
 	}
 	m.MemTable.Immutable = len(d.imm)
 	for _, im := range d.imm {
 		m.MemTable.ImmSize += int64(im.Size())
+		m.MemTable.Memory += im.Memory()
+		m.MemTable.Budget.Charged += im.charged.Load()
+	}
+	if b := d.writeBudget(); b != nil {
+		mb := &m.MemTable.Budget
+		mb.Limit, mb.Used = b.Limit(), b.Used()
+		mb.Share = float64(mb.Charged) / float64(mb.Limit)
+		mb.Waits = d.stats.budgetWaits.Load()
+	} else {
+		m.MemTable.Budget.Charged = 0
 	}
 	m.Snapshots = d.snapshots.l.Len()
 	g := d.gc.stats
@@ -255,6 +286,8 @@ func (d *DB) Metrics() *Metrics {
 	m.Latency.Commit = d.stats.latency.commit.snapshot()
 	m.Latency.WALSync = d.stats.latency.walSync.snapshot()
 	m.Latency.Get = d.stats.latency.get.snapshot()
+	m.Latency.Has = d.stats.latency.has.snapshot()
+	m.ValueLogs.Reads = d.stats.vlogReads.Load()
 	m.Latency.IterSeek = d.stats.latency.iterSeek.snapshot()
 	if d.cache != nil {
 		m.BlockCache = d.cache.Metrics()
@@ -315,9 +348,9 @@ func (m *Metrics) String() string {
 		total.Duration.Round(time.Millisecond))
 	tw.Flush()
 	fmt.Fprintf(&b, "base level: L%d, compaction debt: %s\n", m.BaseLevel, humanBytes(m.CompactionDebt))
-	fmt.Fprintf(&b, "value logs: %d files, %s, %d values (%s), live %s, garbage %s, written %s, %d open\n",
+	fmt.Fprintf(&b, "value logs: %d files, %s, %d values (%s), live %s, garbage %s, written %s, %d open, %d reads\n",
 		m.ValueLogs.Files, humanBytes(m.ValueLogs.Bytes), m.ValueLogs.Records, humanBytes(m.ValueLogs.ValueBytes),
-		humanBytes(m.ValueLogs.Live), humanBytes(m.ValueLogs.Garbage), humanBytes(m.ValueLogs.BytesWritten), m.ValueLogs.Open)
+		humanBytes(m.ValueLogs.Live), humanBytes(m.ValueLogs.Garbage), humanBytes(m.ValueLogs.BytesWritten), m.ValueLogs.Open, m.ValueLogs.Reads)
 	if len(m.ValueLogs.List) > 0 {
 		tw := tabwriter.NewWriter(&b, 2, 4, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "value log\tsize\tlive\tgarbage\tpointers\tstate\t")
@@ -344,8 +377,12 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "gc (%s): %d passes, %d value logs deleted (%s), %d collections (%d in progress, %d draining), %d rewrites, relocated %d values (%s), gc write-amp %.2f, space-amp %.2f\n",
 		m.GC.Policy, m.GC.Passes, m.GC.DeletedFiles, humanBytes(m.GC.DeletedBytes), m.GC.Collections, m.GC.InProgress, m.GC.Draining,
 		m.GC.Rewrites, m.GC.Relocated, humanBytes(m.GC.RelocatedBytes), m.GC.WriteAmp, m.SpaceAmp)
-	fmt.Fprintf(&b, "memtable: %s, %d immutable (%s)\n",
-		humanBytes(uint64(m.MemTable.Size)), m.MemTable.Immutable, humanBytes(uint64(m.MemTable.ImmSize)))
+	fmt.Fprintf(&b, "memtable: %s, %d immutable (%s), memory %s\n",
+		humanBytes(uint64(m.MemTable.Size)), m.MemTable.Immutable, humanBytes(uint64(m.MemTable.ImmSize)), humanBytes(uint64(m.MemTable.Memory)))
+	if mb := m.MemTable.Budget; mb.Limit > 0 {
+		fmt.Fprintf(&b, "write budget: %s of %s in use by all its DBs, this DB %s (%.1f%%), %d writes waited\n",
+			humanBytes(uint64(mb.Used)), humanBytes(uint64(mb.Limit)), humanBytes(uint64(mb.Charged)), 100*mb.Share, mb.Waits)
+	}
 	m.writeAmpTable(&b)
 	fmt.Fprintf(&b, "stalls: %d (%s), slowed %s\n", m.WriteStalls, m.StallDuration.Round(time.Millisecond), m.SlowdownDuration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "block cache: %s / %s, hit rate %.1f%%\n",
@@ -388,7 +425,7 @@ func (m *Metrics) latencyTable(b *strings.Builder) {
 	for _, l := range []struct {
 		name string
 		h    *LatencyHistogram
-	}{{"commit", &m.Latency.Commit}, {"WAL sync", &m.Latency.WALSync}, {"get", &m.Latency.Get}, {"iter seek", &m.Latency.IterSeek}} {
+	}{{"commit", &m.Latency.Commit}, {"WAL sync", &m.Latency.WALSync}, {"get", &m.Latency.Get}, {"has", &m.Latency.Has}, {"iter seek", &m.Latency.IterSeek}} {
 		if l.h.Count == 0 {
 			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t-\t\n", l.name)
 			continue

@@ -38,6 +38,7 @@ func TestMetricsString(t *testing.T) {
 	m.TablesOpen, m.Snapshots, m.VisibleSeq = 12, 1, 4242
 	m.LearnedIndex = LearnedIndexMetrics{Tables: 9, Without: 3, Segments: 4200, Bytes: 98 << 10, TableBytes: 31 << 20, Hits: 1000, Fallbacks: 20}
 	m.ValueLogs.Live, m.ValueLogs.Garbage, m.ValueLogs.BytesWritten, m.ValueLogs.Open = 40<<20, 24<<20, 96<<20, 2
+	m.ValueLogs.Reads = 77
 	m.ValueLogs.List = []ValueLogMetrics{
 		{FileNum: 7, Size: 32 << 20, Live: 30 << 20, Garbage: 2 << 20, Pointers: 7500},
 		{FileNum: 9, Size: 32 << 20, Live: 10 << 20, Garbage: 22 << 20, Pointers: 2500, State: "collecting"},
@@ -55,12 +56,12 @@ func TestMetricsString(t *testing.T) {
      L6     10  640.0 MiB  600.0 MiB      -  50.0 MiB   60.0 MiB      0 B            2    2s
   total     15  713.0 MiB                    70.0 MiB  230.0 MiB  4.0 MiB            9  3.5s
 base level: L5, compaction debt: 12.0 MiB
-value logs: 2 files, 64.0 MiB, 16000 values (62.5 MiB), live 40.0 MiB, garbage 24.0 MiB, written 96.0 MiB, 2 open
+value logs: 2 files, 64.0 MiB, 16000 values (62.5 MiB), live 40.0 MiB, garbage 24.0 MiB, written 96.0 MiB, 2 open, 77 reads
     value log      size      live  garbage  pointers       state
   000009.vlog  32.0 MiB  10.0 MiB      69%      2500  collecting
   000007.vlog  32.0 MiB  30.0 MiB       6%      7500           -
 gc (reverse-lookup): 31 passes, 4 value logs deleted (128.0 MiB), 5 collections (1 in progress, 0 draining), 0 rewrites, relocated 3000 values (12.0 MiB), gc write-amp 0.09, space-amp 1.42
-memtable: 1.0 MiB, 1 immutable (64.0 MiB)
+memtable: 1.0 MiB, 1 immutable (64.0 MiB), memory 0 B
 writes: user 100.0 MiB, write-amp 4.36
       written      bytes  per user byte
           WAL  110.0 MiB           1.10
@@ -76,6 +77,7 @@ tables open: 12, snapshots: 1, visible seq: 4242
      commit   1000  59.5µs  59.4µs  99.3µs   112µs   114µs
    WAL sync      0       -       -       -       -       -
         get   1001  5.49µs   2.5µs  2.93µs  3.06µs  3.07µs
+        has      0       -       -       -       -       -
   iter seek      0       -       -       -       -       -
 `
 	require.Equal(t, want, m.String())

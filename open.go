@@ -57,6 +57,13 @@ func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
 	d.gc.init()
 	defer func() {
 		if err != nil {
+			// Memtables charged to a write budget leave it with the DB.
+			if d.mem != nil {
+				d.mem.uncharge()
+			}
+			for _, m := range d.imm {
+				m.uncharge()
+			}
 			if d.files != nil {
 				d.files.Close()
 			}
@@ -103,6 +110,9 @@ func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
 		return nil, err
 	}
 	d.start(names)
+	if b := d.writeBudget(); b != nil {
+		b.register(d)
+	}
 	return d, nil
 }
 
@@ -384,6 +394,10 @@ func (d *DB) installRecovered(rp *walReplay) error {
 		d.gc.pins.mu.Unlock()
 		rp.mem.release = d.releaseMemtable
 	}
+	d.chargeMem(d.mem)
+	for _, m := range d.imm {
+		d.chargeFrozen(m)
+	}
 	err := d.vs.LogAndApply(ve)
 	if err == nil {
 		d.updateReadStateLocked()
@@ -633,7 +647,7 @@ func (d *DB) Close() error {
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
 	var err error
-	if d.opts.DisableWAL && !d.opts.ReadOnly {
+	if (d.opts.DisableWAL || d.bulkLoad.Load()) && !d.opts.ReadOnly {
 		err = d.flush()
 	}
 	// Wait for in-flight writes (opClose queues behind them), finish the
@@ -652,6 +666,9 @@ func (d *DB) Close() error {
 		close(d.expiryStop)
 	}
 	d.stopBackground()
+	if b := d.writeBudget(); b != nil {
+		b.unregister(d)
+	}
 	close(d.walFlushCh)
 	d.bgWG.Wait()
 	d.mu.Lock()
@@ -678,6 +695,15 @@ func (d *DB) Close() error {
 	}
 	d.mu.Unlock()
 	d.swapReadState(nil)
+	// The memtables' memory leaves the shared budget with the DB (a
+	// lingering iterator's reference gives back nothing twice).
+	d.mu.Lock()
+	d.mem.uncharge()
+	for _, m := range d.imm {
+		m.uncharge()
+	}
+	d.budget.mutable.Store(0)
+	d.mu.Unlock()
 	d.deleteObsoleteFiles()
 	d.files.Close()
 	if cerr := d.lock.Close(); err == nil {

@@ -178,9 +178,17 @@ type Options struct {
 	// CacheSize is the capacity in bytes of the block cache the DB creates
 	// when Cache is nil. Default: 64 MiB. Negative: no block cache.
 	CacheSize int64
-	// Cache is a block cache to share between DBs. Default: a new cache of
-	// CacheSize bytes.
+	// Cache is a block cache to share between DBs (cache.New(bytes)): the
+	// DBs of a process can point at one cache, which then bounds their
+	// block and value caching together. Default: a new cache of CacheSize
+	// bytes for this DB alone.
 	Cache *cache.Cache
+	// MemoryBudget bounds the memtable memory of every DB pointing at it
+	// (NewWriteBudget): when their total nears the budget, the largest
+	// memtable among them is flushed, and writes wait while it is reached.
+	// Default: nil, each DB bounded by its own MemTableSize and
+	// MaxImmutableMemTables only. Ignored by read-only DBs.
+	MemoryBudget *WriteBudget
 
 	// MaxManifestFileSize is the manifest size in bytes past which a new
 	// manifest is started. Default: 64 MiB.

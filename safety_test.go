@@ -251,12 +251,15 @@ func TestLockAcrossProcesses(t *testing.T) {
 // created in the directory after Close returned.
 func TestCallsRacingClose(t *testing.T) {
 	defer func() { testHookEntry = nil }()
-	for _, op := range []string{"flush", "compact", "checkpoint"} {
+	for _, op := range []string{"flush", "compact", "checkpoint", "endbulk"} {
 		for _, walOff := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/disable-wal=%t", op, walOff), func(t *testing.T) {
 				fs := vfs.NewMem()
 				db, err := Open("db", &Options{FS: fs, DisableWAL: walOff})
 				require.NoError(t, err)
+				if op == "endbulk" {
+					require.NoError(t, db.BeginBulkLoad())
+				}
 				require.NoError(t, db.Set([]byte("k"), bytes.Repeat([]byte("v"), 2000), NoSync))
 				var closeErr atomic.Value
 				var atClose []string // the directory when Close returned
@@ -288,6 +291,8 @@ func TestCallsRacingClose(t *testing.T) {
 						done <- db.Compact(nil, nil)
 					case "checkpoint":
 						done <- db.Checkpoint("ckpt")
+					case "endbulk":
+						done <- db.EndBulkLoad()
 					}
 				}()
 				var err2 error
@@ -314,7 +319,8 @@ func TestCallsRacingClose(t *testing.T) {
 				db2, err := Open("db", &Options{FS: fs, DisableWAL: walOff})
 				require.NoError(t, err)
 				if walOff || op != "flush" {
-					// Close flushed (WAL off) or the data is in the WAL.
+					// Close flushed (WAL off, or a bulk load), or the
+					// data is in the WAL.
 					requireGet(t, db2, "k", string(bytes.Repeat([]byte("v"), 2000)))
 				}
 				require.NoError(t, db2.Close())

@@ -15,7 +15,9 @@
 //	space_amplification                  tables and value logs over the bytes the data needs
 //	level_files{level}, level_bytes{level}, level_score{level}
 //	value_log_files, value_log_bytes, value_log_live_bytes, value_log_garbage_bytes
-//	memtable_bytes, memtable_immutable
+//	memtable_bytes, memtable_immutable, memtable_memory_bytes
+//	write_budget_share                   the DB's share of Options.MemoryBudget's limit
+//	value_log_reads_total                value-log records read (Get, iterators, merges)
 //	flushes_total, compactions_total, compactions_in_progress, compaction_debt_bytes
 //	write_stalls_total, write_stall_seconds_total, write_slowdown_seconds_total
 //	block_cache_bytes, block_cache_hits_total, block_cache_misses_total
@@ -73,6 +75,9 @@ var metricDefs = []struct {
 	{"value_log_garbage_bytes", "Value-log record bytes no table points to.", nil},
 	{"memtable_bytes", "Bytes used by the mutable memtable and the frozen ones.", nil},
 	{"memtable_immutable", "Frozen memtables waiting for flush.", nil},
+	{"memtable_memory_bytes", "Memory the memtables' arenas hold (they grow in chunks).", nil},
+	{"write_budget_share", "This DB's share of the shared write budget's limit (0 without one).", nil},
+	{"value_log_reads_total", "Value-log records read by Get, iterators and merges (Has reads none).", nil},
 	{"flushes_total", "Memtable flushes since Open.", nil},
 	{"compactions_total", "Compactions since Open.", nil},
 	{"compactions_in_progress", "Compactions running now.", nil},
@@ -142,6 +147,9 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 	gauge("value_log_garbage_bytes", float64(m.ValueLogs.Garbage))
 	gauge("memtable_bytes", float64(m.MemTable.Size+m.MemTable.ImmSize))
 	gauge("memtable_immutable", float64(m.MemTable.Immutable))
+	gauge("memtable_memory_bytes", float64(m.MemTable.Memory))
+	gauge("write_budget_share", m.MemTable.Budget.Share)
+	counter("value_log_reads_total", float64(m.ValueLogs.Reads))
 	counter("flushes_total", float64(m.Flush.Count))
 	counter("compactions_total", float64(m.Compact.Count))
 	gauge("compactions_in_progress", float64(m.Compact.InProgress))

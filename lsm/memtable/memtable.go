@@ -40,7 +40,9 @@ type MemTable struct {
 // values). Node links are 32-bit arena offsets, so the capacity is at most
 // 4 GiB - 1: larger sizes are clamped to that. Sizes too small to hold the
 // two fixed head nodes (392 bytes) are raised to that minimum; such a
-// memtable accepts no entry. The whole arena is allocated up front.
+// memtable accepts no entry. Memory is allocated as the memtable fills, in
+// chunks of 256 KiB (a larger entry gets a buffer of its own): a new
+// memtable holds one chunk, or size bytes if that is less.
 func New(size int) *MemTable {
 	a := newArena(clampArenaSize(size, fixedOverhead))
 	m := &MemTable{arena: a}
@@ -50,8 +52,8 @@ func New(size int) *MemTable {
 	return m
 }
 
-// Reset empties the memtable so that its arena can be reused without
-// allocating (and zeroing) a new one. The caller guarantees that nothing
+// Reset empties the memtable so that it can be reused, keeping the
+// arena's first chunk and releasing the others. The caller guarantees that nothing
 // can still read it: no iterator, no Get in flight, no value slice taken
 // from it still in use.
 func (m *MemTable) Reset() {
@@ -64,10 +66,12 @@ func (m *MemTable) Reset() {
 // entry with a user key of keyLen bytes and a value of valueLen bytes, so
 // the DB can check that a whole batch fits before applying it: if the sum
 // of EntrySize over the batch is at most Available, every Add succeeds.
-// The bound assumes the tallest tower (20 links); an average entry has 2
-// links and takes 144 bytes less. Negative lengths count as zero.
+// The bound assumes the tallest tower (20 links), and twice the node: an
+// entry that does not fit in the rest of the current chunk skips it, and
+// what it skips is smaller than the entry. An average entry of a chunk
+// takes the node with 2 links. Negative lengths count as zero.
 func EntrySize(keyLen, valueLen int) int {
-	return int(alignUp(nodeSize(maxHeight, uint64(max(keyLen, 0)), uint64(max(valueLen, 0)))))
+	return 2 * int(alignUp(nodeSize(maxHeight, uint64(max(keyLen, 0)), uint64(max(valueLen, 0)))))
 }
 
 // Add inserts an entry. Entries of kind KindRangeDelete (value = exclusive
@@ -97,8 +101,14 @@ func (m *MemTable) Add(key base.InternalKey, value []byte) error {
 // Available returns the arena bytes left.
 func (m *MemTable) Available() int { return int(m.arena.capacity() - m.arena.size()) }
 
-// Size returns the arena bytes used, including the fixed head nodes.
+// Size returns the arena bytes used, including the fixed head nodes and
+// the chunk tails entries skipped.
 func (m *MemTable) Size() int { return int(m.arena.size()) }
+
+// Memory returns the bytes of memory the arena holds: the chunks allocated
+// so far, at least Size and at most Capacity rounded up to 8. Safe for
+// concurrent use.
+func (m *MemTable) Memory() int64 { return m.arena.memory() }
 
 // Capacity returns the arena size in bytes (after clamping, see New).
 func (m *MemTable) Capacity() int { return int(m.arena.capacity()) }

@@ -480,7 +480,9 @@ func TestLargestArena(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Skip to the end of the arena: the writer is the only allocator.
-	m.arena.used.Store(alignUp(math.MaxUint32 - 64<<10))
+	skip := uint64(math.MaxUint32-64<<10) &^ chunkMask
+	m.arena.used.Store(skip)
+	m.arena.top = skip
 	var md model
 	md.add(base.MakeInternalKey([]byte("first"), 1, base.KindSet), []byte("v1"))
 	r := testRand(t)

@@ -101,17 +101,13 @@ func (a *arena) setPrev(nd uint32, to uint32) { atomic.StoreUint32(a.u32(nd+offP
 // userKey returns the node's user key, aliasing the arena. Its capacity is
 // its length, so an append by the caller cannot write into the arena.
 func (a *arena) userKey(nd uint32) []byte {
-	ko := a.keyOffset(nd)
-	end := ko + uint64(a.keyLen(nd))
-	return a.data[ko:end:end]
+	return a.bytes(nd, a.keyOffset(nd), uint64(a.keyLen(nd)))
 }
 
 // value returns the node's value, aliasing the arena, with capacity equal
 // to its length.
 func (a *arena) value(nd uint32) []byte {
-	vo := a.keyOffset(nd) + uint64(a.keyLen(nd))
-	end := vo + uint64(a.valueLen(nd))
-	return a.data[vo:end:end]
+	return a.bytes(nd, a.keyOffset(nd)+uint64(a.keyLen(nd)), uint64(a.valueLen(nd)))
 }
 
 // initNode writes the immutable part of a node (header, key, value) at nd.
@@ -123,10 +119,10 @@ func (a *arena) initNode(nd uint32, height uint32, key []byte, prefix, trailer u
 	*a.u32(nd + offValueLen) = uint32(len(value))
 	*a.u32(nd + offHeight) = height
 	// A recycled arena holds old bytes: the tower starts nil.
-	clear(a.data[uint64(nd)+offTower : uint64(nd)+offTower+uint64(height)*linkSize])
+	clear(a.bytes(nd, uint64(nd)+offTower, uint64(height)*linkSize))
 	ko := uint64(nd) + offTower + uint64(height)*linkSize
-	copy(a.data[ko:], key)
-	copy(a.data[ko+uint64(len(key)):], value)
+	copy(a.bytes(nd, ko, uint64(len(key))), key)
+	copy(a.bytes(nd, ko+uint64(len(key)), uint64(len(value))), value)
 }
 
 // compare orders node nd against the search key (key, trailer), whose

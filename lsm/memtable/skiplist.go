@@ -46,7 +46,7 @@ type skiplist struct {
 func (s *skiplist) init(a *arena) {
 	head, _ := a.alloc(headSize)
 	// A recycled arena holds old bytes: the head's links must start nil.
-	clear(a.data[head : uint64(head)+headSize])
+	clear(a.bytes(head, uint64(head), headSize))
 	*a.u32(head + offHeight) = maxHeight
 	s.a = a
 	s.head = head
