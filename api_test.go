@@ -68,6 +68,8 @@ var (
 	_ strata.Merger                                                               = strata.ListAppend
 	_ strata.Merger                                                               = strata.Counter
 
+	_ func(*strata.DB, []byte) (bool, error) = (*strata.DB).Has
+
 	_ checkpoint.Store                                        = (*checkpoint.LocalStore)(nil)
 	_ checkpoint.Store                                        = (*checkpoint.S3Store)(nil)
 	_ func(string) (*checkpoint.LocalStore, error)            = checkpoint.NewLocalStore
