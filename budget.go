@@ -197,12 +197,17 @@ func (d *DB) chargeMem(m *memTable) {
 	if b == nil {
 		return
 	}
+	d.budget.mutable.Store(chargeTo(b, m))
+}
+
+// chargeTo brings b up to date with m's memory and returns it.
+func chargeTo(b *WriteBudget, m *memTable) int64 {
 	m.budget = b
 	n := m.Memory()
 	if old := m.charged.Swap(n); old != n {
 		b.charge(n - old)
 	}
-	d.budget.mutable.Store(n)
+	return n
 }
 
 // chargeFrozen charges the budget for m, frozen now, as memory on its way
@@ -212,11 +217,7 @@ func (d *DB) chargeFrozen(m *memTable) {
 	if b == nil {
 		return
 	}
-	m.budget = b
-	n := m.Memory()
-	if old := m.charged.Swap(n); old != n {
-		b.charge(n - old)
-	}
+	n := chargeTo(b, m)
 	m.frozenCharge = n
 	d.budget.frozen.Add(n)
 	m.frozen.Store(&d.budget)

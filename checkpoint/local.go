@@ -36,14 +36,7 @@ type Source struct {
 func WriteLocal(src Source, dst string) (err error) {
 	fs := src.FS
 	dst = fs.PathJoin(dst) // cleaned: "ckpt/" is "ckpt"
-	if err := checkDest(fs, dst); err != nil {
-		return err
-	}
-	parent := fs.PathDir(dst)
-	if err := mkdirAllDurable(fs, parent); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	tmp, err := makeTempDir(fs, dst)
+	tmp, err := beginDest(fs, dst)
 	if err != nil {
 		return err
 	}
@@ -55,20 +48,43 @@ func WriteLocal(src Source, dst string) (err error) {
 	if err := fill(src, tmp); err != nil {
 		return err
 	}
-	// As rename(2), Rename replaces dst only if it is missing or an empty
-	// directory, atomically; if another checkpoint (or anything else) got
-	// there first, it fails and dst keeps what it holds.
+	renamed, err := commitDest(fs, tmp, dst)
+	if renamed {
+		tmp = "" // it is dst now, which is never removed
+	}
+	return err
+}
+
+// commitDest renames the finished directory tmp to dst and makes that
+// durable, reporting whether the rename happened (tmp is then gone). As
+// rename(2), Rename replaces dst only if it is missing or an empty
+// directory, atomically; if another checkpoint (or anything else) got
+// there first, it fails and dst keeps what it holds.
+func commitDest(fs vfs.FS, tmp, dst string) (renamed bool, err error) {
 	if err := fs.Rename(tmp, dst); err != nil {
 		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
-			return fmt.Errorf("checkpoint: %s already exists and is not empty: %w", dst, err)
+			return false, fmt.Errorf("checkpoint: %s already exists and is not empty: %w", dst, err)
 		}
-		return fmt.Errorf("checkpoint: %w", err)
+		return false, fmt.Errorf("checkpoint: %w", err)
 	}
-	tmp = "" // it is dst now, which is never removed
-	if err := manifest.SyncDir(fs, parent); err != nil {
-		return fmt.Errorf("checkpoint: sync parent directory: %w", err)
+	if err := manifest.SyncDir(fs, fs.PathDir(dst)); err != nil {
+		return true, fmt.Errorf("checkpoint: sync parent directory: %w", err)
 	}
-	return nil
+	return true, nil
+}
+
+// beginDest prepares to build a directory that will be renamed to dst:
+// it checks that dst can take it (checkDest), creates dst's parents
+// durably, and returns a new temporary directory beside dst that belongs
+// to this call alone. The caller removes it unless it renamed it.
+func beginDest(fs vfs.FS, dst string) (tmp string, err error) {
+	if err := checkDest(fs, dst); err != nil {
+		return "", err
+	}
+	if err := mkdirAllDurable(fs, fs.PathDir(dst)); err != nil {
+		return "", fmt.Errorf("checkpoint: %w", err)
+	}
+	return makeTempDir(fs, dst)
 }
 
 // checkDest fails early when dst cannot take a checkpoint. It is only a

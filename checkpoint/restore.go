@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"syscall"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/strata-db/strata/internal/base"
@@ -81,14 +80,7 @@ func Restore(ctx context.Context, s Store, id uint64, fs vfs.FS, dst string, opt
 	}
 
 	dst = fs.PathJoin(dst)
-	if err := checkDest(fs, dst); err != nil {
-		return err
-	}
-	parent := fs.PathDir(dst)
-	if err := mkdirAllDurable(fs, parent); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	tmp, err := makeTempDir(fs, dst)
+	tmp, err := beginDest(fs, dst)
 	if err != nil {
 		return err
 	}
@@ -122,17 +114,11 @@ func Restore(ctx context.Context, s Store, id uint64, fs vfs.FS, dst string, opt
 			return err
 		}
 	}
-	if err := fs.Rename(tmp, dst); err != nil {
-		if errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
-			return fmt.Errorf("checkpoint: %s already exists and is not empty: %w", dst, err)
-		}
-		return fmt.Errorf("checkpoint: %w", err)
+	renamed, err := commitDest(fs, tmp, dst)
+	if renamed {
+		tmp = ""
 	}
-	tmp = ""
-	if err := manifest.SyncDir(fs, parent); err != nil {
-		return fmt.Errorf("checkpoint: sync parent directory: %w", err)
-	}
-	return nil
+	return err
 }
 
 // checkFileName accepts only the names of tables and value logs, so that a
