@@ -100,6 +100,7 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 
 	d.mu.Lock()
 	setCompacting(p, false)
+	report := false // the first background error is reported once
 	if err == nil {
 		ve := &manifest.VersionEdit{}
 		for _, in := range p.Inputs {
@@ -117,7 +118,7 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 		if err = d.vs.LogAndApply(ve); err != nil {
 			// The edit may or may not have reached the disk: keep the outputs
 			// (the next Open removes them if unreferenced) and stop writing.
-			d.setBackgroundErrorLocked(err)
+			report = d.setBackgroundErrorLocked(err)
 		} else {
 			d.updateReadStateLocked()
 			d.recordRelocationLocked(stats)
@@ -127,7 +128,7 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 			if invariants.Enabled && p.Kind != compaction.KindMove {
 				err = checkCompactionLedger(p, outputs, vlogs, stats)
 				if err != nil {
-					d.setBackgroundErrorLocked(err)
+					report = d.setBackgroundErrorLocked(err)
 				}
 			}
 			d.scheduleGCLocked()
@@ -136,7 +137,7 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 		// The inputs are intact; but a compaction that fails (a read error,
 		// a corrupt table) would fail again, so stop writing rather than
 		// loop. Reads keep working; reopening retries.
-		d.setBackgroundErrorLocked(err)
+		report = d.setBackgroundErrorLocked(err)
 	}
 	d.cond.Broadcast()
 	info.Duration = time.Since(start)
@@ -148,8 +149,8 @@ func (d *DB) runJobLocked(p *compaction.Pick) error {
 	}
 	d.mu.Unlock()
 	d.opts.EventListener.compactionEnd(info)
-	if err != nil {
-		d.opts.EventListener.backgroundError(err)
+	if report {
+		d.deliverBackgroundError(err)
 	}
 	d.deleteObsoleteFiles()
 	d.mu.Lock()

@@ -85,6 +85,9 @@ type DB struct {
 	// without d.mu.
 	bgErr    error
 	hasBgErr atomic.Bool
+	// bgErrDelivered is set once the EventListener has been told of bgErr
+	// (see deliverBackgroundError).
+	bgErrDelivered bool
 	// closed is set when Close begins: entry points refuse new work. After
 	// Close has stopped the background goroutines, bgDone is set (under
 	// d.mu, with cond broadcast) so that anything still waiting on
@@ -273,6 +276,18 @@ func (d *DB) setBackgroundErrorLocked(err error) bool {
 	return first
 }
 
+// deliverBackgroundError tells the EventListener (and the logger) of the
+// first background error, which the caller set, and then lets Flush return
+// it: a caller whose Flush failed finds the listener already told. d.mu
+// must not be held.
+func (d *DB) deliverBackgroundError(err error) {
+	d.opts.EventListener.backgroundError(err)
+	d.mu.Lock()
+	d.bgErrDelivered = true
+	d.cond.Broadcast()
+	d.mu.Unlock()
+}
+
 // reportBackgroundError records err as the background error and, if it is
 // the first, tells the EventListener. d.mu must not be held.
 func (d *DB) reportBackgroundError(err error) {
@@ -280,7 +295,7 @@ func (d *DB) reportBackgroundError(err error) {
 	first := d.setBackgroundErrorLocked(err)
 	d.mu.Unlock()
 	if first {
-		d.opts.EventListener.backgroundError(err)
+		d.deliverBackgroundError(err)
 	}
 }
 

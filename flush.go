@@ -61,7 +61,7 @@ func (d *DB) flushOne() bool {
 		d.mu.Unlock()
 		d.opts.EventListener.flushEnd(info)
 		if first {
-			d.opts.EventListener.backgroundError(err)
+			d.deliverBackgroundError(err)
 		}
 		return false
 	}
@@ -196,6 +196,10 @@ func (d *DB) flush() error {
 	target := d.flushedGen + uint64(len(d.imm))
 	d.scheduleBackground()
 	for d.flushedGen < target && d.bgErr == nil && !d.bgDone {
+		d.cond.Wait()
+	}
+	// A failed flush returns once the listener has heard of the failure.
+	for d.bgErr != nil && !d.bgErrDelivered && !d.bgDone {
 		d.cond.Wait()
 	}
 	if err := d.backgroundErrorLocked(); err != nil {

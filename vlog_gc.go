@@ -122,7 +122,7 @@ func (d *DB) collectGarbage() {
 		}
 	}
 	if err != nil {
-		d.opts.EventListener.backgroundError(err)
+		d.deliverBackgroundError(err)
 	}
 }
 
