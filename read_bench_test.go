@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-db/strata/internal/cputime"
 	"github.com/strata-db/strata/vfs"
 )
 
@@ -89,26 +90,26 @@ func BenchmarkReadPath(b *testing.B) {
 		var kb [16]byte
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for i := 0; i < b.N; i++ {
 			if _, err := db.Get(readBenchKey(kb[:], rng.Uint64N(uint64(n)))); err != nil {
 				b.Fatal(err)
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 	})
 	b.Run("get-absent", func(b *testing.B) {
 		rng := rand.New(rand.NewPCG(3, 4))
 		var kb [16]byte
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for i := 0; i < b.N; i++ {
 			if _, err := db.Get(readBenchKey(kb[:], uint64(n)+rng.Uint64N(uint64(n)))); err != ErrNotFound {
 				b.Fatal(err)
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 	})
 	// Into a reused buffer, as kvbench reads.
 	b.Run("get-append", func(b *testing.B) {
@@ -117,13 +118,13 @@ func BenchmarkReadPath(b *testing.B) {
 		buf := make([]byte, 0, 64<<10)
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := startCPU()
+		cpu := cputime.Start()
 		for i := 0; i < b.N; i++ {
 			if _, err := db.GetAppend(readBenchKey(kb[:], rng.Uint64N(uint64(n))), buf); err != nil {
 				b.Fatal(err)
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 	})
 	// seek+100: a new iterator per seek, 101 rows with their values read,
 	// as kvbench's seekrandom does; the figure is per row.
@@ -132,7 +133,7 @@ func BenchmarkReadPath(b *testing.B) {
 		var kb [16]byte
 		b.ReportAllocs()
 		b.ResetTimer()
-		cpu := startCPU()
+		cpu := cputime.Start()
 		rows := 0
 		for rows < b.N {
 			it, err := db.NewIter(nil)
@@ -147,6 +148,6 @@ func BenchmarkReadPath(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		cpu.stop(b)
+		cpu.Stop(b)
 	})
 }

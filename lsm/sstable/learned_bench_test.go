@@ -9,6 +9,7 @@ import (
 	"github.com/strata-db/strata/index/learned"
 	"github.com/strata-db/strata/index/learned/learnedtest"
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/cputime"
 )
 
 // learnedBenchKeys is the key count of the benchmark tables: about 18 MB
@@ -89,14 +90,14 @@ func BenchmarkLearnedGet(b *testing.B) {
 					}
 					b.ReportAllocs()
 					b.ResetTimer()
-					cpu := startCPU()
+					cpu := cputime.Start()
 					for i := range b.N {
 						k := probes[i&(len(probes)-1)]
 						if _, _, _, ok, err := r.Get(k, base.SeqNumMax); !ok || err != nil {
 							b.Fatal("missing key", err)
 						}
 					}
-					cpu.stop(b)
+					cpu.Stop(b)
 					if info := r.Learned(); info.Present {
 						b.ReportMetric(float64(info.Segments), "segments")
 						b.ReportMetric(100*float64(info.Bytes)/float64(t.size), "%model")

@@ -1,4 +1,6 @@
-package strata
+// Package cputime measures a benchmark's CPU time on its own thread, for
+// the engine's benchmarks.
+package cputime
 
 import (
 	"runtime"
@@ -6,11 +8,11 @@ import (
 	"testing"
 )
 
-// cpuTimer reports a benchmark's CPU time per operation on the benchmark's
+// Timer reports a benchmark's CPU time per operation on the benchmark's
 // own thread ("cpu-ns/op"), which, unlike ns/op, does not count the time
 // other processes of a shared machine run instead of it. Background
 // goroutines (compactions, the garbage collector) are not counted.
-type cpuTimer struct{ start int64 }
+type Timer struct{ start int64 }
 
 func threadCPU() int64 {
 	var ru syscall.Rusage
@@ -18,14 +20,14 @@ func threadCPU() int64 {
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
 
-// startCPU locks the goroutine to its thread and starts timing.
-func startCPU() cpuTimer {
+// Start locks the goroutine to its thread and starts timing.
+func Start() Timer {
 	runtime.LockOSThread()
-	return cpuTimer{threadCPU()}
+	return Timer{threadCPU()}
 }
 
-// stop reports the CPU time per operation.
-func (c cpuTimer) stop(b *testing.B) {
+// Stop reports the CPU time per operation and unlocks the thread.
+func (c Timer) Stop(b *testing.B) {
 	b.ReportMetric(float64(threadCPU()-c.start)/float64(b.N), "cpu-ns/op")
 	runtime.UnlockOSThread()
 }
