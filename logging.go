@@ -95,25 +95,23 @@ func call[T any](f func(T), v T) {
 	}
 }
 
-// endsTorn reports whether the log f holds bytes past end, the end of its
-// valid prefix: a write the crash interrupted.
-func endsTorn(f vfs.File, end int64) bool {
+// fileSize returns f's size, or -1 when it cannot be had.
+func fileSize(f vfs.File) int64 {
 	st, err := f.Stat()
-	return err == nil && st.Size() > end
+	if err != nil {
+		return -1
+	}
+	return st.Size()
 }
 
 // logReplayed logs a WAL replayed to its end: the batches applied, and
 // whether bytes past the last complete record were left (a torn tail: a
-// write the crash interrupted). f is the WAL, end the offset the replay
-// reached.
-func (d *DB) logReplayed(f vfs.File, name string, batches int, end int64) {
+// write the crash interrupted). end is the offset the replay reached, size
+// the WAL's (-1 unknown).
+func (d *DB) logReplayed(name string, batches int, end, size int64) {
 	log := d.opts.Logger
 	if discarding(log) {
 		return
-	}
-	size := int64(-1)
-	if st, err := f.Stat(); err == nil {
-		size = st.Size()
 	}
 	if size > end {
 		log.Warn("strata: WAL replayed up to a torn tail", "wal", name, "batches", batches, "end", end, "size", size)

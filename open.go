@@ -498,10 +498,13 @@ func (r *walReplay) replay(num base.FileNum) error {
 		offset := rd.Offset()
 		rec, err := rd.Next()
 		if err == io.EOF {
-			d.logReplayed(f, name, batches, rd.Offset())
+			// Bytes past the valid prefix: a write the crash interrupted.
+			end, size := rd.Offset(), fileSize(f)
+			torn := size > end
+			d.logReplayed(name, batches, end, size)
 			if num == r.logs[len(r.logs)-1] {
-				r.tailTorn = endsTorn(f, rd.Offset())
-			} else if endsTorn(f, rd.Offset()) {
+				r.tailTorn = torn
+			} else if torn {
 				// A memtable rotation leaves the old WAL to be synced off
 				// the commit path, and every WAL sync waits for that (see
 				// sealer): an older WAL that ends torn means the later ones

@@ -3,7 +3,6 @@ package strata
 import (
 	"fmt"
 	"sync"
-	"sync/atomic"
 
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/record"
@@ -40,7 +39,7 @@ type sealer struct {
 	jobs      []sealJob
 	running   bool
 	submitted uint64
-	completed atomic.Uint64
+	completed uint64
 	err       error // the first job's failure; also the DB's background error
 }
 
@@ -67,14 +66,6 @@ func (d *DB) submitSeal(j sealJob) uint64 {
 	return s.submitted
 }
 
-// sealTicket returns the ticket of the last job submitted so far.
-func (d *DB) sealTicket() uint64 {
-	s := &d.sealer
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.submitted
-}
-
 // runSeals runs the queued jobs until none is left.
 func (d *DB) runSeals() {
 	s := &d.sealer
@@ -89,7 +80,7 @@ func (d *DB) runSeals() {
 		if err != nil && s.err == nil {
 			s.err = err
 		}
-		s.completed.Add(1)
+		s.completed++
 		s.cond.Broadcast()
 	}
 	s.jobs = nil
@@ -120,24 +111,23 @@ func (d *DB) runSeal(j sealJob) error {
 // first failure of any job.
 func (d *DB) waitSealed(t uint64) error {
 	s := &d.sealer
-	if s.completed.Load() >= t {
-		if t == 0 {
-			return nil
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.completed.Load() < t {
+	for s.completed < t {
 		s.cond.Wait()
 	}
 	return s.err
 }
 
-// waitAllSealed waits for every job submitted so far.
-func (d *DB) waitAllSealed() error { return d.waitSealed(d.sealTicket()) }
+// waitAllSealed waits for every job submitted so far, and returns the
+// first failure of any job.
+func (d *DB) waitAllSealed() error {
+	s := &d.sealer
+	s.mu.Lock()
+	t := s.submitted
+	s.mu.Unlock()
+	return d.waitSealed(t)
+}
 
 // finishValueLog finishes a value log written at commit and records it in
 // the manifest, after syncing the directory unless dirSynced says its entry
