@@ -56,7 +56,8 @@ func (d *DB) getAtInto(key []byte, snap base.SeqNum, current bool, dst []byte) (
 	return v, err
 }
 
-// acquireRead returns the read state a point read uses, with a
+// acquireRead returns the read state a read (a point read or an
+// iterator) uses, with a
 // reference (nil once the DB is closed), and the sequence number it reads
 // at: snap, or with current the newest visible write, loaded after the
 // read state (see currentSeq).
@@ -65,6 +66,9 @@ func (d *DB) acquireRead(snap base.SeqNum, current bool) (*readState, base.SeqNu
 		testHookBeforeReadState()
 	}
 	rs := d.loadReadState()
+	if testHookAfterReadState != nil {
+		testHookAfterReadState()
+	}
 	if rs != nil && current {
 		snap = d.currentSeq()
 	}
@@ -86,6 +90,24 @@ func (d *DB) currentSeq() base.SeqNum { return base.SeqNum(d.visibleSeq.Load()) 
 // testHookBeforeReadState, when set by a test, runs in Get and NewIter just
 // before they load the read state (TestReadAcrossCompaction).
 var testHookBeforeReadState func()
+
+// testHookAfterReadState, when set by a test, runs in Get and NewIter
+// between loading the read state and loading the sequence number
+// (TestReadAcrossRewrite).
+var testHookAfterReadState func()
+
+// newerVlog returns the metadata of value log num in the current version,
+// or nil. A read's sequence number is loaded after its read state (see
+// currentSeq), so it can see pointers a garbage-collection rewrite
+// committed into a memtable after recording their new value log in a
+// version newer than the read's: the read finds that log here. The
+// memtable holding the pointers pins the value log, so it stays as long as
+// the read can reach them.
+func (d *DB) newerVlog(num base.FileNum) *manifest.VlogMetadata {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.vs.Current().Vlogs[num]
+}
 
 // getMerged reads a key whose newest entry is a merge operand, through an
 // iterator bounded to the key, which folds the operands with what lies
@@ -286,7 +308,11 @@ func (d *DB) readValue(v *manifest.Version, key, ptr []byte, f *manifest.FileMet
 	} else {
 		var ok bool
 		if value, ok, err = d.liveValue(p, key, dst); !ok {
-			_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
+			if m := d.newerVlog(p.FileNum); m != nil {
+				value, err = d.vlogs.Value(m, p, key, dst)
+			} else {
+				_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
+			}
 		}
 	}
 	if err != nil {

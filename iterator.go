@@ -73,15 +73,9 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum, current bool) (*Iterator,
 			it.upper = append([]byte{}, o.UpperBound...)
 		}
 	}
-	if testHookBeforeReadState != nil {
-		testHookBeforeReadState()
-	}
-	rs := d.loadReadState()
+	rs, snap := d.acquireRead(snap, current)
 	if rs == nil {
 		return nil, ErrClosed
-	}
-	if current {
-		snap = d.currentSeq()
 	}
 	it.snap = snap
 	var (
@@ -469,6 +463,8 @@ func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 				}
 			}
 			err = nil
+		} else if m = i.db.newerVlog(p.FileNum); m != nil {
+			err = nil // see DB.newerVlog
 		}
 	}
 	if err != nil {
