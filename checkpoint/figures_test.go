@@ -3,6 +3,7 @@ package checkpoint_test
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -69,6 +70,12 @@ func TestOverwriteFigures(t *testing.T) {
 		require.NoError(t, err)
 		uo.SegmentSize, uo.SmallFileSize = seg<<20, small<<20
 	}
+	if s := os.Getenv("STRATA_CHECKPOINT_REUPLOAD"); s != "" { // MiB
+		var mib int64
+		_, err := fmt.Sscanf(s, "%d", &mib)
+		require.NoError(t, err)
+		uo.ReuploadBytes = mib << 20
+	}
 	u, err := checkpoint.NewUploader(store, uo)
 	require.NoError(t, err)
 
@@ -85,8 +92,9 @@ func TestOverwriteFigures(t *testing.T) {
 	var written, uploaded, maxFiles, newBytes, reup int64
 	var perCkpt []int64
 	var maxAmp float64
+	minFewer := math.Inf(1) // referenced files per object, the lowest
 	var rows []string
-	csv := []string{"checkpoint,written_bytes,uploaded_bytes,new_bytes,reuploaded_bytes,store_bytes,referenced_bytes,space_amp,objects,segments,files,duration_ms"}
+	csv := []string{"checkpoint,written_bytes,uploaded_bytes,new_bytes,reuploaded_bytes,store_bytes,referenced_bytes,space_amp,objects,segments,files,referenced_files,duration_ms"}
 	var last checkpoint.Stats
 	for c := range checkpoints {
 		for range perCheckpoint {
@@ -105,13 +113,14 @@ func TestOverwriteFigures(t *testing.T) {
 		}
 		if c >= u0(checkpoints) {
 			maxAmp = max(maxAmp, st.SpaceAmp)
+			minFewer = min(minFewer, float64(st.ReferencedFiles)/float64(st.Objects))
 		}
 		maxFiles = max(maxFiles, int64(st.Files))
 		last = st
-		rows = append(rows, fmt.Sprintf("%4d %10d %10d %10d %10d %7.3f %7d %6d %9.3f %6dms", st.ID, interval, st.UploadedBytes, st.NewBytes, st.ReuploadedBytes,
-			float64(st.UploadedBytes)/float64(interval), st.Objects, st.Files, st.SpaceAmp, st.Duration.Milliseconds()))
-		csv = append(csv, fmt.Sprintf("%d,%d,%d,%d,%d,%d,%d,%.4f,%d,%d,%d,%d", st.ID, interval, st.UploadedBytes, st.NewBytes, st.ReuploadedBytes,
-			st.StoreBytes, st.ReferencedBytes, st.SpaceAmp, st.Objects, st.Segments, st.Files, st.Duration.Milliseconds()))
+		rows = append(rows, fmt.Sprintf("%4d %10d %10d %10d %10d %7.3f %7d %6d %6d %9.3f %6dms", st.ID, interval, st.UploadedBytes, st.NewBytes, st.ReuploadedBytes,
+			float64(st.UploadedBytes)/float64(interval), st.Objects, st.Files, st.ReferencedFiles, st.SpaceAmp, st.Duration.Milliseconds()))
+		csv = append(csv, fmt.Sprintf("%d,%d,%d,%d,%d,%d,%d,%.4f,%d,%d,%d,%d,%d", st.ID, interval, st.UploadedBytes, st.NewBytes, st.ReuploadedBytes,
+			st.StoreBytes, st.ReferencedBytes, st.SpaceAmp, st.Objects, st.Segments, st.Files, st.ReferencedFiles, st.Duration.Milliseconds()))
 		if c > 0 {
 			newBytes += st.NewBytes
 			reup += st.ReuploadedBytes
@@ -122,7 +131,7 @@ func TestOverwriteFigures(t *testing.T) {
 	if path := os.Getenv("STRATA_CHECKPOINT_CSV"); path != "" {
 		require.NoError(t, os.WriteFile(path, []byte(strings.Join(csv, "\n")+"\n"), 0o644))
 	}
-	t.Logf("  id    written   uploaded        new  reuploaded  up/wr objects  files space-amp   time")
+	t.Logf("  id    written   uploaded        new  reuploaded  up/wr objects  files   refd space-amp   time")
 	for _, r := range rows {
 		t.Log(r)
 	}
@@ -146,6 +155,8 @@ func TestOverwriteFigures(t *testing.T) {
 	t.Logf("uploaded per checkpoint: %.1f MiB for %.1f MiB written (%.3f); space amp max %.3f (after the first %d), last %.3f; objects %d (%d segments) for %d files (max %d), store %d MiB",
 		float64(uploaded)/float64(checkpoints-1)/(1<<20), float64(written)/float64(checkpoints-1)/(1<<20), float64(uploaded)/float64(written),
 		maxAmp, u0(checkpoints), last.SpaceAmp, last.Objects, segs, last.Files, maxFiles, last.StoreBytes>>20)
+	t.Logf("objects (all, manifests and the registry too) against files the retained checkpoints reference: at least %.1fx fewer (after the first %d), last %d for %d",
+		minFewer, u0(checkpoints), last.Objects, last.ReferencedFiles)
 }
 
 // u0 is the number of checkpoints the space-amplification maximum skips:

@@ -45,6 +45,10 @@ type UploadOptions struct {
 	// time (each byte moves about log4(SegmentSize/increment) times) keeps
 	// the object count down.
 	MergeSmallSegments int
+	// ReuploadBytes (default SegmentSize/2) bounds the bytes an upload
+	// moves out of sparse segments, the sparsest first; it moves at least
+	// one segment's pieces when any is below MinLiveRatio.
+	ReuploadBytes int64
 	// Parallelism is how many objects are uploaded at once (default 4).
 	Parallelism int
 }
@@ -58,8 +62,8 @@ func (o *UploadOptions) withDefaults() (UploadOptions, error) {
 	if r.KeepLast < 0 {
 		problems = append(problems, fmt.Sprintf("KeepLast %d is negative", r.KeepLast))
 	}
-	if r.SmallFileSize < 0 || r.SegmentSize < 0 {
-		problems = append(problems, "SmallFileSize and SegmentSize must not be negative")
+	if r.SmallFileSize < 0 || r.SegmentSize < 0 || r.ReuploadBytes < 0 {
+		problems = append(problems, "SmallFileSize, SegmentSize and ReuploadBytes must not be negative")
 	}
 	if r.MinLiveRatio < 0 || r.MinLiveRatio > 1 {
 		problems = append(problems, fmt.Sprintf("MinLiveRatio %g is outside [0, 1]", r.MinLiveRatio))
@@ -81,6 +85,9 @@ func (o *UploadOptions) withDefaults() (UploadOptions, error) {
 	}
 	if r.MinLiveRatio == 0 {
 		r.MinLiveRatio = 0.75
+	}
+	if r.ReuploadBytes == 0 {
+		r.ReuploadBytes = r.SegmentSize / 2
 	}
 	if r.Parallelism == 0 {
 		r.Parallelism = 4
@@ -144,6 +151,10 @@ type Stats struct {
 	StoreBytes      int64
 	ReferencedBytes int64
 	SpaceAmp        float64
+	// ReferencedFiles counts the distinct files (tables and value logs)
+	// the retained checkpoints use: the objects a store of one object per
+	// file would hold, besides the manifests and the registry.
+	ReferencedFiles int
 	// Objects counts the store's objects (data, manifests, registry), of
 	// which Segments are segment objects.
 	Objects  int
@@ -160,9 +171,9 @@ type Stats struct {
 }
 
 func (s Stats) String() string {
-	return fmt.Sprintf("checkpoint %d: %d files, %d bytes; uploaded %d objects, %d bytes (%d new, %d re-uploaded); store %d objects (%d segments), %d bytes, referenced %d bytes, space amp %.3f; %d retained; deleted %d (%d failed); %s",
+	return fmt.Sprintf("checkpoint %d: %d files, %d bytes; uploaded %d objects, %d bytes (%d new, %d re-uploaded); store %d objects (%d segments), %d bytes, referenced %d files, %d bytes, space amp %.3f; %d retained; deleted %d (%d failed); %s",
 		s.ID, s.Files, s.Bytes, s.UploadedFiles, s.UploadedBytes, s.NewBytes, s.ReuploadedBytes, s.Objects, s.Segments,
-		s.StoreBytes, s.ReferencedBytes, s.SpaceAmp, s.Retained, s.DeletedObjects, s.CleanupErrors, s.Duration.Round(time.Millisecond))
+		s.StoreBytes, s.ReferencedFiles, s.ReferencedBytes, s.SpaceAmp, s.Retained, s.DeletedObjects, s.CleanupErrors, s.Duration.Round(time.Millisecond))
 }
 
 // The lifetime groups of files: segments hold files of one group.
@@ -259,10 +270,25 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 		}
 	}
 	// Segments whose live share fell below MinLiveRatio: the pieces this
-	// checkpoint needs move to new segments.
-	sparse := map[string]bool{}
+	// checkpoint needs move to new segments, the sparsest segments first,
+	// and no more than ReuploadBytes of them per checkpoint (at least one
+	// segment): the old segment stays until the older checkpoints that use
+	// it are dropped, so its live pieces are stored twice meanwhile, and
+	// moving many segments at once would raise space amplification more
+	// than their dead bytes lower it.
+	need := map[string]int64{} // bytes of each object the checkpoint uses
+	for _, f := range files {
+		if f.stored {
+			need[f.ref.Object] += f.size
+		}
+	}
+	type sparseSeg struct {
+		name string
+		live float64
+	}
+	var cands []sparseSeg
 	for name, o := range next.Objects {
-		if !o.Segment || o.Size == 0 {
+		if !o.Segment || o.Size == 0 || need[name] == 0 {
 			continue
 		}
 		var live int64
@@ -271,9 +297,21 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 				live += p.Size
 			}
 		}
-		if live > 0 && float64(live)/float64(o.Size) < u.opts.MinLiveRatio {
-			sparse[name] = true
+		if r := float64(live) / float64(o.Size); r < u.opts.MinLiveRatio {
+			cands = append(cands, sparseSeg{name, r})
 		}
+	}
+	slices.SortFunc(cands, func(a, b sparseSeg) int {
+		return cmp.Or(cmp.Compare(a.live, b.live), cmp.Compare(a.name, b.name))
+	})
+	sparse := map[string]bool{}
+	var moving int64
+	for _, c := range cands {
+		if moving > 0 && moving+need[c.name] > u.opts.ReuploadBytes {
+			break
+		}
+		sparse[c.name] = true
+		moving += need[c.name]
 	}
 	// Small segments (below half of SegmentSize): when the checkpoint uses
 	// MergeSmallSegments of one group and one size tier (sizes within a
@@ -491,6 +529,7 @@ func (r *registry) fillStats(s *Stats, regSize int64) {
 			if p.Refs > 0 && !seen[id] {
 				seen[id] = true
 				s.ReferencedBytes += p.Size
+				s.ReferencedFiles++
 			}
 		}
 	}
@@ -537,16 +576,41 @@ func (u *Uploader) planObjects(id uint64, files []*localFile) []*plannedObject {
 		objs = append(objs, o)
 		return o
 	}
+	// A group with less than an eighth of a segment to upload joins the
+	// group with the most: a segment of its own would add an object per
+	// checkpoint for a few bytes (with values separated, the tables of a
+	// checkpoint are a small share of its bytes), while its pieces in
+	// another group's segment lower that segment's live ratio by little
+	// when they die.
+	var bytes [3]int64
+	for _, f := range files {
+		if f.size < u.opts.SmallFileSize {
+			bytes[f.group] += f.size
+		}
+	}
+	pool := 0
+	for g := range bytes {
+		if bytes[g] > bytes[pool] {
+			pool = g
+		}
+	}
+	segGroup := func(g int) int {
+		if bytes[g] < u.opts.SegmentSize/8 {
+			return pool
+		}
+		return g
+	}
 	segs := map[int]*plannedObject{}
 	for _, f := range files {
 		var o *plannedObject
 		if f.size >= u.opts.SmallFileSize {
 			o = newObj(false, f.group)
 		} else {
-			if seg := segs[f.group]; seg == nil || seg.size >= u.opts.SegmentSize {
-				segs[f.group] = newObj(true, f.group)
+			g := segGroup(f.group)
+			if seg := segs[g]; seg == nil || seg.size >= u.opts.SegmentSize {
+				segs[g] = newObj(true, g)
 			}
-			o = segs[f.group]
+			o = segs[g]
 		}
 		f.uploadIdx = len(o.files)
 		o.files = append(o.files, f)
