@@ -92,6 +92,11 @@ type Result struct {
 	// Latency adds up every run's buckets.
 	Runs   int              `json:"runs,omitempty"`
 	Spread map[string]Range `json:"spread,omitempty"`
+
+	// StateBackend is what the statebackend workload measured besides
+	// the throughput of its overwrites (with repetitions, the run of
+	// median throughput's); nil for other benchmarks.
+	StateBackend *StateBackendResult `json:"statebackend,omitempty"`
 }
 
 // LatencyBucket counts the operations that took [Lower, Upper).

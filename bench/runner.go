@@ -149,6 +149,26 @@ func runEngine(ctx context.Context, spec *Spec, info EngineInfo, dir string, r i
 		if err := ctx.Err(); err != nil {
 			return results, err
 		}
+		if name == StateBackend {
+			res := Result{Benchmark: name, Skipped: true, Note: StateBackendNote}
+			if isStrataEngine(info.Name) {
+				written0 := processWriteBytes()
+				sbDir := filepath.Join(dir, StateBackend)
+				res, err = runStateBackend(ctx, spec, info, sbDir, progress)
+				res.DiskWritten = processWriteBytes() - written0
+				if res.UserBytes > 0 {
+					res.WriteAmp = float64(res.DiskWritten) / float64(res.UserBytes)
+				}
+				if !spec.KeepDB {
+					os.RemoveAll(sbDir)
+				}
+				if err != nil {
+					return results, fmt.Errorf("%s: %w", name, err)
+				}
+			}
+			results = append(results, res)
+			continue
+		}
 		written0 := processWriteBytes()
 		cfg := spec.Config
 		cfg.Clock = st.clock.now

@@ -28,6 +28,7 @@ const (
 	YCSBF            = "ycsb-f"           // 50% reads, 50% read-modify-writes, zipfian
 	ListAppend       = "listappend"       // Num operations on ListKeys lists: appends, and ListReadPercent whole-list reads
 	TTLExpiry        = "ttl"              // Num writes with a TTL in ttlPhases phases, each expiring before the next ends
+	StateBackend     = "statebackend"     // Strata only: Num keys in key groups over 2 instances, Num overwrites, a checkpoint every CheckpointEvery, restore, rescale 2 -> 3
 )
 
 // WritesData reports whether a benchmark writes (so the engine may be left
@@ -43,7 +44,7 @@ func WritesData(benchmark string) bool {
 // AllBenchmarks lists the benchmarks in the order they are documented.
 var AllBenchmarks = []string{FillSeq, FillRandom, Overwrite, ReadRandom, ReadSeq, SeekRandom,
 	ReadWhileWriting, DeleteRandom, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF,
-	ShiftSmall, ShiftLarge, ShiftRead, ShiftScan, ListAppend, TTLExpiry}
+	ShiftSmall, ShiftLarge, ShiftRead, ShiftScan, ListAppend, TTLExpiry, StateBackend}
 
 // Key distributions of overwrite (Spec.KeyDist).
 const (
@@ -153,6 +154,11 @@ type Spec struct {
 	// 10s). Engines that follow Config.Clock see it pass at once; engines
 	// on the real clock make the workload wait for it (untimed).
 	TTL time.Duration `json:"ttl_ns,omitempty"`
+	// CheckpointEvery is how many overwrites the statebackend workload
+	// makes between checkpoints (--checkpoint_every; default Num/10, at
+	// least 1): a count of operations rather than seconds, so that the
+	// checkpoints of two runs hold the same writes.
+	CheckpointEvery int64 `json:"checkpoint_every,omitempty"`
 	// Seed makes key order and values repeatable.
 	Seed uint64 `json:"seed"`
 	// Dir holds one subdirectory per engine; empty means a temporary
@@ -257,6 +263,12 @@ func (s *Spec) Normalize() error {
 	case KeyUniform, KeyZipfian:
 	default:
 		errs = append(errs, fmt.Errorf("key_dist %q is not %s or %s", s.KeyDist, KeyUniform, KeyZipfian))
+	}
+	if s.CheckpointEvery < 0 {
+		errs = append(errs, fmt.Errorf("checkpoint_every must not be negative, got %d", s.CheckpointEvery))
+	}
+	if s.CheckpointEvery == 0 && slices.Contains(s.Benchmarks, StateBackend) {
+		s.CheckpointEvery = max(1, s.Num/10)
 	}
 	errs = append(errs, s.expandRounds()...)
 	errs = append(errs, s.normalizeState()...)

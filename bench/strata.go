@@ -93,6 +93,9 @@ func strataVariant(policy string) (EngineInfo, error) {
 type strataEngine struct {
 	db *strata.DB
 	wo *strata.WriteOptions
+	// opts are the options db was opened with (the statebackend workload
+	// opens databases of its own with them).
+	opts strata.Options
 	// ttlWrites says a write with a TTL was made since Open (see
 	// WaitForBackgroundWork).
 	ttlWrites atomic.Bool
@@ -144,7 +147,7 @@ func openStrataWith(dir string, cfg Config, policy string, adjust func(*strata.O
 	if cfg.Sync {
 		wo = strata.Sync
 	}
-	return &strataEngine{db: db, wo: wo}, nil
+	return &strataEngine{db: db, wo: wo, opts: *opts}, nil
 }
 
 func (e *strataEngine) Put(key, value []byte) error { return e.db.Set(key, value, e.wo) }

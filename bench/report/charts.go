@@ -293,6 +293,12 @@ func (l *roundLine) add(round int, value float64, spread bench.Range, hasSpread 
 // second measure), with a legend of the engines above. format writes a
 // value for tooltips.
 func roundChart(title, unit string, lines []roundLine, colors map[string]string, format func(float64) string) template.HTML {
+	return stepChart(title, unit, "round", lines, colors, format)
+}
+
+// stepChart is roundChart with the x axis's steps called xLabel (rounds,
+// checkpoints) instead of rounds.
+func stepChart(title, unit, xLabel string, lines []roundLine, colors map[string]string, format func(float64) string) template.HTML {
 	var names, cols []string
 	maxRound, maxY := 0, 0.0
 	points := 0
@@ -314,7 +320,7 @@ func roundChart(title, unit string, lines []roundLine, colors map[string]string,
 		}
 	}
 	if points == 0 {
-		return placeholder("no rounds measured")
+		return placeholder("no " + xLabel + "s measured")
 	}
 	const (
 		left   = 52.0
@@ -345,7 +351,7 @@ func roundChart(title, unit string, lines []roundLine, colors map[string]string,
 			s.text(x, top+plotH+16, "middle", "tick", strconv.Itoa(r))
 		}
 	}
-	s.text(left+plotW, top+plotH+32, "end", "tick", "round")
+	s.text(left+plotW, top+plotH+32, "end", "tick", xLabel)
 	s.line(left, top+plotH, left+plotW, top+plotH, "#52525b", 1)
 	s.line(left, top, left, top+plotH, "#52525b", 1)
 
@@ -375,7 +381,7 @@ func roundChart(title, unit string, lines []roundLine, colors map[string]string,
 			r = 2.0
 		}
 		for i, round := range l.rounds {
-			tip := l.engine + " round " + strconv.Itoa(round) + ": " + format(l.values[i])
+			tip := l.engine + " " + xLabel + " " + strconv.Itoa(round) + ": " + format(l.values[i])
 			if l.what != "" {
 				tip += " (" + l.what + ")"
 			}

@@ -44,6 +44,7 @@ type page struct {
 	Summary    []summaryRow
 	Benchmarks []section
 	Rounds     *roundsSection
+	State      []stateSection
 	Table      []tableGroup
 	Stats      []statsItem
 }
@@ -142,6 +143,7 @@ func newPage(r *bench.Report) *page {
 	if m.hasRounds() {
 		p.Rounds = roundsSectionOf(r, colors)
 	}
+	p.State = stateSectionsOf(r, colors)
 
 	for i, g := range m.benchmarks {
 		anchor := "b" + strconv.Itoa(i) + "-" + g.name
@@ -463,6 +465,7 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"span":         func() int { return len(tableHeaders) },
 	"roundHeaders": func() []string { return roundHeaders },
 	"roundSpan":    func() int { return len(roundHeaders) },
+	"stateHeaders": func() []string { return stateHeaders },
 }).Parse(pageHTML))
 
 const pageHTML = `<!DOCTYPE html>
@@ -529,7 +532,7 @@ tr.spread td:first-child { padding-left: 24px; }
 <p class="meta"><b>settings</b> {{.Settings}} (every engine)</p>
 {{if .Versions}}<p class="meta"><b>engines</b> {{.Versions}}</p>{{end}}
 <div class="legend-row">{{range .Legend}}<span{{if .Strong}} style="font-weight:700"{{end}}><span class="swatch" style="background:{{.Color}}"></span>{{.Name}}</span>{{end}}</div>
-<nav>{{range .Benchmarks}}<a href="#{{.Anchor}}">{{.Name}}</a>{{end}}{{if .Rounds}}<a href="#{{.Rounds.Anchor}}">overwrite rounds</a>{{end}}<a href="#numbers">all numbers</a></nav>
+<nav>{{range .Benchmarks}}<a href="#{{.Anchor}}">{{.Name}}</a>{{end}}{{if .Rounds}}<a href="#{{.Rounds.Anchor}}">overwrite rounds</a>{{end}}{{range .State}}<a href="#{{.Anchor}}">statebackend ({{.Engine}})</a>{{end}}<a href="#numbers">all numbers</a></nav>
 </header>
 
 <section class="card">
@@ -570,6 +573,25 @@ tr.spread td:first-child { padding-left: 24px; }
 {{end}}{{end}}</tbody></table></div>
 {{range .Notes}}<p class="note">{{.}}</p>
 {{end}}</section>
+{{end}}
+{{range .State}}<section class="card" id="{{.Anchor}}">
+<h2>State backend: checkpoints, restore, rescale<span class="unit">{{.Engine}}</span></h2>
+<p class="lead">{{.Lead}}</p>
+<div class="grid">
+<figure><figcaption>Uploaded per checkpoint <span>(MiB; solid: uploaded, dashed: key and value bytes written since the last checkpoint)</span></figcaption>{{.Uploaded}}</figure>
+<figure><figcaption>Store space amplification <span>(bytes stored / bytes the retained checkpoints reference)</span></figcaption>{{.SpaceAmp}}</figure>
+<figure><figcaption>Store objects <span>(solid: objects; dashed: tables and value logs the retained checkpoints reference, one object each without segments)</span></figcaption>{{.Objects}}</figure>
+<figure><figcaption>Checkpoint time <span>(ms, every instance's one after the other)</span></figcaption>{{.Duration}}</figure>
+</div>
+<div class="scroll" style="margin-top:12px"><table>
+<thead><tr><th></th><th>time</th><th>keys</th><th>MiB</th></tr></thead>
+<tbody>{{range .Timings}}<tr>{{if eq (len .) 2}}<td>{{index . 0}}</td><td class="skipped" colspan="3">{{index . 1}}</td>{{else}}{{range .}}<td class="num">{{.}}</td>{{end}}{{end}}</tr>
+{{end}}</tbody></table></div>
+<div class="scroll" style="margin-top:12px"><table>
+<thead><tr>{{range stateHeaders}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr>{{range .}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}</tbody></table></div>
+</section>
 {{end}}
 <section class="card" id="numbers">
 <h2>All numbers</h2>

@@ -156,6 +156,9 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 			b.WriteString(lead + truncate(rw.note, tableWidth-width(lead)) + "\n")
 		}
 		writePerOp(&b, g.rows, widths[0])
+		if g.name == bench.StateBackend {
+			writeStateBackend(&b, r, g.rows)
+		}
 		for _, res := range g.rows {
 			if l := ranNote(res); l != "" {
 				b.WriteString(wrap(indent+"note: "+res.Engine+": "+l, tableWidth, indent+"  "))

@@ -73,17 +73,18 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		interval   = fs.Duration("report_interval", d.ReportInterval, "spacing of throughput-over-time samples (0: chosen per benchmark, about 25 samples, at least 100ms apart; db_bench's are whole seconds)")
 		gcPolicies = fs.String("gc_policy", "", "value-log GC policies to run Strata with, each as an engine of its own "+
 			"(strata/<policy>): "+strings.Join(bench.GCPolicyNames, ",")+" (default: Strata's default policy, as engine strata)")
-		gcBudget = fs.Float64("gc_budget", gc.DefaultBudget, "space-amplification budget of the cost GC policy")
-		rounds   = fs.Int("overwrite_rounds", 0, "run overwrite this many times in a row, measuring space and write amplification after each round (0: off)")
-		keyDist  = fs.String("key_dist", bench.KeyUniform, "keys overwrite writes, lists listappend appends to: uniform or zipfian (--zipf_theta)")
-		listKeys = fs.Int64("list_keys", 0, "lists listappend appends to (default: --num/100)")
-		listRead = fs.Int("list_read_percent", 0, "share of listappend's operations that read a whole list, in percent (default 5)")
-		ttl      = fs.Duration("ttl", 0, "time to live of the ttl workload's writes (default 10s; engines on the real clock wait for it)")
-		repeat   = fs.Int("repeat", 1, "run everything this many times, the engines in turn each time, and report each figure's median with its min and max")
-		cpuProf  = fs.String("cpuprofile", "", "write a CPU profile of Strata's benchmarks (its first run) to this file")
-		memProf  = fs.String("memprofile", "", "write a heap profile at the end of Strata's last benchmark to this file")
-		jsonOut  = fs.String("json", "kvbench-report.json", "write the JSON report here (empty: none)")
-		htmlOut  = fs.String("html", "kvbench-report.html", "write the HTML report here (empty: none)")
+		gcBudget  = fs.Float64("gc_budget", gc.DefaultBudget, "space-amplification budget of the cost GC policy")
+		rounds    = fs.Int("overwrite_rounds", 0, "run overwrite this many times in a row, measuring space and write amplification after each round (0: off)")
+		keyDist   = fs.String("key_dist", bench.KeyUniform, "keys overwrite writes, lists listappend appends to: uniform or zipfian (--zipf_theta)")
+		listKeys  = fs.Int64("list_keys", 0, "lists listappend appends to (default: --num/100)")
+		listRead  = fs.Int("list_read_percent", 0, "share of listappend's operations that read a whole list, in percent (default 5)")
+		ttl       = fs.Duration("ttl", 0, "time to live of the ttl workload's writes (default 10s; engines on the real clock wait for it)")
+		ckptEvery = fs.Int64("checkpoint_every", 0, "overwrites between the statebackend workload's checkpoints (Strata only; default --num/10)")
+		repeat    = fs.Int("repeat", 1, "run everything this many times, the engines in turn each time, and report each figure's median with its min and max")
+		cpuProf   = fs.String("cpuprofile", "", "write a CPU profile of Strata's benchmarks (its first run) to this file")
+		memProf   = fs.String("memprofile", "", "write a heap profile at the end of Strata's last benchmark to this file")
+		jsonOut   = fs.String("json", "kvbench-report.json", "write the JSON report here (empty: none)")
+		htmlOut   = fs.String("html", "kvbench-report.html", "write the HTML report here (empty: none)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -108,6 +109,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		ListKeys:        *listKeys,
 		ListReadPercent: *listRead,
 		TTL:             *ttl,
+		CheckpointEvery: *ckptEvery,
 		Seed:            *seed,
 		Dir:             *dir,
 		KeepDB:          *keepDB,

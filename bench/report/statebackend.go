@@ -1,0 +1,163 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"strconv"
+	"strings"
+
+	"github.com/strata-db/strata/bench"
+)
+
+// stateSection is the statebackend workload of one Strata engine:
+// checkpoints over time, restore and rescale times.
+type stateSection struct {
+	Anchor, Engine, Lead                  string
+	Uploaded, SpaceAmp, Objects, Duration template.HTML
+	Rows                                  [][]string
+	Timings                               [][]string
+	Note                                  string
+}
+
+// stateHeaders are the columns of the checkpoints table.
+var stateHeaders = []string{"checkpoint", "overwrites", "written MiB", "uploaded MiB", "new MiB", "re-uploaded MiB",
+	"store MiB", "referenced MiB", "s-amp", "objects", "referenced files", "files", "time"}
+
+// stateShortHeaders are stateHeaders for the terminal.
+var stateShortHeaders = []string{"ckpt", "ops", "written", "uploaded", "new", "re-up", "store", "refd", "s-amp", "objects", "refd files", "files", "time"}
+
+// stateResults returns the statebackend results that ran, in report order.
+func stateResults(r *bench.Report) []*bench.Result {
+	var out []*bench.Result
+	for i := range r.Results {
+		if res := &r.Results[i]; res.StateBackend != nil && !res.Skipped {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// stateLead describes the workload of sb.
+func stateLead(spec *bench.Spec, sb *bench.StateBackendResult) string {
+	return fmt.Sprintf("%s keys of %s in %d key groups over %d instances, %s overwrites, every instance checkpointed into a local store of its own "+
+		"after the load and every %s overwrites (figures summed over the stores); then a full restore of each instance's last checkpoint, "+
+		"and a rescale from %d to %d instances by each method. %s.",
+		groupDigits(spec.Num), spec.Value.String(), sb.MaxParallelism, sb.OldInstances, groupDigits(spec.Num),
+		groupDigits(sb.CheckpointEvery), sb.OldInstances, sb.NewInstances, sb.Note)
+}
+
+// stateRows are the checkpoints of sb as table cells.
+func stateRows(sb *bench.StateBackendResult) [][]string {
+	var rows [][]string
+	for _, c := range sb.Checkpoints {
+		rows = append(rows, []string{
+			strconv.Itoa(c.Index + 1), groupDigits(c.Ops), fmtMiB(c.WrittenBytes), fmtMiB(c.UploadedBytes), fmtMiB(c.NewBytes),
+			fmtMiB(c.ReuploadedBytes), fmtMiB(c.StoreBytes), fmtMiB(c.ReferencedBytes), fmtAmp(c.SpaceAmp),
+			strconv.Itoa(c.Objects), strconv.Itoa(c.ReferencedFiles), strconv.Itoa(c.Files), fmtElapsed(c.Duration),
+		})
+	}
+	return rows
+}
+
+// stateTimings are the restore and the rescales of sb: what, time, keys,
+// MiB, or a note for a method that did not run.
+func stateTimings(sb *bench.StateBackendResult) [][]string {
+	row := func(what string, t bench.StateTiming) []string {
+		if t.Skipped {
+			return []string{what, "skipped: " + t.Note}
+		}
+		return []string{what, fmtElapsed(t.Duration), groupDigits(t.Keys), fmtMiB(t.Bytes)}
+	}
+	rows := [][]string{row(fmt.Sprintf("full restore (%d instances)", sb.OldInstances), sb.Restore)}
+	for _, t := range sb.Rescale {
+		rows = append(rows, row(fmt.Sprintf("rescale %d -> %d by %s", sb.OldInstances, sb.NewInstances, t.Method), t))
+	}
+	return rows
+}
+
+// stateSectionsOf builds the page's statebackend sections.
+func stateSectionsOf(r *bench.Report, colors map[string]string) []stateSection {
+	var out []stateSection
+	for i, res := range stateResults(r) {
+		sb := res.StateBackend
+		sec := stateSection{Anchor: "statebackend-" + strconv.Itoa(i), Engine: res.Engine, Lead: stateLead(&r.Spec, sb),
+			Rows: stateRows(sb), Timings: stateTimings(sb)}
+		up := roundLine{engine: res.Engine, what: "uploaded"}
+		nw := roundLine{engine: res.Engine, dashed: true, what: "written since the last checkpoint"}
+		amp := roundLine{engine: res.Engine}
+		objs := roundLine{engine: res.Engine, what: "objects"}
+		files := roundLine{engine: res.Engine, dashed: true, what: "files the retained checkpoints reference"}
+		dur := roundLine{engine: res.Engine}
+		for _, c := range sb.Checkpoints {
+			x := c.Index + 1
+			up.add(x, float64(c.UploadedBytes)/(1<<20), bench.Range{}, false)
+			nw.add(x, float64(c.WrittenBytes)/(1<<20), bench.Range{}, false)
+			amp.add(x, c.SpaceAmp, bench.Range{}, false)
+			objs.add(x, float64(c.Objects), bench.Range{}, false)
+			files.add(x, float64(c.ReferencedFiles), bench.Range{}, false)
+			dur.add(x, c.Duration.Seconds()*1000, bench.Range{}, false)
+		}
+		mib := func(v float64) string { return fmtCompact(v) + " MiB" }
+		sec.Uploaded = stepChart("statebackend: uploaded bytes per checkpoint", "MiB", "checkpoint", []roundLine{up, nw}, colors, mib)
+		sec.SpaceAmp = stepChart("statebackend: store space amplification", "s-amp", "checkpoint", []roundLine{amp}, colors, fmtAmp)
+		sec.Objects = stepChart("statebackend: store objects", "objects", "checkpoint", []roundLine{objs, files}, colors, fmtCompact)
+		sec.Duration = stepChart("statebackend: checkpoint time", "ms", "checkpoint", []roundLine{dur}, colors,
+			func(v float64) string { return fmtCompact(v) + " ms" })
+		out = append(out, sec)
+	}
+	return out
+}
+
+// writeStateBackend writes the statebackend figures of the results that
+// have them under their benchmark's table.
+func writeStateBackend(b *strings.Builder, r *bench.Report, rows []*bench.Result) {
+	const indent, gap = "  ", "  "
+	for _, res := range rows {
+		sb := res.StateBackend
+		if sb == nil || res.Skipped {
+			continue
+		}
+		b.WriteString(wrap(indent+res.Engine+": "+stateLead(&r.Spec, sb), tableWidth, indent+"  "))
+		b.WriteString(indent + "checkpoints (sizes in MiB; refd: referenced by the retained checkpoints):\n")
+		cells := append([][]string{stateShortHeaders}, stateRows(sb)...)
+		writeAligned(b, indent, gap, cells)
+		writeAligned(b, indent, gap, append([][]string{{"", "time", "keys", "MiB"}}, stateTimings(sb)...))
+	}
+}
+
+// writeAligned writes rows of cells, the first left-aligned, the others
+// right-aligned in columns as wide as their widest cell; a row of two
+// cells whose second is a note is written as it is.
+func writeAligned(b *strings.Builder, indent, gap string, rows [][]string) {
+	var widths []int
+	for _, row := range rows {
+		if len(row) == 2 && strings.HasPrefix(row[1], "skipped") {
+			continue
+		}
+		for i, c := range row {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], width(c))
+		}
+	}
+	for _, row := range rows {
+		var l strings.Builder
+		l.WriteString(indent)
+		for i, c := range row {
+			pad := ""
+			if i < len(widths) {
+				pad = strings.Repeat(" ", max(widths[i]-width(c), 0))
+			}
+			switch {
+			case i == 0:
+				l.WriteString(c + pad)
+			case len(row) == 2 && strings.HasPrefix(c, "skipped"):
+				l.WriteString(gap + c)
+			default:
+				l.WriteString(gap + pad + c)
+			}
+		}
+		b.WriteString(strings.TrimRight(l.String(), " ") + "\n")
+	}
+}

@@ -1,0 +1,579 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/checkpoint/keygroup"
+	"github.com/strata-db/strata/vfs"
+)
+
+// The statebackend workload (StateBackend) runs Strata as the state
+// backend of a stream processor: the keyed state of a job of
+// stateMaxParallelism key groups lives in stateOldInstances databases,
+// each holding a contiguous range of key groups (keys prefixed with their
+// group, package checkpoint/keygroup). It loads Num keys, then overwrites
+// Num random ones, checkpointing every instance into a store of its own
+// (checkpoint.NewLocalStore, in the run's directory) after every
+// Spec.CheckpointEvery overwrites, and once more at the end. Then it
+// restores every instance's last checkpoint in full, and rescales the job
+// from stateOldInstances to stateNewInstances instances by each method of
+// RescaleMethods, checking that the new instances hold exactly the keys.
+//
+// Only Strata runs it: checkpoints into a store, key-range restore and
+// ingest are Strata's APIs, and the peers get a skipped result saying so.
+const (
+	stateMaxParallelism = 128
+	stateOldInstances   = 2
+	stateNewInstances   = 3
+)
+
+// Rescale methods: how a new instance gets the state of its key groups.
+const (
+	// RescaleRestore restores the new instance's key-group range from the
+	// checkpoint of the old instance that holds most of it
+	// (strata.RestoreRange: only the overlapping tables and their value
+	// logs are fetched, the keys outside the range deleted with range
+	// deletions); the part another old instance holds is restored the same
+	// way apart and copied in through the API (what RescaleIngest would
+	// add as tables instead).
+	RescaleRestore = "restore"
+	// RescaleCopy is the naive way: open the old instances and Set every
+	// key of the range into a fresh database, then flush it.
+	RescaleCopy = "copy"
+	// RescaleIngest restores the ranges apart and adds their tables to the
+	// new instance with DB.Ingest. DB.Ingest is not built yet: the method
+	// is listed, and reported skipped, until it is.
+	RescaleIngest = "ingest"
+)
+
+// RescaleMethods lists the rescale methods in the order they run; a
+// method without a function in rescaleFuncs is reported skipped.
+var RescaleMethods = []string{RescaleRestore, RescaleCopy, RescaleIngest}
+
+// StateBackendNote is what the workload's results say about the peers.
+const StateBackendNote = "statebackend runs on Strata only: checkpoints into a store, key-range restore and rescale use Strata's own APIs (package checkpoint), which the peers do not have"
+
+// StateBackendResult is what the statebackend workload measured, beyond
+// its Result's throughput of the overwrites (checkpoints included).
+type StateBackendResult struct {
+	MaxParallelism  int   `json:"max_parallelism"`
+	OldInstances    int   `json:"old_instances"`
+	NewInstances    int   `json:"new_instances"`
+	CheckpointEvery int64 `json:"checkpoint_every"`
+	// Checkpoints has one entry per checkpoint round, the first after the
+	// load: every instance checkpointed into its own store, summed.
+	Checkpoints []StateCheckpoint `json:"checkpoints"`
+	// Restore is the full restore of every old instance's last
+	// checkpoint, one after the other, each opened (and closed) after.
+	Restore StateTiming `json:"restore"`
+	// Rescale has one entry per method of RescaleMethods.
+	Rescale []StateTiming `json:"rescale"`
+	Note    string        `json:"note,omitempty"`
+}
+
+// StateCheckpoint is one checkpoint round over every instance.
+type StateCheckpoint struct {
+	Index int `json:"index"`
+	// Ops counts the overwrites before it (0 for the one after the load).
+	Ops int64 `json:"ops"`
+	// Duration is the time the checkpoints took, one instance after the
+	// other (writes wait meanwhile, as a stream processor's synchronous
+	// phase).
+	Duration time.Duration `json:"duration_ns"`
+	// WrittenBytes are the key and value bytes written since the last
+	// round (the load's for the first).
+	WrittenBytes int64 `json:"written_bytes"`
+	// The sums of checkpoint.Stats over the instances.
+	Files           int   `json:"files"`
+	UploadedBytes   int64 `json:"uploaded_bytes"`
+	NewBytes        int64 `json:"new_bytes"`
+	ReuploadedBytes int64 `json:"reuploaded_bytes"`
+	StoreBytes      int64 `json:"store_bytes"`
+	ReferencedBytes int64 `json:"referenced_bytes"`
+	Objects         int   `json:"objects"`
+	ReferencedFiles int   `json:"referenced_files"`
+	// SpaceAmp is StoreBytes / ReferencedBytes.
+	SpaceAmp float64 `json:"space_amp"`
+}
+
+// StateTiming is how long a restore or a rescale took and what it yielded.
+type StateTiming struct {
+	Method   string        `json:"method,omitempty"`
+	Duration time.Duration `json:"duration_ns"`
+	// Keys counts the keys the restored or rescaled instances hold (it is
+	// checked against what the old instances held); Bytes the size of
+	// their directories.
+	Keys    int64  `json:"keys"`
+	Bytes   int64  `json:"bytes"`
+	Skipped bool   `json:"skipped,omitempty"`
+	Note    string `json:"note,omitempty"`
+}
+
+// strataDBEngine is an engine that is a Strata database.
+type strataDBEngine interface {
+	strataDB() (*strata.DB, strata.Options)
+}
+
+func (e *strataEngine) strataDB() (*strata.DB, strata.Options) { return e.db, e.opts }
+
+// stateRun is one run of the workload.
+type stateRun struct {
+	ctx   context.Context
+	spec  *Spec
+	info  EngineInfo
+	dir   string
+	opts  strata.Options // of the engine, for the databases it opens itself
+	write *strata.WriteOptions
+	// perInstance counts the keys of each old instance.
+	perInstance [stateOldInstances]int64
+	groups      []uint16 // key group of each key index
+	user        []byte   // the user key, KeySize bytes
+}
+
+// runStateBackend runs the statebackend workload on a Strata engine in
+// dir.
+func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir string, progress Progress) (res Result, err error) {
+	res = Result{Benchmark: StateBackend}
+	r := &stateRun{ctx: ctx, spec: spec, info: info, dir: dir, write: strata.NoSync, user: make([]byte, spec.KeySize)}
+	if spec.Config.Sync {
+		r.write = strata.Sync
+	}
+	sb := &StateBackendResult{MaxParallelism: stateMaxParallelism, OldInstances: stateOldInstances,
+		NewInstances: stateNewInstances, CheckpointEvery: spec.CheckpointEvery, Note: StateBackendNote}
+
+	var dbs [stateOldInstances]*strata.DB
+	defer func() {
+		for _, db := range dbs {
+			if db != nil {
+				err = errors.Join(err, db.Close())
+			}
+		}
+	}()
+	var uploaders [stateOldInstances]*checkpoint.Uploader
+	var stores [stateOldInstances]checkpoint.Store
+	for i := range dbs {
+		eng, err := info.Open(r.oldDir(i), spec.Config)
+		if err != nil {
+			return res, fmt.Errorf("open: %w", err)
+		}
+		se, ok := eng.(strataDBEngine)
+		if !ok {
+			eng.Close()
+			return res, fmt.Errorf("engine %s is not a Strata database", info.Name)
+		}
+		dbs[i], r.opts = se.strataDB()
+		if stores[i], err = checkpoint.NewLocalStore(filepath.Join(dir, fmt.Sprintf("store-%d", i))); err != nil {
+			return res, err
+		}
+		if uploaders[i], err = checkpoint.NewUploader(stores[i], nil); err != nil {
+			return res, err
+		}
+	}
+
+	// The load, then the first checkpoint.
+	values := newValueSource(spec.Value, spec.Seed)
+	key := make([]byte, 0, keygroup.PrefixLen+spec.KeySize)
+	r.groups = make([]uint16, spec.Num)
+	var loaded int64
+	progress.Start(info.Name, StateBackend+" (load)", spec.Num)
+	for i := range spec.Num {
+		key, inst := r.key(key, uint64(i), true)
+		v := values.next()
+		if err := dbs[inst].Set(key, v, r.write); err != nil {
+			progress.Done()
+			return res, err
+		}
+		r.perInstance[inst]++
+		loaded += int64(len(key) + len(v))
+		if i%1024 == 1023 || i == spec.Num-1 {
+			progress.Add(i%1024 + 1)
+			if err := ctx.Err(); err != nil {
+				progress.Done()
+				return res, err
+			}
+		}
+	}
+	progress.Done()
+	ids := [stateOldInstances]uint64{}
+	checkpointAll := func(ops, written int64) error {
+		c := StateCheckpoint{Index: len(sb.Checkpoints), Ops: ops, WrittenBytes: written}
+		start := time.Now()
+		for i, db := range dbs {
+			st, err := db.CheckpointToStore(ctx, uploaders[i])
+			if err != nil {
+				return fmt.Errorf("checkpoint of instance %d: %w", i, err)
+			}
+			ids[i] = st.ID
+			c.Files += st.Files
+			c.UploadedBytes += st.UploadedBytes
+			c.NewBytes += st.NewBytes
+			c.ReuploadedBytes += st.ReuploadedBytes
+			c.StoreBytes += st.StoreBytes
+			c.ReferencedBytes += st.ReferencedBytes
+			c.Objects += st.Objects
+			c.ReferencedFiles += st.ReferencedFiles
+		}
+		c.Duration = time.Since(start)
+		if c.ReferencedBytes > 0 {
+			c.SpaceAmp = float64(c.StoreBytes) / float64(c.ReferencedBytes)
+		}
+		sb.Checkpoints = append(sb.Checkpoints, c)
+		return nil
+	}
+	if err := checkpointAll(0, loaded); err != nil {
+		return res, err
+	}
+
+	// The overwrites, a checkpoint round every CheckpointEvery of them.
+	rng := newRandSource(spec.Seed ^ 0x57a7e)
+	pick := func() uint64 { return rng.Uint64N(uint64(spec.Num)) }
+	if spec.KeyDist == KeyZipfian {
+		z := newZipfian(uint64(spec.Num), spec.ZipfTheta)
+		pick = func() uint64 { return fnv64(z.next(rng)) % uint64(spec.Num) }
+	}
+	progress.Start(info.Name, StateBackend, spec.Num)
+	var h histogram
+	var since, user int64
+	start := time.Now()
+	for op := int64(1); op <= spec.Num; op++ {
+		key, inst := r.key(key, pick(), false)
+		v := values.next()
+		t0 := time.Now()
+		if err := dbs[inst].Set(key, v, r.write); err != nil {
+			progress.Done()
+			return res, err
+		}
+		h.record(time.Since(t0))
+		n := int64(len(key) + len(v))
+		since += n
+		user += n
+		if op%spec.CheckpointEvery == 0 || op == spec.Num {
+			if err := checkpointAll(op, since); err != nil {
+				progress.Done()
+				return res, err
+			}
+			since = 0
+		}
+		if op%1024 == 0 || op == spec.Num {
+			progress.Add((op-1)%1024 + 1)
+			if err := ctx.Err(); err != nil {
+				progress.Done()
+				return res, err
+			}
+		}
+	}
+	res.Duration = time.Since(start)
+	progress.Done()
+	res.Ops = spec.Num
+	res.UserBytes = user
+	res.Latency = h.buckets()
+	res.P50, res.P95, res.P99, res.P999 = h.percentile(50), h.percentile(95), h.percentile(99), h.percentile(99.9)
+	for i, db := range dbs {
+		dbs[i] = nil
+		if err := db.Close(); err != nil {
+			return res, err
+		}
+	}
+	for i := range dbs {
+		res.DiskSize += DirSize(r.oldDir(i))
+	}
+	res.LiveBytes = int64(keygroup.PrefixLen+spec.KeySize) * spec.Num
+	if spec.Value.Kind == "fixed" {
+		res.LiveBytes += int64(spec.Value.Size) * spec.Num
+	} else {
+		res.LiveBytes = 0 // unknown: the values' sizes vary
+	}
+	res.Finish(user)
+
+	// A full restore of every instance.
+	restore, err := r.restoreAll(stores, ids)
+	if err != nil {
+		return res, fmt.Errorf("restore: %w", err)
+	}
+	sb.Restore = restore
+	for _, m := range RescaleMethods {
+		t, err := r.rescale(m, stores, ids)
+		if err != nil {
+			return res, fmt.Errorf("rescale by %s: %w", m, err)
+		}
+		sb.Rescale = append(sb.Rescale, t)
+	}
+	res.StateBackend = sb
+	return res, nil
+}
+
+func (r *stateRun) oldDir(i int) string { return filepath.Join(r.dir, fmt.Sprintf("instance-%d", i)) }
+
+// key appends to dst[:0] the stored key of key index i (its key group,
+// then the key) and returns it with the old instance that holds it; load
+// says i is loaded now (its group is computed and remembered).
+func (r *stateRun) key(dst []byte, i uint64, load bool) ([]byte, int) {
+	user := MakeKey(r.user, i)
+	if load {
+		g, _ := keygroup.Of(user, stateMaxParallelism)
+		r.groups[i] = g
+	}
+	g := r.groups[i]
+	return keygroup.Key(dst[:0], g, user), int(g) * stateOldInstances / stateMaxParallelism
+}
+
+// instanceRange returns the key range of instance op of n.
+func instanceRange(n, op int) (start, end []byte, first, last uint16, err error) {
+	first, last, err = keygroup.OperatorRange(stateMaxParallelism, n, op)
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	start, end, err = keygroup.Range(first, last)
+	return start, end, first, last, err
+}
+
+// restoreAll restores every old instance's checkpoint in full into a
+// directory of its own, and opens it, counting its keys afterwards
+// (untimed).
+func (r *stateRun) restoreAll(stores [stateOldInstances]checkpoint.Store, ids [stateOldInstances]uint64) (StateTiming, error) {
+	var t StateTiming
+	for i, s := range stores {
+		dst := filepath.Join(r.dir, fmt.Sprintf("restore-%d", i))
+		start := time.Now()
+		if err := checkpoint.Restore(r.ctx, s, ids[i], vfs.Default, dst, nil); err != nil {
+			return t, err
+		}
+		db, err := r.open(dst)
+		if err != nil {
+			return t, err
+		}
+		if err := db.Close(); err != nil {
+			return t, err
+		}
+		t.Duration += time.Since(start)
+		n, err := r.countKeys(dst, nil, nil)
+		if err != nil {
+			return t, err
+		}
+		if n != r.perInstance[i] {
+			return t, fmt.Errorf("instance %d restored %d keys, it held %d", i, n, r.perInstance[i])
+		}
+		t.Keys += n
+		t.Bytes += DirSize(dst)
+		if !r.spec.KeepDB {
+			os.RemoveAll(dst)
+		}
+	}
+	return t, nil
+}
+
+// rescaleFuncs make new instance op's database in dir from the old
+// instances by one method. RescaleIngest has none until DB.Ingest exists.
+var rescaleFuncs = map[string]func(r *stateRun, stores [stateOldInstances]checkpoint.Store, ids [stateOldInstances]uint64, op int, dir string) error{
+	RescaleRestore: (*stateRun).rescaleByRestore,
+	RescaleCopy:    (*stateRun).rescaleByCopy,
+}
+
+// rescale makes the stateNewInstances new instances by method, timed,
+// and checks that they hold exactly the old instances' keys, each its own
+// range (untimed).
+func (r *stateRun) rescale(method string, stores [stateOldInstances]checkpoint.Store, ids [stateOldInstances]uint64) (StateTiming, error) {
+	t := StateTiming{Method: method}
+	fn := rescaleFuncs[method]
+	if fn == nil {
+		t.Skipped = true
+		t.Note = "DB.Ingest is not built yet"
+		return t, nil
+	}
+	var dirs []string
+	for op := range stateNewInstances {
+		dir := filepath.Join(r.dir, fmt.Sprintf("rescale-%s-%d", method, op))
+		dirs = append(dirs, dir)
+		start := time.Now()
+		if err := fn(r, stores, ids, op, dir); err != nil {
+			return t, err
+		}
+		t.Duration += time.Since(start)
+	}
+	for op, dir := range dirs {
+		_, _, first, last, err := instanceRange(stateNewInstances, op)
+		if err != nil {
+			return t, err
+		}
+		var want int64
+		for _, g := range r.groups {
+			if g >= first && g <= last {
+				want++
+			}
+		}
+		all, err := r.countKeys(dir, nil, nil)
+		if err != nil {
+			return t, err
+		}
+		if all != want {
+			return t, fmt.Errorf("new instance %d holds %d keys, its key groups [%d, %d] have %d", op, all, first, last, want)
+		}
+		t.Keys += all
+		t.Bytes += DirSize(dir)
+		if !r.spec.KeepDB {
+			os.RemoveAll(dir)
+		}
+	}
+	return t, nil
+}
+
+// overlaps returns the old instances whose key groups overlap [first,
+// last], the one holding most of them first.
+func overlaps(first, last uint16) ([]int, error) {
+	type ov struct{ op, n int }
+	var out []ov
+	for op := range stateOldInstances {
+		f, l, err := keygroup.OperatorRange(stateMaxParallelism, stateOldInstances, op)
+		if err != nil {
+			return nil, err
+		}
+		lo, hi := max(f, first), min(l, last)
+		if lo <= hi {
+			out = append(out, ov{op, int(hi-lo) + 1})
+		}
+	}
+	for i := 1; i < len(out); i++ { // at most stateOldInstances: insertion sort
+		for j := i; j > 0 && out[j].n > out[j-1].n; j-- {
+			out[j], out[j-1] = out[j-1], out[j]
+		}
+	}
+	ops := make([]int, len(out))
+	for i, o := range out {
+		ops[i] = o.op
+	}
+	return ops, nil
+}
+
+// rescaleByRestore: RescaleRestore for new instance op.
+func (r *stateRun) rescaleByRestore(stores [stateOldInstances]checkpoint.Store, ids [stateOldInstances]uint64, op int, dir string) error {
+	start, end, first, last, err := instanceRange(stateNewInstances, op)
+	if err != nil {
+		return err
+	}
+	olds, err := overlaps(first, last)
+	if err != nil {
+		return err
+	}
+	opts := r.opts
+	if err := strata.RestoreRange(r.ctx, stores[olds[0]], ids[olds[0]], dir, start, end, &opts); err != nil {
+		return err
+	}
+	if len(olds) == 1 {
+		return nil
+	}
+	db, err := r.open(dir)
+	if err != nil {
+		return err
+	}
+	for _, o := range olds[1:] {
+		part := fmt.Sprintf("%s-part-%d", dir, o)
+		if err := strata.RestoreRange(r.ctx, stores[o], ids[o], part, start, end, &opts); err != nil {
+			db.Close()
+			return err
+		}
+		src, err := r.open(part)
+		if err != nil {
+			db.Close()
+			return err
+		}
+		err = copyRange(db, src, start, end, r.write)
+		err = errors.Join(err, src.Close(), os.RemoveAll(part))
+		if err != nil {
+			db.Close()
+			return err
+		}
+	}
+	return errors.Join(db.Flush(), db.Close())
+}
+
+// rescaleByCopy: RescaleCopy for new instance op.
+func (r *stateRun) rescaleByCopy(_ [stateOldInstances]checkpoint.Store, _ [stateOldInstances]uint64, op int, dir string) error {
+	start, end, first, last, err := instanceRange(stateNewInstances, op)
+	if err != nil {
+		return err
+	}
+	olds, err := overlaps(first, last)
+	if err != nil {
+		return err
+	}
+	db, err := r.open(dir)
+	if err != nil {
+		return err
+	}
+	for _, o := range olds {
+		src, err := r.open(r.oldDir(o))
+		if err != nil {
+			db.Close()
+			return err
+		}
+		if err := errors.Join(copyRange(db, src, start, end, r.write), src.Close()); err != nil {
+			db.Close()
+			return err
+		}
+	}
+	return errors.Join(db.Flush(), db.Close())
+}
+
+// copyBatchBytes is the size of the batches copyRange writes.
+const copyBatchBytes = 1 << 20
+
+// copyRange sets every key of src in [start, end) into dst, in batches.
+func copyRange(dst, src *strata.DB, start, end []byte, wo *strata.WriteOptions) error {
+	it, err := src.NewIter(&strata.IterOptions{LowerBound: start, UpperBound: end})
+	if err != nil {
+		return err
+	}
+	b := dst.NewBatch()
+	size := 0
+	for ok := it.First(); ok; ok = it.Next() {
+		if err := b.Set(it.Key(), it.Value()); err != nil {
+			it.Close()
+			return err
+		}
+		size += len(it.Key()) + len(it.Value())
+		if size >= copyBatchBytes {
+			if err := dst.Apply(b, wo); err != nil {
+				it.Close()
+				return err
+			}
+			b, size = dst.NewBatch(), 0
+		}
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		return err
+	}
+	if size > 0 {
+		return dst.Apply(b, wo)
+	}
+	return nil
+}
+
+// open opens the database in dir with the engine's options.
+func (r *stateRun) open(dir string) (*strata.DB, error) {
+	opts := r.opts
+	return strata.Open(dir, &opts)
+}
+
+// countKeys counts the keys of the database in dir within [start, end).
+func (r *stateRun) countKeys(dir string, start, end []byte) (n int64, err error) {
+	db, err := r.open(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = errors.Join(err, db.Close()) }()
+	it, err := db.NewIter(&strata.IterOptions{LowerBound: start, UpperBound: end})
+	if err != nil {
+		return 0, err
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		n++
+	}
+	return n, errors.Join(it.Error(), it.Close())
+}
