@@ -2,10 +2,12 @@ package checkpoint
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -242,8 +244,41 @@ func (r *registry) clone() *registry {
 	return c
 }
 
-// ReadManifest reads checkpoint id's manifest from s.
+// ReadManifest reads checkpoint id's manifest from s, with each file's
+// handle (object, offset) where the registry says the file is now: an
+// upload that empties a sparse segment moves its pieces and points every
+// retained checkpoint at their new place, so a manifest's own handles are
+// where its files were when it was written.
 func ReadManifest(ctx context.Context, s Store, id uint64) (*Manifest, error) {
+	m, err := readManifest(ctx, s, id)
+	if err != nil {
+		return nil, err
+	}
+	r, _, err := loadRegistry(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	i, found := slices.BinarySearchFunc(r.Checkpoints, id, func(c regCheckpoint, id uint64) int { return cmp.Compare(c.ID, id) })
+	if !found {
+		return m, nil // not retained (being dropped): its handles are all there is
+	}
+	ck := r.Checkpoints[i]
+	if len(ck.Pieces) != len(m.Files) {
+		return nil, base.CorruptionErrorf(registryName, -1, "checkpoint %d: the registry holds %d pieces, its manifest %d files", id, len(ck.Pieces), len(m.Files))
+	}
+	for j := range m.Files {
+		f, ref := &m.Files[j], ck.Pieces[j]
+		p := r.piece(ref)
+		if p == nil || p.File != f.Name || p.Size != f.Size || p.Checksum != f.Checksum {
+			return nil, base.CorruptionErrorf(registryName, -1, "checkpoint %d: the registry's piece %s offset %d is not its file %s", id, ref.Object, ref.Offset, f.Name)
+		}
+		f.Object, f.Offset = ref.Object, ref.Offset
+	}
+	return m, nil
+}
+
+// readManifest reads checkpoint id's manifest as it was written.
+func readManifest(ctx context.Context, s Store, id uint64) (*Manifest, error) {
 	name := manifestName(id)
 	b, err := getAll(ctx, s, name)
 	if err != nil {

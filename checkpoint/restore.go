@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/strata-db/strata/internal/base"
@@ -90,7 +91,22 @@ func Restore(ctx context.Context, s Store, id uint64, fs vfs.FS, dst string, opt
 		}
 	}()
 	err = runParallel(ctx, o.Parallelism, len(want), func(ctx context.Context, i int) error {
-		return download(ctx, s, want[i], fs, fs.PathJoin(tmp, want[i].Name))
+		path := fs.PathJoin(tmp, want[i].Name)
+		err := download(ctx, s, want[i], fs, path)
+		if _, serr := fs.Stat(path); errors.Is(err, ErrNotExist) && errors.Is(serr, os.ErrNotExist) {
+			// An upload since ReadManifest may have moved the file out of
+			// a sparse segment and deleted the segment: look again.
+			m2, err2 := ReadManifest(ctx, s, id)
+			if err2 != nil {
+				return errors.Join(err, err2)
+			}
+			for _, f := range m2.Files {
+				if f.Name == want[i].Name && f.Checksum == want[i].Checksum && f.Object != want[i].Object {
+					return download(ctx, s, f, fs, path)
+				}
+			}
+		}
+		return err
 	})
 	if err != nil {
 		return err

@@ -478,6 +478,24 @@ func (s *faultyStore) Delete(ctx context.Context, name string) error {
 // working); one that fails only in its clean-up after the commit is a
 // checkpoint, whose leftovers the next one deletes.
 func TestUploadFaults(t *testing.T) {
+	for _, oc := range uploadFaultOptions {
+		t.Run(oc.name, func(t *testing.T) { testUploadFaults(t, oc.opts) })
+	}
+}
+
+// uploadFaultOptions are the upload options the fault tests run with:
+// small files packed into segments; and segments emptied by every upload
+// (a live share of 99% required), their pieces moved, those only older
+// checkpoints use copied from the store.
+var uploadFaultOptions = []struct {
+	name string
+	opts checkpoint.UploadOptions
+}{
+	{"pack", checkpoint.UploadOptions{KeepLast: 2, SmallFileSize: 16 << 10}},
+	{"move", checkpoint.UploadOptions{KeepLast: 2, SmallFileSize: 1 << 30, SegmentSize: 64 << 10, MinLiveRatio: 0.99, MergeSmallSegments: -1}},
+}
+
+func testUploadFaults(t *testing.T, opts checkpoint.UploadOptions) {
 	forEachFS(t, func(t *testing.T, fs vfs.FS, root string) {
 		ctx := context.Background()
 		db, err := strata.Open(fs.PathJoin(root, "db"), smallOptions(fs))
@@ -498,6 +516,7 @@ func TestUploadFaults(t *testing.T) {
 				plain      *checkpoint.LocalStore
 				before     map[string]string
 				want       map[string]string
+				states     map[uint64]map[string]string // of the checkpoints before the one under test
 				u          *checkpoint.Uploader
 				generation int
 			)
@@ -506,12 +525,15 @@ func TestUploadFaults(t *testing.T) {
 				dir = fs.PathJoin(root, fmt.Sprintf("store-%s-%d", layer, generation))
 				plain = newStore(t, fs, dir)
 				var err error
-				u, err = checkpoint.NewUploader(plain, &checkpoint.UploadOptions{KeepLast: 2, SmallFileSize: 16 << 10})
+				o := opts
+				u, err = checkpoint.NewUploader(plain, &o)
 				require.NoError(t, err)
+				states = map[uint64]map[string]string{}
 				for gen := range 3 {
 					write(gen + generation*3)
-					_, err := db.CheckpointToStore(ctx, u)
+					st, err := db.CheckpointToStore(ctx, u)
 					require.NoError(t, err)
+					states[st.ID] = scanAll(t, db)
 				}
 				write(100 + generation)
 				before = storeContents(t, plain)
@@ -532,7 +554,8 @@ func TestUploadFaults(t *testing.T) {
 					efs2.SetEnabled(true)
 					s, injected = ls, inj.Injected
 				}
-				u2, err := checkpoint.NewUploader(s, &checkpoint.UploadOptions{KeepLast: 2, SmallFileSize: 16 << 10})
+				o := opts
+				u2, err := checkpoint.NewUploader(s, &o)
 				require.NoError(t, err)
 				st, err := db.CheckpointToStore(ctx, u2)
 				if injected() == 0 {
@@ -552,6 +575,16 @@ func TestUploadFaults(t *testing.T) {
 				dst := fs.PathJoin(root, fmt.Sprintf("restore-%s-%d", layer, i))
 				require.NoError(t, checkpoint.Restore(ctx, plain, st.ID, fs, dst, nil))
 				require.Equal(t, want, dbState(t, fs, dst))
+				// So does every older checkpoint retained, whose pieces the
+				// upload may have moved.
+				states[st.ID] = want
+				ids, err := checkpoint.Checkpoints(ctx, plain)
+				require.NoError(t, err)
+				for _, id := range ids {
+					dst := fs.PathJoin(root, fmt.Sprintf("restore-%s-%d-%d", layer, i, id))
+					require.NoError(t, checkpoint.Restore(ctx, plain, id, fs, dst, nil), "checkpoint %d", id)
+					require.Equal(t, states[id], dbState(t, fs, dst), "checkpoint %d", id)
+				}
 				_, err = db.CheckpointToStore(ctx, u)
 				require.NoError(t, err)
 				requireStoreTidy(t, plain)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"math/bits"
 	"math/rand/v2"
 	"slices"
@@ -25,29 +26,31 @@ type UploadOptions struct {
 	// upload that commits drops the oldest ones beyond it, and the objects
 	// only they used.
 	KeepLast int
-	// SmallFileSize: files smaller than this (bytes, default 16 MiB) are
-	// packed into segment objects; larger ones get an object each.
+	// SmallFileSize: files smaller than this (bytes, default SegmentSize)
+	// are packed into segment objects; larger ones get an object each.
 	SmallFileSize int64
 	// SegmentSize is the size a segment is filled to (bytes, default
-	// 64 MiB; a segment may exceed it by less than one small file).
+	// 1 GiB; a segment may exceed it by less than one small file). Larger
+	// segments mean fewer objects and more bytes moved when they empty
+	// (see the package documentation for the trade).
 	SegmentSize int64
 	// MinLiveRatio (default 0.75) is the share of a segment's bytes that
 	// retained checkpoints must use for it to be kept as it is: below it,
-	// the next upload writes the pieces it needs from that segment into a
-	// new one, so that the old segment is deleted once the older
-	// checkpoints that still use it are dropped.
+	// an upload moves its live pieces into new objects, points every
+	// retained checkpoint at their new place, and deletes it.
 	MinLiveRatio float64
-	// MergeSmallSegments (default 4; negative: never) is how many small
+	// MergeSmallSegments (default 2; negative: never) is how many small
 	// segments of value logs (below half of SegmentSize) of one size tier
-	// (sizes within a factor of 4) the checkpoint must use before it
-	// writes the pieces it needs from them into one new segment: frequent
-	// checkpoints make a small segment each, and merging them a few at a
-	// time (each byte moves about log4(SegmentSize/increment) times) keeps
-	// the object count down.
+	// (sizes within a factor of 4) the checkpoint must use before their
+	// live pieces are merged into one new segment: frequent checkpoints
+	// make a small segment each, and merging them a few at a time (each
+	// byte moves about log4(SegmentSize/increment) times) keeps the object
+	// count down.
 	MergeSmallSegments int
-	// ReuploadBytes (default SegmentSize/2) bounds the bytes an upload
-	// moves out of sparse segments, the sparsest first; it moves at least
-	// one segment's pieces when any is below MinLiveRatio.
+	// ReuploadBytes (default SegmentSize) bounds the live bytes an upload
+	// moves out of sparse segments, the sparsest first, so that one upload
+	// does not move them all at once; it moves at least one segment when
+	// any is below MinLiveRatio.
 	ReuploadBytes int64
 	// Parallelism is how many objects are uploaded at once (default 4).
 	Parallelism int
@@ -77,23 +80,23 @@ func (o *UploadOptions) withDefaults() (UploadOptions, error) {
 	if r.KeepLast == 0 {
 		r.KeepLast = 3
 	}
-	if r.SmallFileSize == 0 {
-		r.SmallFileSize = 16 << 20
-	}
 	if r.SegmentSize == 0 {
-		r.SegmentSize = 64 << 20
+		r.SegmentSize = 1 << 30
+	}
+	if r.SmallFileSize == 0 {
+		r.SmallFileSize = r.SegmentSize
 	}
 	if r.MinLiveRatio == 0 {
 		r.MinLiveRatio = 0.75
 	}
 	if r.ReuploadBytes == 0 {
-		r.ReuploadBytes = r.SegmentSize / 2
+		r.ReuploadBytes = r.SegmentSize
 	}
 	if r.Parallelism == 0 {
 		r.Parallelism = 4
 	}
 	if r.MergeSmallSegments == 0 {
-		r.MergeSmallSegments = 4
+		r.MergeSmallSegments = 2
 	}
 	return r, nil
 }
@@ -144,6 +147,10 @@ type Stats struct {
 	// merged out of small ones.
 	NewBytes        int64
 	ReuploadedBytes int64
+	// CopiedBytes, of ReuploadedBytes, are those of pieces only older
+	// checkpoints use, copied from the store rather than read from the
+	// database's files.
+	CopiedBytes int64
 	// StoreBytes are the bytes of every object the registry holds (data,
 	// manifests, the registry); ReferencedBytes the distinct file bytes
 	// the retained checkpoints use plus their manifests and the registry;
@@ -181,17 +188,25 @@ const (
 	groupShortLived = 0 // tables of L0 and L1
 	groupTables     = 1 // deeper tables
 	groupVlogs      = 2 // value logs
+	// Pieces moved out of an emptied segment that only older checkpoints
+	// use: they die as those checkpoints are dropped.
+	groupExpiring = 3
+	numGroups     = 4
 )
 
 // localFile is a file of the checkpoint's version.
 type localFile struct {
-	name      string
-	size      int64
-	checksum  uint64
-	sumKnown  bool
-	ref       pieceRef
-	stored    bool // ref names a piece the store holds
-	reupload  bool // moved out of a sparse or small segment
+	name     string
+	size     int64
+	checksum uint64
+	sumKnown bool
+	ref      pieceRef
+	stored   bool // ref names a piece the store holds
+	reupload bool // moved out of a sparse or small segment
+	moveFrom pieceRef
+	// remote: a piece only older checkpoints use, copied from moveFrom in
+	// the store rather than read from the database's directory.
+	remote    bool
 	uploadIdx int
 	// group keeps files of like lifetimes in the same segments: tables of
 	// L0 and L1 (compacted soon), deeper tables, value logs.
@@ -269,55 +284,56 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 			}
 		}
 	}
-	// Segments whose live share fell below MinLiveRatio: the pieces this
-	// checkpoint needs move to new segments, the sparsest segments first,
-	// and no more than ReuploadBytes of them per checkpoint (at least one
-	// segment): the old segment stays until the older checkpoints that use
-	// it are dropped, so its live pieces are stored twice meanwhile, and
-	// moving many segments at once would raise space amplification more
-	// than their dead bytes lower it.
-	need := map[string]int64{} // bytes of each object the checkpoint uses
-	for _, f := range files {
-		if f.stored {
-			need[f.ref.Object] += f.size
-		}
-	}
-	type sparseSeg struct {
-		name string
-		live float64
-	}
-	var cands []sparseSeg
-	for name, o := range next.Objects {
-		if !o.Segment || o.Size == 0 || need[name] == 0 {
-			continue
-		}
+	// Segments to empty: those whose live share (bytes of pieces some
+	// retained checkpoint uses, over the segment's size) fell below
+	// MinLiveRatio, the sparsest first, up to ReuploadBytes of live pieces
+	// per upload (at least one segment); and small segments merged (below).
+	// Every live piece of such a segment moves to a new object, and every
+	// retained checkpoint that uses it is pointed at the new place, so the
+	// old segment is deleted by this very upload: nothing is stored twice.
+	liveBytes := func(o *regObject) int64 {
 		var live int64
 		for _, p := range o.Pieces {
 			if p.Refs > 0 {
 				live += p.Size
 			}
 		}
-		if r := float64(live) / float64(o.Size); r < u.opts.MinLiveRatio {
-			cands = append(cands, sparseSeg{name, r})
+		return live
+	}
+	type sparseSeg struct {
+		name string
+		live int64
+	}
+	var cands []sparseSeg
+	for name, o := range next.Objects {
+		// A segment of expiring pieces dies whole with the checkpoints
+		// that use it: moving it would only move bytes about to die.
+		if !o.Segment || o.Size == 0 || o.Group == groupExpiring {
+			continue
+		}
+		if live := liveBytes(o); live > 0 && float64(live)/float64(o.Size) < u.opts.MinLiveRatio {
+			cands = append(cands, sparseSeg{name, live})
 		}
 	}
 	slices.SortFunc(cands, func(a, b sparseSeg) int {
-		return cmp.Or(cmp.Compare(a.live, b.live), cmp.Compare(a.name, b.name))
+		ra := float64(a.live) / float64(next.Objects[a.name].Size)
+		rb := float64(b.live) / float64(next.Objects[b.name].Size)
+		return cmp.Or(cmp.Compare(ra, rb), cmp.Compare(a.name, b.name))
 	})
 	sparse := map[string]bool{}
 	var moving int64
 	for _, c := range cands {
-		if moving > 0 && moving+need[c.name] > u.opts.ReuploadBytes {
+		if moving > 0 && moving+c.live > u.opts.ReuploadBytes {
 			break
 		}
 		sparse[c.name] = true
-		moving += need[c.name]
+		moving += c.live
 	}
 	// Small segments (below half of SegmentSize): when the checkpoint uses
 	// MergeSmallSegments of one group and one size tier (sizes within a
-	// factor of 4), the pieces it needs from them are merged into a new
-	// segment, which is of the next tier: a tiered merge, so that each
-	// byte moves about log4(SegmentSize/increment) times.
+	// factor of 4), their live pieces are merged into a new segment, which
+	// is of the next tier: a tiered merge, so that each byte moves about
+	// log4(SegmentSize/increment) times.
 	if u.opts.MergeSmallSegments > 0 {
 		type tier struct{ group, tier int }
 		small := map[tier]map[string]bool{}
@@ -326,9 +342,9 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 				continue
 			}
 			o := next.Objects[f.ref.Object]
-			// Only value logs: tables are rewritten by compactions often
-			// enough that merging their segments moves bytes about to die
-			// (measured: more bytes uploaded, no fewer objects).
+			// Not tables alone: compactions rewrite them often enough that
+			// merging their segments moves bytes about to die (measured:
+			// more bytes uploaded, no fewer objects).
 			if o.Segment && o.Group == groupVlogs && o.Size < u.opts.SegmentSize/2 {
 				k := tier{o.Group, bits.Len64(uint64(o.Size)) / 2}
 				if small[k] == nil {
@@ -348,11 +364,29 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 	var upload []*localFile
 	for _, f := range files {
 		if f.stored && sparse[f.ref.Object] {
-			next.piece(f.ref).Refs--
-			f.stored, f.reupload = false, true
+			f.moveFrom, f.stored, f.reupload = f.ref, false, true
 		}
 		if !f.stored {
 			upload = append(upload, f)
+		}
+	}
+	// The live pieces of the emptied segments that this checkpoint does
+	// not use (files the database has deleted since) are copied from the
+	// store, into segments of their own: they die as the older checkpoints
+	// that use them are dropped.
+	moved := map[pieceRef]bool{}
+	for _, f := range upload {
+		if f.reupload {
+			moved[f.moveFrom] = true
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(sparse)) {
+		for _, p := range next.Objects[name].Pieces {
+			ref := pieceRef{name, p.Offset}
+			if p.Refs > 0 && !moved[ref] {
+				upload = append(upload, &localFile{name: p.File, size: p.Size, checksum: p.Checksum, sumKnown: true,
+					moveFrom: ref, reupload: true, remote: true, group: groupExpiring})
+			}
 		}
 	}
 
@@ -378,20 +412,38 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
+	relocated := map[pieceRef]pieceRef{}
 	for _, o := range objs {
 		ro := &regObject{Size: o.size, Segment: o.segment, Group: o.group}
 		var off int64
 		for _, f := range o.files {
 			if f.sumKnown && f.checksum != o.sums[f.uploadIdx] {
+				if f.remote {
+					return Stats{}, base.CorruptionErrorf(f.moveFrom.Object, f.moveFrom.Offset, "%s (%d bytes): checksum mismatch: registry %016x, read %016x",
+						f.name, f.size, f.checksum, o.sums[f.uploadIdx])
+				}
 				return Stats{}, base.CorruptionErrorf(f.name, -1, "file changed while checkpointed: checksum %016x, earlier %016x", o.sums[f.uploadIdx], f.checksum)
 			}
 			f.checksum, f.sumKnown = o.sums[f.uploadIdx], true
-			u.sums[fileKey{f.name, f.size}] = f.checksum
-			ro.Pieces = append(ro.Pieces, regPiece{File: f.name, Size: f.size, Checksum: f.checksum, Offset: off, Refs: 1})
+			if !f.remote {
+				u.sums[fileKey{f.name, f.size}] = f.checksum
+			}
+			refs := 1
+			if f.reupload {
+				// The piece keeps its references: every retained
+				// checkpoint that used it at its old place uses it here.
+				old := next.piece(f.moveFrom)
+				refs, old.Refs = old.Refs, 0
+				relocated[f.moveFrom] = pieceRef{o.name, off}
+			}
+			ro.Pieces = append(ro.Pieces, regPiece{File: f.name, Size: f.size, Checksum: f.checksum, Offset: off, Refs: refs})
 			f.ref, f.stored = pieceRef{o.name, off}, true
 			off += f.size
 			if f.reupload {
 				stats.ReuploadedBytes += f.size
+				if f.remote {
+					stats.CopiedBytes += f.size
+				}
 			} else {
 				stats.NewBytes += f.size
 			}
@@ -399,6 +451,13 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 		next.Objects[o.name] = ro
 		stats.UploadedFiles++
 		stats.UploadedBytes += o.size
+	}
+	for i := range next.Checkpoints {
+		for j, ref := range next.Checkpoints[i].Pieces {
+			if to, ok := relocated[ref]; ok {
+				next.Checkpoints[i].Pieces[j] = to
+			}
+		}
 	}
 
 	// The checkpoint's manifest.
@@ -582,20 +641,20 @@ func (u *Uploader) planObjects(id uint64, files []*localFile) []*plannedObject {
 	// checkpoint are a small share of its bytes), while its pieces in
 	// another group's segment lower that segment's live ratio by little
 	// when they die.
-	var bytes [3]int64
+	var bytes [numGroups]int64
 	for _, f := range files {
 		if f.size < u.opts.SmallFileSize {
 			bytes[f.group] += f.size
 		}
 	}
 	pool := 0
-	for g := range bytes {
+	for g := range groupExpiring {
 		if bytes[g] > bytes[pool] {
 			pool = g
 		}
 	}
 	segGroup := func(g int) int {
-		if bytes[g] < u.opts.SegmentSize/8 {
+		if g != groupExpiring && bytes[g] < u.opts.SegmentSize/8 {
 			return pool
 		}
 		return g
@@ -622,7 +681,7 @@ func (u *Uploader) planObjects(id uint64, files []*localFile) []*plannedObject {
 // putObject uploads o, reading its files from src and computing their
 // checksums on the way.
 func (u *Uploader) putObject(ctx context.Context, src Source, o *plannedObject) error {
-	r := &filesReader{fs: src.FS, dir: src.Dir, files: o.files}
+	r := &filesReader{ctx: ctx, store: u.store, fs: src.FS, dir: src.Dir, files: o.files}
 	defer r.close()
 	if err := u.store.Put(ctx, o.name, r, o.size); err != nil {
 		return err
@@ -637,11 +696,13 @@ func (u *Uploader) putObject(ctx context.Context, src Source, o *plannedObject) 
 // filesReader reads files one after the other, each exactly its size,
 // computing each one's XXH64.
 type filesReader struct {
+	ctx   context.Context
+	store Store // where remote files are read from
 	fs    vfs.FS
 	dir   string
 	files []*localFile
 	i     int
-	cur   vfs.File
+	cur   io.ReadCloser
 	lr    *io.LimitedReader
 	h     *xxhash.Digest
 	sums  []uint64
@@ -654,7 +715,13 @@ func (r *filesReader) Read(p []byte) (int, error) {
 		}
 		f := r.files[r.i]
 		if r.cur == nil {
-			file, err := r.fs.Open(r.fs.PathJoin(r.dir, f.name))
+			var file io.ReadCloser
+			var err error
+			if f.remote {
+				file, err = r.store.Get(r.ctx, f.moveFrom.Object, f.moveFrom.Offset, f.size)
+			} else {
+				file, err = r.fs.Open(r.fs.PathJoin(r.dir, f.name))
+			}
 			if err != nil {
 				return 0, fmt.Errorf("checkpoint: %w", err)
 			}
