@@ -34,6 +34,7 @@ func checkHTML(t *testing.T, r *bench.Report, benchmarks int) string {
 		// The rounds count as one benchmark, with four charts.
 		charts += 4 - chartsPerBenchmark
 	}
+	charts += 4 * len(stateResults(r)) // a statebackend section each
 	assert.Equal(t, charts, strings.Count(out, "<svg"))
 	assert.Equal(t, strings.Count(out, "<svg"), strings.Count(out, "</svg>"))
 	for _, bad := range []string{"NaN", "Inf", "ZgotmplZ", "<script src", "http://", "https://"} {

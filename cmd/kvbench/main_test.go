@@ -105,3 +105,16 @@ func TestParseErrors(t *testing.T) {
 		require.Contains(t, out.String(), name)
 	}
 }
+
+func TestParseStateBackend(t *testing.T) {
+	opts := parse(t, "--engines", "strata,pebble", "--benchmarks", "statebackend", "--num", "5000", "--checkpoint_every", "250")
+	s := opts.spec
+	require.Equal(t, []string{bench.StateBackend}, s.Benchmarks)
+	require.Equal(t, int64(250), s.CheckpointEvery)
+	// Without the flag: a tenth of --num.
+	require.Equal(t, int64(500), parse(t, "--engines", "strata", "--benchmarks", "statebackend", "--num", "5000").spec.CheckpointEvery)
+	require.Zero(t, parse(t).spec.CheckpointEvery, "the default run has no statebackend")
+	var out bytes.Buffer
+	_, err := parseFlags([]string{"--engines", "strata", "--benchmarks", "statebackend", "--checkpoint_every", "-3"}, &out)
+	require.ErrorContains(t, err, "checkpoint_every")
+}

@@ -1,0 +1,77 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/strata-db/strata/bench"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stateReport is the statebackend workload on Strata, a peer skipped.
+func stateReport() *bench.Report {
+	spec := bench.DefaultSpec()
+	spec.Engines = []string{"strata", "pebble"}
+	spec.Benchmarks = []string{bench.StateBackend}
+	spec.CheckpointEvery = 1000
+	sb := &bench.StateBackendResult{MaxParallelism: 128, OldInstances: 2, NewInstances: 3, CheckpointEvery: 1000, Note: bench.StateBackendNote,
+		Restore: bench.StateTiming{Duration: 1500 * time.Millisecond, Keys: 3000, Bytes: 12 << 20},
+		Rescale: []bench.StateTiming{
+			{Method: bench.RescaleRestore, Duration: 2 * time.Second, Keys: 3000, Bytes: 20 << 20},
+			{Method: bench.RescaleCopy, Duration: 5 * time.Second, Keys: 3000, Bytes: 13 << 20},
+			{Method: bench.RescaleIngest, Skipped: true, Note: "DB.Ingest is not built yet"},
+		}}
+	for i := range 4 {
+		sb.Checkpoints = append(sb.Checkpoints, bench.StateCheckpoint{Index: i, Ops: int64(i * 1000), Duration: time.Duration(100+i) * time.Millisecond,
+			WrittenBytes: 4 << 20, UploadedBytes: int64(5+i) << 20, NewBytes: 4 << 20, ReuploadedBytes: int64(i) << 20,
+			StoreBytes: int64(30+i) << 20, ReferencedBytes: 25 << 20, SpaceAmp: float64(30+i) / 25, Objects: 6 + i, ReferencedFiles: 40, Files: 30})
+	}
+	return &bench.Report{
+		Spec:    spec,
+		Machine: bench.Machine{GoVersion: "go1.26.8", OS: "linux", Arch: "amd64", CPUs: 2},
+		Started: time.Date(2026, 3, 1, 12, 30, 0, 0, time.UTC),
+		Results: []bench.Result{
+			{Engine: "strata", Benchmark: bench.StateBackend, Ops: 3000, Duration: time.Second, OpsPerSec: 3000,
+				UserBytes: 12 << 20, DiskSize: 14 << 20, LiveBytes: 12 << 20, SpaceAmp: 1.17, StateBackend: sb},
+			{Engine: "pebble", Benchmark: bench.StateBackend, Skipped: true, Note: bench.StateBackendNote},
+		},
+	}
+}
+
+// TestWriteStateBackend: the table lists the checkpoints, the restore and
+// every rescale method; the page charts the checkpoints; JSON keeps it all.
+func TestWriteStateBackend(t *testing.T) {
+	r := stateReport()
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, r))
+	table := buf.String()
+	lineWith(t, table, "pebble", "skipped: statebackend runs on Strata only")
+	lineWith(t, table, "ckpt", "uploaded", "s-amp", "objects", "refd files")
+	lineWith(t, table, "4", "3,000", "8.0", "1.32", "9", "40")
+	lineWith(t, table, "full restore (2 instances)", "1.5s", "3,000")
+	lineWith(t, table, "rescale 2 -> 3 by restore", "2.0s")
+	lineWith(t, table, "rescale 2 -> 3 by copy", "5.0s")
+	lineWith(t, table, "rescale 2 -> 3 by ingest", "skipped: DB.Ingest is not built yet")
+
+	out := checkHTML(t, r, 1)
+	assert.Contains(t, out, `id="statebackend-0"`)
+	assert.Contains(t, out, `aria-label="statebackend: uploaded bytes per checkpoint"`)
+	assert.Contains(t, out, `aria-label="statebackend: store space amplification"`)
+	assert.Contains(t, out, `aria-label="statebackend: store objects"`)
+	assert.Contains(t, out, `aria-label="statebackend: checkpoint time"`)
+	assert.Contains(t, out, "strata checkpoint 4: 1.32")
+	assert.Contains(t, out, "rescale 2 -&gt; 3 by ingest")
+	if d := os.Getenv("STRATA_REPORT_EXAMPLE"); d != "" {
+		writeExample(t, d, "statebackend.html", r)
+	}
+
+	buf.Reset()
+	require.NoError(t, WriteJSON(&buf, r))
+	var back bench.Report
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &back))
+	require.Equal(t, r.Results[0].StateBackend, back.Results[0].StateBackend)
+}

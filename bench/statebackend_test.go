@@ -1,0 +1,113 @@
+package bench
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestStateBackend runs the statebackend workload at a small size on
+// Strata and a peer: Strata's result holds a checkpoint round after the
+// load and one per CheckpointEvery overwrites, a full restore and the
+// rescales of every key, the ingest method reported skipped; the peer's is
+// skipped with a note saying why.
+func TestStateBackend(t *testing.T) {
+	spec := DefaultSpec()
+	spec.Engines = []string{"strata", "pebble"}
+	spec.Benchmarks = []string{StateBackend}
+	spec.Num = 3000
+	spec.CheckpointEvery = 700
+	spec.Value = ValueDist{Kind: "fixed", Size: 2000}
+	spec.Config.MemTableSize = 1 << 20
+	spec.Dir = t.TempDir()
+	rep, err := Run(context.Background(), spec, nil)
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 2)
+	st, peer := rep.Results[0], rep.Results[1]
+	require.Equal(t, "strata", st.Engine)
+	require.False(t, st.Skipped, st.Note)
+	require.True(t, peer.Skipped)
+	require.Equal(t, StateBackendNote, peer.Note)
+	require.Nil(t, peer.StateBackend)
+
+	require.Equal(t, int64(3000), st.Ops)
+	require.Positive(t, st.OpsPerSec)
+	require.Equal(t, int64(3000*(2+16+2000)), st.UserBytes)
+	sb := st.StateBackend
+	require.NotNil(t, sb)
+	require.Equal(t, int64(700), sb.CheckpointEvery)
+	// After the load, after 700, 1400, 2100 and 2800 overwrites, and at the end.
+	require.Len(t, sb.Checkpoints, 6)
+	var written int64
+	for i, c := range sb.Checkpoints {
+		require.Equal(t, i, c.Index)
+		require.Positive(t, c.UploadedBytes, "checkpoint %d", i)
+		require.Positive(t, c.Objects)
+		require.Positive(t, c.ReferencedFiles)
+		require.GreaterOrEqual(t, c.SpaceAmp, 1.0)
+		if i > 0 {
+			written += c.WrittenBytes
+		}
+	}
+	require.Equal(t, []int64{0, 700, 1400, 2100, 2800, 3000}, []int64{sb.Checkpoints[0].Ops, sb.Checkpoints[1].Ops,
+		sb.Checkpoints[2].Ops, sb.Checkpoints[3].Ops, sb.Checkpoints[4].Ops, sb.Checkpoints[5].Ops})
+	require.Equal(t, st.UserBytes, written)
+	require.Equal(t, int64(3000), sb.Restore.Keys)
+	require.Positive(t, sb.Restore.Duration)
+	require.Len(t, sb.Rescale, len(RescaleMethods))
+	for i, r := range sb.Rescale {
+		require.Equal(t, RescaleMethods[i], r.Method)
+		if r.Method == RescaleIngest {
+			require.True(t, r.Skipped)
+			require.NotEmpty(t, r.Note)
+			continue
+		}
+		require.False(t, r.Skipped, r.Method)
+		require.Equal(t, int64(3000), r.Keys, r.Method)
+		require.Positive(t, r.Duration, r.Method)
+	}
+}
+
+// TestStateBackendKeys: every key goes to the old instance that owns its
+// key group, and the new instances' ranges split the old ones.
+func TestStateBackendKeys(t *testing.T) {
+	spec := DefaultSpec()
+	spec.Num = 5000
+	r := &stateRun{spec: &spec, groups: make([]uint16, spec.Num), user: make([]byte, spec.KeySize)}
+	var per [stateOldInstances]int
+	for i := range uint64(spec.Num) {
+		key, inst := r.key(nil, i, true)
+		start, end, _, _, err := instanceRange(stateOldInstances, inst)
+		require.NoError(t, err)
+		require.True(t, string(key) >= string(start) && (end == nil || string(key) < string(end)), "key %d outside its instance's range", i)
+		again, inst2 := r.key(nil, i, false)
+		require.Equal(t, key, again)
+		require.Equal(t, inst, inst2)
+		per[inst]++
+	}
+	for _, n := range per {
+		require.InEpsilon(t, spec.Num/stateOldInstances, n, 0.1)
+	}
+	// The first and last new instances lie within one old instance, the
+	// middle one spans both, the larger part first.
+	for op, want := range [][]int{{0}, {0, 1}, {1}} {
+		_, _, first, last, err := instanceRange(stateNewInstances, op)
+		require.NoError(t, err)
+		got, err := overlaps(first, last)
+		require.NoError(t, err)
+		require.ElementsMatch(t, want, got, "new instance %d", op)
+	}
+}
+
+func TestStateBackendSpec(t *testing.T) {
+	spec := DefaultSpec()
+	spec.Engines = []string{"strata"}
+	spec.Benchmarks = []string{StateBackend}
+	spec.Num = 1234
+	require.NoError(t, spec.Normalize())
+	require.Equal(t, int64(123), spec.CheckpointEvery)
+	spec.CheckpointEvery = -1
+	require.ErrorContains(t, spec.Normalize(), "checkpoint_every")
+	require.NotContains(t, DefaultSpec().Benchmarks, StateBackend, "the default run stays quick")
+}
