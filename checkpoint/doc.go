@@ -141,11 +141,11 @@
 // merges of 2 small segments, ReuploadBytes one segment) were chosen on
 // an overwrite workload (200,000 keys of 4 KiB, 100 checkpoints of
 // 8,000 overwrites, 3.1 GiB written, value logs of 32 MiB: TestOverwriteFigures):
-// space amplification at most 1.17, data objects at least 14x fewer than
+// space amplification at most 1.18, data objects at least 14x fewer than
 // the tables and value logs the 3 retained checkpoints reference (all
 // objects, with the 3 manifests and the registry: 8x at least, 10x in the
 // median), and about 215 MiB uploaded per checkpoint for 31 MiB written
-// (53 MiB of files new to the store, the database's own garbage
+// (52 MiB of files new to the store, the database's own garbage
 // collection and compactions included). Segments of 64 MiB with files of
 // 16 MiB and more left alone upload about 80 MiB per checkpoint but keep
 // 2x fewer objects than files; 256 MiB segments, about 140 MiB and 6x.

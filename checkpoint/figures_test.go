@@ -25,9 +25,9 @@ import (
 // runs only when STRATA_CHECKPOINT_FIGURES is set, to
 // "keys,valueSize,checkpoints,writesPerCheckpoint" (or "1" for
 // 20000,4096,100,2000), and logs a row per checkpoint and a summary.
-// STRATA_CHECKPOINT_KEEP, STRATA_CHECKPOINT_MINLIVE, STRATA_CHECKPOINT_MERGE
-// and STRATA_CHECKPOINT_SEGMENT ("segmentMiB,smallFileMiB") override the
-// upload options; STRATA_CHECKPOINT_CSV names a file to write the rows to,
+// STRATA_CHECKPOINT_KEEP, STRATA_CHECKPOINT_MINLIVE, STRATA_CHECKPOINT_MERGE,
+// STRATA_CHECKPOINT_SEGMENT ("segmentMiB,smallFileMiB") and
+// STRATA_CHECKPOINT_REUPLOAD (MiB) override the upload options; STRATA_CHECKPOINT_CSV names a file to write the rows to,
 // for charts.
 func TestOverwriteFigures(t *testing.T) {
 	spec := os.Getenv("STRATA_CHECKPOINT_FIGURES")
