@@ -19,6 +19,12 @@ import (
 // checkpoint it retains must restore, to its own state; a crash never
 // leaves a checkpoint half committed.
 func TestUploadCrash(t *testing.T) {
+	for _, oc := range uploadFaultOptions {
+		t.Run(oc.name, func(t *testing.T) { testUploadCrash(t, oc.opts) })
+	}
+}
+
+func testUploadCrash(t *testing.T, opts checkpoint.UploadOptions) {
 	ctx := context.Background()
 	dbfs := vfs.NewMem()
 	db, err := strata.Open("db", smallOptions(dbfs))
@@ -41,16 +47,25 @@ func TestUploadCrash(t *testing.T) {
 	})
 	store, err := checkpoint.NewLocalStoreFS(vfs.NewErrorFS(smem, capture), "store")
 	require.NoError(t, err)
-	u, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 2, SmallFileSize: 16 << 10})
+	u, err := checkpoint.NewUploader(store, &opts)
 	require.NoError(t, err)
 	states := map[uint64]map[string]string{}
-	for round := range 3 {
+	var moved, copied int64
+	defer func() {
+		if opts.MinLiveRatio > 0.9 { // the options that empty segments
+			require.Positive(t, moved, "no upload moved a piece")
+			require.Positive(t, copied, "no upload copied a piece within the store")
+		}
+	}()
+	for round := range 5 {
 		for i := range 150 {
 			require.NoError(t, db.Set([]byte(fmt.Sprintf("key%05d", (i*7+round*31)%300)), []byte(bigValue(i, round)), strata.NoSync))
 		}
 		st, err := db.CheckpointToStore(ctx, u)
 		require.NoError(t, err)
 		states[st.ID] = scanAll(t, db)
+		moved += st.ReuploadedBytes
+		copied += st.CopiedBytes
 	}
 	t.Logf("%d crash states", len(clones))
 	for n, c := range clones {
