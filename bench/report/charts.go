@@ -347,7 +347,9 @@ func stepChart(title, unit, xLabel string, lines []roundLine, colors map[string]
 	for r := 1; r <= maxRound; r++ {
 		x := px(r)
 		s.line(x, top+plotH, x, top+plotH+4, "#52525b", 1)
-		if (r-1)%step == 0 || r == maxRound {
+		// Every step-th label and the last, unless the last would crowd
+		// the one before it.
+		if ((r-1)%step == 0 && (r == maxRound || maxRound-r >= (step+1)/2)) || r == maxRound {
 			s.text(x, top+plotH+16, "middle", "tick", strconv.Itoa(r))
 		}
 	}

@@ -75,3 +75,16 @@ func TestWriteStateBackend(t *testing.T) {
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &back))
 	require.Equal(t, r.Results[0].StateBackend, back.Results[0].StateBackend)
 }
+
+// TestStepChartLastLabel: with many steps, the last step's label does
+// not crowd the one before it.
+func TestStepChartLastLabel(t *testing.T) {
+	l := roundLine{engine: "strata"}
+	for i := 1; i <= 101; i++ {
+		l.add(i, 1, bench.Range{}, false) // no y tick reads 100
+	}
+	out := string(stepChart("t", "u", "checkpoint", []roundLine{l}, map[string]string{"strata": "#e4491c"}, fmtCompact))
+	assert.Contains(t, out, ">101</text>")
+	assert.Contains(t, out, ">91</text>")
+	assert.NotContains(t, out, ">100</text>")
+}
