@@ -153,7 +153,9 @@ func runEngine(ctx context.Context, spec *Spec, info EngineInfo, dir string, r i
 			res := Result{Benchmark: name, Skipped: true, Note: StateBackendNote}
 			if isStrataEngine(info.Name) {
 				written0 := processWriteBytes()
-				sbDir := filepath.Join(dir, StateBackend)
+				// Beside the engine's directory, not in it: the other
+				// benchmarks' disk sizes are of that directory.
+				sbDir := dir + "-" + StateBackend
 				res, err = runStateBackend(ctx, spec, info, sbDir, progress)
 				res.DiskWritten = processWriteBytes() - written0
 				if res.UserBytes > 0 {
