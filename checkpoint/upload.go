@@ -304,11 +304,20 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 		name string
 		live int64
 	}
+	used := map[string]bool{} // objects the new checkpoint uses
+	for _, f := range files {
+		if f.stored {
+			used[f.ref.Object] = true
+		}
+	}
 	var cands []sparseSeg
 	for name, o := range next.Objects {
 		// A segment of expiring pieces dies whole with the checkpoints
-		// that use it: moving it would only move bytes about to die.
-		if !o.Segment || o.Size == 0 || o.Group == groupExpiring {
+		// that use it: moving it would only move bytes about to die. (The
+		// new checkpoint uses one only if a file was stored twice, by an
+		// earlier policy that re-uploaded without moving: then it does
+		// not die, and is emptied as any other.)
+		if !o.Segment || o.Size == 0 || (o.Group == groupExpiring && !used[name]) {
 			continue
 		}
 		if live := liveBytes(o); live > 0 && float64(live)/float64(o.Size) < u.opts.MinLiveRatio {
