@@ -59,6 +59,7 @@ const (
 	opRepoint                   // garbage collection: repoint keys still pointing where they did
 	opBulkBegin                 // start a bulk load: writes skip the WAL (bulk.go)
 	opBulkEnd                   // end it: freeze, flush and wait, then log writes again
+	opIngest                    // add external tables (ingest.go)
 )
 
 type commitWriter struct {
@@ -67,9 +68,11 @@ type commitWriter struct {
 	op    commitOp
 	// repoint is opRepoint's work; its batch is built by the leader.
 	repoint *repointWork
-	done    bool
-	err     error
-	cond    sync.Cond
+	// ingest is opIngest's tables.
+	ingest []*externalTable
+	done   bool
+	err    error
+	cond   sync.Cond
 }
 
 var writerPool = sync.Pool{New: func() any { return &commitWriter{} }}
@@ -194,6 +197,8 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 		return nil
 	case opBulkEnd:
 		return d.endBulkLoadLeader()
+	case opIngest:
+		return d.ingestLeader(group[0].ingest)
 	case opRepoint:
 		// Alone in its group: the check and the write are atomic with
 		// respect to every other write.
