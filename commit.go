@@ -516,6 +516,11 @@ func (d *DB) rotateMemTable(need int) error {
 		size = need + need/8 + 4096
 	}
 	nm := d.memPool.get(size, logNum)
+	// The next memtable's links are fitted to the keys this one saw (the
+	// leader is the memtable's only writer, so its range is settled).
+	if lo, hi, ok := d.mem.KeyRange(); ok {
+		nm.TuneLinks(lo, hi)
+	}
 
 	d.mu.Lock()
 	old := d.mem
