@@ -23,12 +23,12 @@ import (
 //
 // The files' contents are verified first (every block and value-log record
 // checksum, every pointer against its record), outside the DB's locks.
-// Then, with writes held: memtables holding keys inside the tables' ranges
-// are flushed, the tables are rewritten into the DB with one new sequence
-// number (a pass over keys and pointers; values stay where they are, since
-// the value logs are hard-linked, or copied where the filesystem cannot
-// link), and one manifest edit adds them, each at the deepest level where
-// nothing above overlaps it. Automatic compactions pause while Ingest runs.
+// Then, with writes held: the memtables are flushed; the tables are
+// rewritten into the DB with one new sequence number (a pass over keys and
+// pointers; values stay where they are, since the value logs are
+// hard-linked, or copied where the filesystem cannot link); and one
+// manifest edit adds them, each at the deepest level where nothing above
+// overlaps it. Automatic compactions pause while Ingest runs.
 //
 // The DB takes the data over: on success the files at paths and their
 // value logs are removed. On an error the DB is as it was and the files
@@ -304,7 +304,7 @@ func (e *externalRecords) claim(key, ptr []byte) error {
 }
 
 // ingestLeader runs on the commit leader, so no write comes in between:
-// it flushes memtables that overlap the tables, rewrites the tables into
+// it flushes the memtables, rewrites the tables into
 // the DB with the next sequence number and installs them.
 func (d *DB) ingestLeader(tables []*externalTable) error {
 	if d.closed.Load() {
@@ -317,10 +317,12 @@ func (d *DB) ingestLeader(tables []*externalTable) error {
 		return err
 	}
 	c := &d.commit
-	if d.memtablesOverlap(tables) {
-		if err := d.flushAllLeader(); err != nil {
-			return err
-		}
+	// Every memtable is flushed first, not only those holding keys in the
+	// tables' ranges: the edit below records seq as the manifest's last
+	// sequence number, and recovery replays from the WAL only writes
+	// newer than that.
+	if err := d.flushAllLeader(); err != nil {
+		return err
 	}
 	seq := c.lastSeq + 1
 
@@ -348,11 +350,12 @@ func (d *DB) ingestLeader(tables []*externalTable) error {
 			}
 			vlogs = append(vlogs, vm)
 		}
-		var m *manifest.FileMetadata
-		if m, err = d.rewriteExternal(t, seq, vlogNum); err != nil {
+		var ms []*manifest.FileMetadata
+		ms, err = d.rewriteExternal(t, seq, vlogNum)
+		metas = append(metas, ms...)
+		if err != nil {
 			return err
 		}
-		metas = append(metas, m)
 	}
 	if err = syncDirErr(d); err != nil {
 		err = fmt.Errorf("strata: ingest: %w", err)
@@ -394,21 +397,23 @@ func (d *DB) ingestLeader(tables []*externalTable) error {
 	return nil
 }
 
-// rewriteExternal writes table t into a new table of the DB: every entry
-// with sequence number seq, every pointer into the value log vlogNum.
-func (d *DB) rewriteExternal(t *externalTable, seq base.SeqNum, vlogNum base.FileNum) (*manifest.FileMetadata, error) {
+// rewriteExternal writes table t into new tables of the DB (cut at
+// TargetFileSize): every entry with sequence number seq, every pointer
+// into the value log vlogNum.
+func (d *DB) rewriteExternal(t *externalTable, seq base.SeqNum, vlogNum base.FileNum) ([]*manifest.FileMetadata, error) {
 	in := &ingestIter{InternalIterator: t.r.NewIter(), seq: seq, vlogNum: vlogNum}
 	defer in.Close()
 	outputs, _, err := compaction.Run(compaction.Config{
-		Input:   in,
-		NewFile: d.newTableFile,
-		Writer:  d.opts.writerOptions(),
+		Input:          in,
+		NewFile:        d.newTableFile,
+		Writer:         d.opts.writerOptions(),
+		TargetFileSize: uint64(d.opts.TargetFileSize),
 	})
 	if err == nil && in.err != nil {
 		err = in.err
 	}
-	if err == nil && len(outputs) != 1 {
-		err = fmt.Errorf("%d tables written, want 1", len(outputs))
+	if err == nil && len(outputs) == 0 {
+		err = errors.New("no table written")
 	}
 	if err != nil {
 		for _, o := range outputs {
@@ -416,7 +421,11 @@ func (d *DB) rewriteExternal(t *externalTable, seq base.SeqNum, vlogNum base.Fil
 		}
 		return nil, fmt.Errorf("strata: ingest %s: %w", t.path, err)
 	}
-	return fileMetadata(outputs[0]), nil
+	metas := make([]*manifest.FileMetadata, len(outputs))
+	for i, o := range outputs {
+		metas[i] = fileMetadata(o)
+	}
+	return metas, nil
 }
 
 // ingestIter gives an external table's entries the ingest's sequence
@@ -449,35 +458,6 @@ func (it *ingestIter) Value() []byte {
 	p.FileNum = it.vlogNum
 	it.buf = p.Encode(it.buf[:0])
 	return it.buf
-}
-
-// memtablesOverlap reports whether a memtable not yet flushed holds a key
-// or a range tombstone inside one of the tables' key ranges. Leader only.
-func (d *DB) memtablesOverlap(tables []*externalTable) bool {
-	d.mu.Lock()
-	mems := append(slices.Clone(d.imm), d.mem)
-	d.mu.Unlock()
-	for _, m := range mems {
-		if m.Empty() {
-			continue
-		}
-		it := m.NewIter()
-		for _, t := range tables {
-			if it.SeekGE(t.smallest) && base.Compare(it.Key().UserKey, t.largest) <= 0 {
-				it.Close()
-				return true
-			}
-		}
-		it.Close()
-		for _, rt := range m.RangeTombstones(base.SeqNumMax) {
-			for _, t := range tables {
-				if base.Compare(rt.Start, t.largest) <= 0 && base.Compare(rt.End, t.smallest) > 0 {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // flushAllLeader freezes the memtable and waits until every frozen

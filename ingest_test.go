@@ -146,43 +146,55 @@ func ingestFixture(t *testing.T, db *DB) (model, ext map[string]string) {
 // reopen, on both filesystems.
 func TestIngest(t *testing.T) {
 	for _, fc := range bothFS(t) {
-		t.Run(fc.name, func(t *testing.T) {
-			opts := &Options{FS: fc.fs, MemTableSize: 64 << 10, ValueThreshold: 256}
-			db, err := Open(fc.dir, opts)
-			require.NoError(t, err)
-			model, ext := ingestFixture(t, db)
-			snap := db.NewSnapshot()
+		for _, walOff := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/disable-wal=%t", fc.name, walOff), func(t *testing.T) {
+				dir := fmt.Sprintf("%s-%t", fc.dir, walOff)
+				opts := &Options{FS: fc.fs, MemTableSize: 64 << 10, ValueThreshold: 256, DisableWAL: walOff}
+				db, err := Open(dir, opts)
+				require.NoError(t, err)
+				model, ext := ingestFixture(t, db)
+				snap := db.NewSnapshot()
 
-			path := fc.fs.PathJoin(fc.fs.PathDir(fc.dir), "ext.sst")
-			writeExternal(t, fc.fs, path, ext)
-			require.NoError(t, db.Ingest([]string{path}))
-			for _, p := range []string{path, ValueLogPath(path)} {
-				_, err := fc.fs.Stat(p)
-				require.ErrorIs(t, err, os.ErrNotExist, "Ingest left %s", p)
-			}
-			want := overlay(model, ext)
-			requireContents(t, db, nil, want, "after ingest")
-			requireContents(t, db, snap, model, "snapshot from before ingest")
-			require.NoError(t, snap.Close())
-			require.NoError(t, currentVersion(db).CheckLedger())
-			m := db.Metrics()
-			require.EqualValues(t, 1, m.Ingest.Count)
-			require.NotZero(t, m.Ingest.BytesWritten)
+				path := dir + ".ext.sst"
+				writeExternal(t, fc.fs, path, ext)
+				require.NoError(t, db.Ingest([]string{path}))
+				for _, p := range []string{path, ValueLogPath(path)} {
+					_, err := fc.fs.Stat(p)
+					require.ErrorIs(t, err, os.ErrNotExist, "Ingest left %s", p)
+				}
+				want := overlay(model, ext)
+				requireContents(t, db, nil, want, "after ingest")
+				requireContents(t, db, snap, model, "snapshot from before ingest")
+				require.NoError(t, snap.Close())
+				require.NoError(t, currentVersion(db).CheckLedger())
+				m := db.Metrics()
+				require.EqualValues(t, 1, m.Ingest.Count)
+				require.NotZero(t, m.Ingest.BytesWritten)
 
-			// Writes after the ingest are newer than it.
-			require.NoError(t, db.Set([]byte("k051"), []byte("later"), NoSync))
-			want["k051"] = "later"
-			requireContents(t, db, nil, want, "write after ingest")
+				// Writes after the ingest are newer than it.
+				require.NoError(t, db.Set([]byte("k051"), []byte("later"), NoSync))
+				want["k051"] = "later"
+				requireContents(t, db, nil, want, "write after ingest")
 
-			require.NoError(t, db.Close())
-			db, err = Open(fc.dir, opts)
-			require.NoError(t, err)
-			requireContents(t, db, nil, want, "after reopen")
-			require.NoError(t, db.Compact(nil, nil))
-			requireContents(t, db, nil, want, "after compaction")
-			require.NoError(t, currentVersion(db).CheckLedger())
-			require.NoError(t, db.Close())
-		})
+				// Reopen with the WAL setting switched, and back.
+				require.NoError(t, db.Close())
+				opts.DisableWAL = !walOff
+				db, err = Open(dir, opts)
+				require.NoError(t, err)
+				requireContents(t, db, nil, want, "after reopen")
+				require.NoError(t, db.Set([]byte("k052"), []byte("reopened"), NoSync))
+				want["k052"] = "reopened"
+				require.NoError(t, db.Close())
+				opts.DisableWAL = walOff
+				db, err = Open(dir, opts)
+				require.NoError(t, err)
+				requireContents(t, db, nil, want, "after the second reopen")
+				require.NoError(t, db.Compact(nil, nil))
+				requireContents(t, db, nil, want, "after compaction")
+				require.NoError(t, currentVersion(db).CheckLedger())
+				require.NoError(t, db.Close())
+			})
+		}
 	}
 }
 
@@ -355,6 +367,9 @@ func TestIngestFaults(t *testing.T) {
 		db, err := Open("db", opts)
 		require.NoError(t, err)
 		model, ext := ingestFixture(t, db)
+		// The memtable holds only a synced write outside the table's
+		// range, which must survive the ingest's manifest edit.
+		require.NoError(t, db.Flush())
 		require.NoError(t, db.Set([]byte("synced"), []byte("yes"), Sync))
 		model["synced"] = "yes"
 		writeExternal(t, fs, "ext.sst", ext)
