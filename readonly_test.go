@@ -76,6 +76,27 @@ func writeUnflushed(t *testing.T, db *DB, n int) map[string]string {
 	return want
 }
 
+// waitQuiet waits until db runs no compaction and garbage collection has
+// nothing to do; with no more writes, no file is deleted after that.
+func waitQuiet(t *testing.T, db *DB) {
+	t.Helper()
+	timedOut := false
+	timer := time.AfterFunc(time.Minute, func() {
+		db.mu.Lock()
+		timedOut = true
+		db.cond.Broadcast()
+		db.mu.Unlock()
+	})
+	defer timer.Stop()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for (db.compactions.running > 0 || !db.gcIdleLocked() || len(db.gc.draining) > 0) && db.bgErr == nil && !timedOut {
+		db.cond.Wait()
+	}
+	require.NoError(t, db.bgErr)
+	require.False(t, timedOut, "background work did not settle in a minute")
+}
+
 // requireReadOnlyWrites checks that every write fails with ErrReadOnly.
 func requireReadOnlyWrites(t *testing.T, db *DB) {
 	t.Helper()
@@ -110,6 +131,10 @@ func TestReadOnlyReopen(t *testing.T) {
 			db, err := Open(c.dir, roOptions(c.fs))
 			require.NoError(t, err)
 			want := writeUnflushed(t, db, 300)
+			// A read-only DB reads the files its manifest named at Open: the
+			// writer's compactions and garbage collection, which delete
+			// files, must be done first.
+			waitQuiet(t, db)
 
 			ro, err := Open(c.dir, &Options{FS: c.fs, ReadOnly: true, ValueThreshold: 64, MemTableSize: 16 << 10})
 			require.NoError(t, err, "read-only open beside the writer")
