@@ -206,16 +206,7 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 			return err
 		}
 	}
-	if d.closed.Load() {
-		return ErrClosed
-	}
-	// After a background error nothing more is acknowledged: with the WAL
-	// off the write could never become durable, and with it on the WAL may
-	// end in a partial record.
-	if d.hasBgErr.Load() {
-		d.mu.Lock()
-		err := d.backgroundErrorLocked()
-		d.mu.Unlock()
+	if err := d.writableNow(); err != nil {
 		return err
 	}
 	// batches are what the WAL and the memtable receive: the group's
@@ -324,6 +315,23 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	if b := d.writeBudget(); b != nil {
 		d.chargeMem(mem)
 		b.maybeFlush()
+	}
+	return nil
+}
+
+// writableNow returns ErrClosed after Close, the background error after
+// one (nothing more is acknowledged then: with the WAL off the write could
+// never become durable, and with it on the WAL may end in a partial
+// record), and nil otherwise. Leader only.
+func (d *DB) writableNow() error {
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	if d.hasBgErr.Load() {
+		d.mu.Lock()
+		err := d.backgroundErrorLocked()
+		d.mu.Unlock()
+		return err
 	}
 	return nil
 }

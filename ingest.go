@@ -137,16 +137,11 @@ func closeExternalTables(tables []*externalTable) {
 // marker of a TableWriter table, every block, every entry's kind, sequence
 // number and order, and every pointer against a record of its value log.
 func openExternalTable(fs vfs.FS, path string) (_ *externalTable, err error) {
-	f, err := fs.Open(path)
+	f, size, err := openSized(fs, path)
 	if err != nil {
-		return nil, fmt.Errorf("strata: ingest: %w", err)
+		return nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("strata: ingest: %w", err)
-	}
-	r, err := sstable.NewReader(f, fi.Size(), sstable.ReaderOptions{FileName: path})
+	r, err := sstable.NewReader(f, size, sstable.ReaderOptions{FileName: path})
 	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("strata: ingest: %w", err)
@@ -217,6 +212,20 @@ func openExternalTable(fs vfs.FS, path string) (_ *externalTable, err error) {
 	return t, nil
 }
 
+// openSized opens path and returns its size.
+func openSized(fs vfs.FS, path string) (vfs.File, int64, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("strata: ingest: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		_ = f.Close()
+		return nil, 0, fmt.Errorf("strata: ingest: %w", err)
+	}
+	return f, fi.Size(), nil
+}
+
 // externalRecords lists the records of an external value log, to check
 // that every pointer of the table locates one, for its key, and that each
 // is referenced exactly once (so the garbage ledger starts exact).
@@ -238,19 +247,14 @@ type externalRecord struct {
 // it returns nil, nil when there is none.
 func scanExternalVlog(fs vfs.FS, path string) (*externalRecords, error) {
 	name := ValueLogPath(path)
-	f, err := fs.Open(name)
+	f, size, err := openSized(fs, name)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("strata: ingest: %w", err)
+		return nil, err
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("strata: ingest: %w", err)
-	}
-	r, err := vlog.NewReader(f, vlog.Unnumbered, fi.Size(), vlog.ReaderOptions{FileName: name})
+	r, err := vlog.NewReader(f, vlog.Unnumbered, size, vlog.ReaderOptions{FileName: name})
 	if err != nil {
 		_ = f.Close()
 		return nil, fmt.Errorf("strata: ingest: %w", err)
@@ -259,7 +263,7 @@ func scanExternalVlog(fs vfs.FS, path string) (*externalRecords, error) {
 	if !r.Finished() {
 		return nil, base.CorruptionErrorf(name, 0, "value log is unfinished (no valid footer)")
 	}
-	recs := &externalRecords{name: name, meta: &manifest.VlogMetadata{Size: uint64(fi.Size())}}
+	recs := &externalRecords{name: name, meta: &manifest.VlogMetadata{Size: uint64(size)}}
 	s := r.NewScanner()
 	for s.Next() {
 		p := s.Pointer()
@@ -307,13 +311,7 @@ func (e *externalRecords) claim(key, ptr []byte) error {
 // it flushes the memtables, rewrites the tables into
 // the DB with the next sequence number and installs them.
 func (d *DB) ingestLeader(tables []*externalTable) error {
-	if d.closed.Load() {
-		return ErrClosed
-	}
-	if d.hasBgErr.Load() {
-		d.mu.Lock()
-		err := d.backgroundErrorLocked()
-		d.mu.Unlock()
+	if err := d.writableNow(); err != nil {
 		return err
 	}
 	c := &d.commit
@@ -470,18 +468,7 @@ func (d *DB) flushAllLeader() error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	target := d.flushedGen + uint64(len(d.imm))
-	d.scheduleBackground()
-	for d.flushedGen < target && d.bgErr == nil && !d.bgDone {
-		d.cond.Wait()
-	}
-	if err := d.backgroundErrorLocked(); err != nil {
-		return err
-	}
-	if d.flushedGen < target {
-		return ErrClosed
-	}
-	return nil
+	return d.waitFlushedLocked()
 }
 
 // ingestLevel is the level for a table of keys [smallest, largest] that is

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/sstable"
 	"github.com/strata-db/strata/vfs"
 	"github.com/strata-db/strata/vlog"
@@ -169,7 +170,7 @@ func (w *TableWriter) Close() error {
 		_ = w.f.Close()
 	}
 	if err == nil {
-		err = syncParent(w.fs, w.path)
+		err = manifest.SyncDir(w.fs, w.fs.PathDir(w.path))
 	}
 	if err != nil {
 		w.err = fmt.Errorf("strata: table writer: %w", err)
@@ -203,17 +204,4 @@ func (w *TableWriter) remove() {
 	if w.vw != nil {
 		_ = w.fs.Remove(ValueLogPath(w.path))
 	}
-}
-
-// syncParent syncs the directory that holds path.
-func syncParent(fs vfs.FS, path string) error {
-	d, err := fs.OpenDir(fs.PathDir(path))
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
