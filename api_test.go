@@ -69,6 +69,7 @@ var (
 	_ strata.Merger                                                               = strata.Counter
 
 	_ func(*strata.DB, []byte) (bool, error) = (*strata.DB).Has
+	_ func(*strata.DB, []string) error       = (*strata.DB).Ingest
 
 	_ checkpoint.Store                                        = (*checkpoint.LocalStore)(nil)
 	_ checkpoint.Store                                        = (*checkpoint.S3Store)(nil)

@@ -66,23 +66,7 @@ func (d *DB) endBulkLoadLeader() error {
 	if !c.bulk {
 		return nil
 	}
-	if !d.mem.Empty() {
-		if err := d.rotateMemTable(0); err != nil {
-			return err
-		}
-	}
-	d.mu.Lock()
-	target := d.flushedGen + uint64(len(d.imm))
-	d.scheduleBackground()
-	for d.flushedGen < target && d.bgErr == nil && !d.bgDone {
-		d.cond.Wait()
-	}
-	err := d.backgroundErrorLocked()
-	if err == nil && d.flushedGen < target {
-		err = ErrClosed
-	}
-	d.mu.Unlock()
-	if err != nil {
+	if err := d.flushAllLeader(); err != nil {
 		return err
 	}
 	c.bulk = false

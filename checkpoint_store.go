@@ -3,6 +3,7 @@ package strata
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/strata-db/strata/checkpoint"
 	"github.com/strata-db/strata/vfs"
@@ -139,4 +140,84 @@ func clipToRange(db *DB, start, end []byte) error {
 		return err
 	}
 	return db.Flush()
+}
+
+// IngestRange adds to d the keys in [start, end) (nil: no bound) of
+// checkpoint id of store s, newer than every write acknowledged before the
+// call: the way a rescaled instance takes over a key range from another
+// instance's checkpoint while it holds state of its own (Flink's rescale,
+// where one new instance draws on several old ones). It fetches only the
+// tables that overlap the range and the value logs they reference, next
+// to d's directory; writes the range's live entries into one external
+// table (values at d's separation threshold go to its value log), and
+// ingests it (Ingest). Nothing of the range's past versions or
+// tombstones comes along. The temporary files are removed in every case.
+// It returns the number of keys ingested.
+func (d *DB) IngestRange(ctx context.Context, s checkpoint.Store, id uint64, start, end []byte) (int, error) {
+	if err := d.checkWritable(); err != nil {
+		return 0, err
+	}
+	tmp := fmt.Sprintf("%s.ingest-%d-%d", d.dirname, id, ingestSeq.Add(1))
+	defer d.fs.RemoveAll(tmp)
+	if err := checkpoint.Restore(ctx, s, id, d.fs, tmp, &checkpoint.RestoreOptions{Start: start, End: end}); err != nil {
+		return 0, fmt.Errorf("strata: ingest range: %w", err)
+	}
+	ext := tmp + ".sst"
+	defer func() {
+		_ = d.fs.Remove(ext)
+		_ = d.fs.Remove(ValueLogPath(ext))
+	}()
+	n, err := exportRange(d.fs, tmp, ext, start, end, d.opts.ValueThreshold)
+	if err != nil || n == 0 {
+		return 0, err
+	}
+	if err := d.Ingest([]string{ext}); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+var ingestSeq atomic.Uint64
+
+// exportRange writes the live entries in [start, end) of the database in
+// dir (opened read-only) into the external table path, separating values
+// of at least threshold bytes; it writes nothing when the range is empty.
+func exportRange(fs vfs.FS, dir, path string, start, end []byte, threshold int) (n int, err error) {
+	src, err := Open(dir, &Options{FS: fs, ReadOnly: true})
+	if err != nil {
+		return 0, fmt.Errorf("strata: ingest range: %w", err)
+	}
+	defer func() {
+		if cerr := src.Close(); err == nil && cerr != nil {
+			err = fmt.Errorf("strata: ingest range: %w", cerr)
+		}
+	}()
+	it, err := src.NewIter(&IterOptions{LowerBound: start, UpperBound: end})
+	if err != nil {
+		return 0, err
+	}
+	defer it.Close()
+	var w *TableWriter
+	for ok := it.First(); ok; ok = it.Next() {
+		if w == nil {
+			if w, err = NewTableWriter(path, &TableWriterOptions{FS: fs, ValueThreshold: threshold}); err != nil {
+				return 0, err
+			}
+		}
+		if err = w.Set(it.Key(), it.Value()); err != nil {
+			w.Abort()
+			return 0, err
+		}
+		n++
+	}
+	if err = it.Error(); err != nil {
+		if w != nil {
+			w.Abort()
+		}
+		return 0, err
+	}
+	if w == nil {
+		return 0, nil
+	}
+	return n, w.Close()
 }

@@ -59,6 +59,7 @@ const (
 	opRepoint                   // garbage collection: repoint keys still pointing where they did
 	opBulkBegin                 // start a bulk load: writes skip the WAL (bulk.go)
 	opBulkEnd                   // end it: freeze, flush and wait, then log writes again
+	opIngest                    // add external tables (ingest.go)
 )
 
 type commitWriter struct {
@@ -67,9 +68,11 @@ type commitWriter struct {
 	op    commitOp
 	// repoint is opRepoint's work; its batch is built by the leader.
 	repoint *repointWork
-	done    bool
-	err     error
-	cond    sync.Cond
+	// ingest is opIngest's tables.
+	ingest []*externalTable
+	done   bool
+	err    error
+	cond   sync.Cond
 }
 
 var writerPool = sync.Pool{New: func() any { return &commitWriter{} }}
@@ -194,6 +197,8 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 		return nil
 	case opBulkEnd:
 		return d.endBulkLoadLeader()
+	case opIngest:
+		return d.ingestLeader(group[0].ingest)
 	case opRepoint:
 		// Alone in its group: the check and the write are atomic with
 		// respect to every other write.
@@ -201,16 +206,7 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 			return err
 		}
 	}
-	if d.closed.Load() {
-		return ErrClosed
-	}
-	// After a background error nothing more is acknowledged: with the WAL
-	// off the write could never become durable, and with it on the WAL may
-	// end in a partial record.
-	if d.hasBgErr.Load() {
-		d.mu.Lock()
-		err := d.backgroundErrorLocked()
-		d.mu.Unlock()
+	if err := d.writableNow(); err != nil {
 		return err
 	}
 	// batches are what the WAL and the memtable receive: the group's
@@ -319,6 +315,23 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	if b := d.writeBudget(); b != nil {
 		d.chargeMem(mem)
 		b.maybeFlush()
+	}
+	return nil
+}
+
+// writableNow returns ErrClosed after Close, the background error after
+// one (nothing more is acknowledged then: with the WAL off the write could
+// never become durable, and with it on the WAL may end in a partial
+// record), and nil otherwise. Leader only.
+func (d *DB) writableNow() error {
+	if d.closed.Load() {
+		return ErrClosed
+	}
+	if d.hasBgErr.Load() {
+		d.mu.Lock()
+		err := d.backgroundErrorLocked()
+		d.mu.Unlock()
+		return err
 	}
 	return nil
 }
@@ -511,6 +524,11 @@ func (d *DB) rotateMemTable(need int) error {
 		size = need + need/8 + 4096
 	}
 	nm := d.memPool.get(size, logNum)
+	// The next memtable's links are fitted to the keys this one saw (the
+	// leader is the memtable's only writer, so its range is settled).
+	if lo, hi, ok := d.mem.KeyRange(); ok {
+		nm.TuneLinks(lo, hi)
+	}
 
 	d.mu.Lock()
 	old := d.mem

@@ -202,6 +202,8 @@ func (d *DB) swapReadState(rs *readState) {
 type dbStats struct {
 	flushes        atomic.Uint64
 	flushBytes     atomic.Uint64
+	ingests        atomic.Uint64
+	ingestBytes    atomic.Uint64 // table bytes ingests wrote (value logs are linked)
 	compactions    atomic.Uint64
 	compactInBytes atomic.Uint64
 	// expired counts entries dropped for their TTL; compactVlogReads the

@@ -193,12 +193,19 @@ func (d *DB) flush() error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
+	return d.waitFlushedLocked()
+}
+
+// waitFlushedLocked waits until every memtable frozen now is flushed. A
+// failed flush returns once the listener has heard of the failure;
+// ErrClosed if Close stopped the background work before the flush ran.
+// d.mu is held.
+func (d *DB) waitFlushedLocked() error {
 	target := d.flushedGen + uint64(len(d.imm))
 	d.scheduleBackground()
 	for d.flushedGen < target && d.bgErr == nil && !d.bgDone {
 		d.cond.Wait()
 	}
-	// A failed flush returns once the listener has heard of the failure.
 	for d.bgErr != nil && !d.bgErrDelivered && !d.bgDone {
 		d.cond.Wait()
 	}
@@ -206,7 +213,6 @@ func (d *DB) flush() error {
 		return err
 	}
 	if d.flushedGen < target {
-		// Close stopped the background work before the flush ran.
 		return ErrClosed
 	}
 	return nil

@@ -62,6 +62,10 @@ type Metrics struct {
 		Count        uint64 // memtables flushed since Open
 		BytesWritten uint64 // table bytes the flushes wrote (not value logs)
 	}
+	Ingest struct {
+		Count        uint64 // successful DB.Ingest calls since Open
+		BytesWritten uint64 // table bytes they wrote (their value logs are linked)
+	}
 	Compact struct {
 		Count        uint64 // compactions since Open, moves included
 		BytesRead    uint64 // table bytes they read
@@ -270,6 +274,8 @@ func (d *DB) Metrics() *Metrics {
 	m.WAL.BytesWritten = d.stats.walBytes.Load()
 	m.Flush.Count = d.stats.flushes.Load()
 	m.Flush.BytesWritten = d.stats.flushBytes.Load()
+	m.Ingest.Count = d.stats.ingests.Load()
+	m.Ingest.BytesWritten = d.stats.ingestBytes.Load()
 	m.Compact.Count = d.stats.compactions.Load()
 	m.Compact.BytesRead = d.stats.compactInBytes.Load()
 	m.Compact.Expired = d.stats.expired.Load()
@@ -387,6 +393,9 @@ func (m *Metrics) String() string {
 	fmt.Fprintf(&b, "stalls: %d (%s), slowed %s\n", m.WriteStalls, m.StallDuration.Round(time.Millisecond), m.SlowdownDuration.Round(time.Millisecond))
 	fmt.Fprintf(&b, "block cache: %s / %s, hit rate %.1f%%\n",
 		humanBytes(uint64(max(m.BlockCache.Size, 0))), humanBytes(uint64(max(m.BlockCache.Capacity, 0))), 100*m.BlockCache.HitRate())
+	if m.Ingest.Count > 0 {
+		fmt.Fprintf(&b, "ingests: %d, tables written %s\n", m.Ingest.Count, humanBytes(m.Ingest.BytesWritten))
+	}
 	fmt.Fprintf(&b, "learned index: %s\n", m.LearnedIndex)
 	fmt.Fprintf(&b, "tables open: %d, snapshots: %d, visible seq: %d\n", m.TablesOpen, m.Snapshots, m.VisibleSeq)
 	m.latencyTable(&b)

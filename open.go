@@ -383,6 +383,7 @@ func (d *DB) installRecovered(rp *walReplay) error {
 		ve.SetLogNum(d.vs.NewFileNum())
 		d.mem = d.memPool.get(int(o.MemTableSize), 0)
 	}
+	d.tuneFirstMemtable(rp.mem)
 	d.mu.Lock()
 	if rp.mem != nil && !o.DisableWAL && !rp.torn {
 		// The recovered memtable's pointer entries pin their value logs
@@ -725,4 +726,28 @@ func (d *DB) Close() error {
 		err = errors.Join(err, leak)
 	}
 	return err
+}
+
+// tuneFirstMemtable fits the first memtable's links (memtable.TuneLinks)
+// to the keys the recovered memtable holds, or else to the key range of
+// the tables: a fresh DB keeps the default.
+func (d *DB) tuneFirstMemtable(recovered *memTable) {
+	if recovered != nil {
+		if lo, hi, ok := recovered.KeyRange(); ok {
+			d.mem.TuneLinks(lo, hi)
+			return
+		}
+	}
+	var lo, hi []byte
+	d.vs.Current().Files(func(_ int, f *manifest.FileMetadata) {
+		if lo == nil || base.Compare(f.Smallest.UserKey, lo) < 0 {
+			lo = f.Smallest.UserKey
+		}
+		if hi == nil || base.Compare(f.Largest.UserKey, hi) > 0 {
+			hi = f.Largest.UserKey
+		}
+	})
+	if lo != nil {
+		d.mem.TuneLinks(memtable.KeyPrefix(lo), memtable.KeyPrefix(hi))
+	}
 }

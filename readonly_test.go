@@ -76,20 +76,25 @@ func writeUnflushed(t *testing.T, db *DB, n int) map[string]string {
 	return want
 }
 
-func requireContents(t *testing.T, db *DB, want map[string]string) {
+// waitQuiet waits until db runs no compaction and garbage collection has
+// nothing to do; with no more writes, no file is deleted after that.
+func waitQuiet(t *testing.T, db *DB) {
 	t.Helper()
-	it, err := db.NewIter(nil)
-	require.NoError(t, err)
-	got := make(map[string]string)
-	for ok := it.First(); ok; ok = it.Next() {
-		got[string(it.Key())] = string(it.Value())
+	timedOut := false
+	timer := time.AfterFunc(time.Minute, func() {
+		db.mu.Lock()
+		timedOut = true
+		db.cond.Broadcast()
+		db.mu.Unlock()
+	})
+	defer timer.Stop()
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	for (db.compactions.running > 0 || !db.gcIdleLocked() || len(db.gc.draining) > 0) && db.bgErr == nil && !timedOut {
+		db.cond.Wait()
 	}
-	require.NoError(t, it.Close())
-	require.Equal(t, len(want), len(got))
-	require.Equal(t, want, got)
-	for k, v := range want {
-		requireGet(t, db, k, v)
-	}
+	require.NoError(t, db.bgErr)
+	require.False(t, timedOut, "background work did not settle in a minute")
 }
 
 // requireReadOnlyWrites checks that every write fails with ErrReadOnly.
@@ -108,6 +113,7 @@ func requireReadOnlyWrites(t *testing.T, db *DB) {
 		"Flush":       db.Flush(),
 		"Compact":     db.Compact(nil, nil),
 		"Checkpoint":  db.Checkpoint("ckpt"),
+		"Ingest":      db.Ingest([]string{"ext.sst"}),
 	} {
 		require.ErrorIs(t, err, ErrReadOnly, name)
 	}
@@ -125,10 +131,14 @@ func TestReadOnlyReopen(t *testing.T) {
 			db, err := Open(c.dir, roOptions(c.fs))
 			require.NoError(t, err)
 			want := writeUnflushed(t, db, 300)
+			// A read-only DB reads the files its manifest named at Open: the
+			// writer's compactions and garbage collection, which delete
+			// files, must be done first.
+			waitQuiet(t, db)
 
 			ro, err := Open(c.dir, &Options{FS: c.fs, ReadOnly: true, ValueThreshold: 64, MemTableSize: 16 << 10})
 			require.NoError(t, err, "read-only open beside the writer")
-			requireContents(t, ro, want)
+			requireContents(t, ro, nil, want, "read-only")
 			requireReadOnlyWrites(t, ro)
 			snap := ro.NewSnapshot()
 			v, err := snap.Get([]byte("k0003"))
@@ -144,7 +154,7 @@ func TestReadOnlyReopen(t *testing.T) {
 			require.NoError(t, db.Close())
 			db, err = Open(c.dir, roOptions(c.fs))
 			require.NoError(t, err)
-			requireContents(t, db, want)
+			requireContents(t, db, nil, want, "read-only")
 			require.NoError(t, db.Set([]byte("k0002"), []byte(roValue(2, 9)), Sync))
 			want["k0002"] = roValue(2, 9)
 			require.NoError(t, db.Close())
@@ -153,12 +163,12 @@ func TestReadOnlyReopen(t *testing.T) {
 			before := dirState(t, c.fs, c.dir)
 			ro, err = Open(c.dir, &Options{FS: c.fs, ReadOnly: true})
 			require.NoError(t, err)
-			requireContents(t, ro, want)
+			requireContents(t, ro, nil, want, "read-only")
 			require.NoError(t, ro.Close())
 			require.Equal(t, before, dirState(t, c.fs, c.dir), "a read-only DB changed the directory")
 			db, err = Open(c.dir, roOptions(c.fs))
 			require.NoError(t, err)
-			requireContents(t, db, want)
+			requireContents(t, db, nil, want, "read-only")
 			require.NoError(t, db.Close())
 		})
 	}
@@ -201,7 +211,7 @@ func TestReadOnlyAfterCrash(t *testing.T) {
 		ro, err := Open("db", &Options{FS: noWrites, ReadOnly: true, MemTableSize: 16 << 10})
 		require.NoError(t, err)
 		require.Positive(t, ro.Metrics().MemTable.Immutable, "the replay filled several memtables")
-		requireContents(t, ro, want)
+		requireContents(t, ro, nil, want, "read-only")
 		requireReadOnlyWrites(t, ro)
 		require.NoError(t, ro.Close())
 	}
@@ -210,7 +220,7 @@ func TestReadOnlyAfterCrash(t *testing.T) {
 
 	db, err = Open("db", roOptions(crashed))
 	require.NoError(t, err)
-	requireContents(t, db, want)
+	requireContents(t, db, nil, want, "read-only")
 	require.NoError(t, db.Close())
 }
 
@@ -379,7 +389,7 @@ func TestReadOnlyCheckpointAcrossProcesses(t *testing.T) {
 
 	ro, err := Open(ckpt, &Options{ReadOnly: true})
 	require.NoError(t, err)
-	requireContents(t, ro, want)
+	requireContents(t, ro, nil, want, "read-only")
 	require.NoError(t, ro.Close())
 }
 

@@ -251,7 +251,7 @@ func TestLockAcrossProcesses(t *testing.T) {
 // created in the directory after Close returned.
 func TestCallsRacingClose(t *testing.T) {
 	defer func() { testHookEntry = nil }()
-	for _, op := range []string{"flush", "compact", "checkpoint", "endbulk"} {
+	for _, op := range []string{"flush", "compact", "checkpoint", "endbulk", "ingest"} {
 		for _, walOff := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/disable-wal=%t", op, walOff), func(t *testing.T) {
 				fs := vfs.NewMem()
@@ -259,6 +259,9 @@ func TestCallsRacingClose(t *testing.T) {
 				require.NoError(t, err)
 				if op == "endbulk" {
 					require.NoError(t, db.BeginBulkLoad())
+				}
+				if op == "ingest" {
+					writeExternal(t, fs, "ext.sst", map[string]string{"x": string(bytes.Repeat([]byte("y"), 3000))})
 				}
 				require.NoError(t, db.Set([]byte("k"), bytes.Repeat([]byte("v"), 2000), NoSync))
 				var closeErr atomic.Value
@@ -293,6 +296,8 @@ func TestCallsRacingClose(t *testing.T) {
 						done <- db.Checkpoint("ckpt")
 					case "endbulk":
 						done <- db.EndBulkLoad()
+					case "ingest":
+						done <- db.Ingest([]string{"ext.sst"})
 					}
 				}()
 				var err2 error

@@ -3,7 +3,6 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"syscall"
@@ -196,57 +195,10 @@ func fill(src Source, dir string) error {
 	return manifest.SetCurrent(fs, dir, manifestNum, tempNum)
 }
 
-// linkOrCopy hard-links src to dst or, when the filesystem cannot link
-// there (see cannotLink), copies it into a new file (synced). It never
-// replaces or truncates an existing dst, which might be a link to a live
-// file: if dst exists it fails with an error matching os.ErrExist.
+// linkOrCopy is vfs.LinkOrCopy with the package's error prefix.
 func linkOrCopy(fs vfs.FS, src, dst string) error {
-	err := fs.Link(src, dst)
-	if err == nil {
-		return nil
-	}
-	if !cannotLink(err) {
+	if err := vfs.LinkOrCopy(fs, src, dst); err != nil {
 		return fmt.Errorf("checkpoint: %w", err)
-	}
-	return copyFile(fs, src, dst)
-}
-
-// cannotLink reports whether a Link error means that the filesystem cannot
-// make this link at all, so a copy is the way: across devices (EXDEV),
-// where hard links are not permitted or not supported (EPERM, ENOTSUP,
-// EOPNOTSUPP), or when the file has as many links as allowed (EMLINK).
-// Any other error, above all EEXIST, is a failure.
-func cannotLink(err error) bool {
-	for _, errno := range []syscall.Errno{syscall.EXDEV, syscall.EPERM, syscall.ENOTSUP, syscall.EOPNOTSUPP, syscall.EMLINK} {
-		if errors.Is(err, errno) {
-			return true
-		}
-	}
-	return false
-}
-
-// copyFile copies src into dst, which it creates exclusively, and syncs
-// it. If the copy fails, it removes dst, which is its own.
-func copyFile(fs vfs.FS, src, dst string) error {
-	in, err := fs.Open(src)
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	defer in.Close()
-	out, err := fs.CreateExclusive(dst)
-	if err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	_, err = io.Copy(out, in)
-	if err == nil {
-		err = out.Sync()
-	}
-	if cerr := out.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		_ = fs.Remove(dst)
-		return fmt.Errorf("checkpoint: copy %s: %w", src, err)
 	}
 	return nil
 }

@@ -212,3 +212,27 @@ func TestCheckShiftedValueLog(t *testing.T) {
 	require.Contains(t, out, "PROBLEM: "+name)
 	t.Log(out)
 }
+
+// TestCheckIngested: check passes on a database holding ingested tables,
+// whose value log is unnumbered (linked from a TableWriter's output).
+func TestCheckIngested(t *testing.T) {
+	root := t.TempDir()
+	dir := root + "/db"
+	db, err := strata.Open(dir, &strata.Options{ValueThreshold: 100})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("a"), []byte("inline"), strata.Sync))
+	w, err := strata.NewTableWriter(root+"/ext.sst", &strata.TableWriterOptions{ValueThreshold: 100})
+	require.NoError(t, err)
+	for _, k := range []string{"b", "c", "d"} {
+		require.NoError(t, w.Set([]byte(k), []byte(strings.Repeat(k, 500))))
+	}
+	require.NoError(t, w.Close())
+	require.NoError(t, db.Ingest([]string{root + "/ext.sst"}))
+	require.NoError(t, db.Close())
+	code, out := run(t, vfs.Default, "check", dir)
+	require.Equal(t, 0, code, out)
+	require.Contains(t, out, "\nOK\n")
+	r := Check(vfs.Default, dir, nil)
+	require.Equal(t, 4, r.Keys)
+	require.Equal(t, 3, r.Pointers)
+}

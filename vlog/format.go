@@ -53,6 +53,13 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func crc(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
 
+// Unnumbered is the file number in the header and footer of a value log
+// written outside a database, for ingestion (strata.TableWriter): such a
+// file takes the number the database gives it, by a hard link, without a
+// rewrite. No database file has number 0. Its records still name their
+// keys, so a pointer into the wrong file is caught when the record is read.
+const Unnumbered base.FileNum = 0
+
 // encodeHeader appends the header of file fileNum to dst.
 func encodeHeader(dst []byte, fileNum base.FileNum) []byte {
 	start := len(dst)
@@ -82,7 +89,7 @@ func checkHeader(buf []byte, fileNum base.FileNum) string {
 	if f := binary.LittleEndian.Uint32(buf[12:]); f != 0 {
 		return fmt.Sprintf("unknown header flags %#x", f)
 	}
-	if n := base.FileNum(binary.LittleEndian.Uint64(buf[16:])); n != fileNum {
+	if n := base.FileNum(binary.LittleEndian.Uint64(buf[16:])); n != fileNum && n != Unnumbered {
 		return fmt.Sprintf("header names file %s, want %s", n, fileNum)
 	}
 	return ""
@@ -130,7 +137,7 @@ func decodeFooter(buf []byte, size uint64, fileNum base.FileNum) (f footer, ok b
 	// footer that verifies but fails these (say, the tail of a value that
 	// happens to hold a footer) does not make the file finished.
 	data := size - FooterLen - HeaderLen
-	if f.fileNum != fileNum || f.recordsEnd != size-FooterLen ||
+	if (f.fileNum != fileNum && f.fileNum != Unnumbered) || f.recordsEnd != size-FooterLen ||
 		f.valueBytes > data || f.count > data/minRecordLen {
 		return footer{}, false
 	}

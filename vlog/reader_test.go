@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/vfs"
 )
 
 func TestRoundTrip(t *testing.T) {
@@ -342,4 +343,34 @@ func TestGetChecksPointer(t *testing.T) {
 	v, err := r.Get(ptrs[2], []byte("c"))
 	require.NoError(t, err)
 	require.Empty(t, v)
+}
+
+// TestUnnumberedFile: a value log written as Unnumbered (for ingestion)
+// opens under any file number, finished, and its records read back; a
+// numbered one still refuses another number.
+func TestUnnumberedFile(t *testing.T) {
+	fs := vfs.NewMem()
+	f, err := fs.Create("ext.vlog")
+	require.NoError(t, err)
+	w := NewWriter(f, Unnumbered)
+	p, err := w.Add([]byte("k"), []byte("value"))
+	require.NoError(t, err)
+	require.Equal(t, Unnumbered, p.FileNum)
+	require.NoError(t, w.Finish())
+	for _, num := range []base.FileNum{Unnumbered, 5, 123456} {
+		f, err := fs.Open("ext.vlog")
+		require.NoError(t, err)
+		fi, err := f.Stat()
+		require.NoError(t, err)
+		r, err := NewReader(f, num, fi.Size(), ReaderOptions{})
+		require.NoError(t, err, "as file %d", num)
+		require.True(t, r.Finished(), "as file %d", num)
+		p.FileNum = num
+		v, err := r.Get(p, []byte("k"))
+		require.NoError(t, err)
+		require.Equal(t, "value", string(v))
+		_, err = r.Get(p, []byte("other"))
+		require.ErrorIs(t, err, base.ErrCorruption, "a pointer read for another key")
+		require.NoError(t, r.Close())
+	}
 }

@@ -34,14 +34,14 @@ var _ base.InternalIterator = (*iterator)(nil)
 // SeekGE moves to the first entry whose user key is >= key (its newest
 // version).
 func (it *iterator) SeekGE(key []byte) bool {
-	_, it.nd = it.list.seekGE(key, keyPrefix(key), seekTrailer)
+	_, it.nd = it.list.seekGE(key, KeyPrefix(key), seekTrailer)
 	return it.nd != 0
 }
 
 // SeekLT moves to the last entry whose user key is < key (its oldest
 // version).
 func (it *iterator) SeekLT(key []byte) bool {
-	it.nd, _ = it.list.seekGE(key, keyPrefix(key), seekTrailer)
+	it.nd, _ = it.list.seekGE(key, KeyPrefix(key), seekTrailer)
 	return it.Valid()
 }
 

@@ -62,6 +62,29 @@ func (m *MemTable) Reset() {
 	m.rangeDels.init(m.arena)
 }
 
+// KeyRange returns the smallest and largest 8-byte key prefixes (the
+// first 8 bytes of a user key, big-endian, zero-padded) of the point
+// entries added, for TuneLinks of the memtable that follows; ok is false
+// when there are none. Writer only, or once the memtable is frozen.
+func (m *MemTable) KeyRange() (lo, hi uint64, ok bool) {
+	if m.points.count.Load() == 0 {
+		return 0, 0, false
+	}
+	return m.points.lo, m.points.hi, true
+}
+
+// TuneLinks fits the key summaries that the skiplist's links keep (which
+// let a search pass over a node without touching it) to point keys whose
+// prefixes lie in [lo, hi], as reported by the previous memtable's
+// KeyRange. Any key stays correct; keys in the range are found with fewer
+// cache misses. Call it only on an empty memtable that nothing reads, like
+// Reset.
+func (m *MemTable) TuneLinks(lo, hi uint64) {
+	if m.points.count.Load() == 0 {
+		m.points.sum = summaryFor(lo, hi)
+	}
+}
+
 // EntrySize returns an upper bound on the arena bytes Add needs for one
 // entry with a user key of keyLen bytes and a value of valueLen bytes, so
 // the DB can check that a whole batch fits before applying it: if the sum
@@ -130,7 +153,7 @@ func (m *MemTable) Get(key []byte, snap base.SeqNum) (value []byte, kind base.Ki
 	if snap > base.SeqNumMax {
 		snap = base.SeqNumMax
 	}
-	prefix := keyPrefix(key)
+	prefix := KeyPrefix(key)
 	_, nd := m.points.seekGE(key, prefix, uint64(base.MakeTrailer(snap, base.KindMax)))
 	if nd == 0 || !m.arena.userKeyEqual(nd, key, prefix) {
 		return nil, 0, 0, false

@@ -29,8 +29,18 @@ func TestRandomizedModel(t *testing.T) {
 		m := New(1 << 20)
 		var md model
 		var pool [][]byte
+		newKey := randomUserKey
+		if round%2 == 1 {
+			newKey = randomIntKey
+		}
 		for i := 0; i < 1+r.IntN(60); i++ {
-			pool = append(pool, randomUserKey(r))
+			pool = append(pool, newKey(r))
+		}
+		if round%4 >= 2 {
+			// Links tuned to the range of some of the keys: the others
+			// fall outside it.
+			lo, hi := KeyPrefix(pool[r.IntN(len(pool))]), KeyPrefix(pool[r.IntN(len(pool))])
+			m.TuneLinks(min(lo, hi), max(lo, hi))
 		}
 		usedSeqs := map[base.SeqNum]bool{}
 		steps := 200 + r.IntN(1500)
@@ -543,4 +553,43 @@ func TestResetReuse(t *testing.T) {
 	_, _, _, found := m.Get([]byte("old00001"), base.SeqNumMax)
 	require.False(t, found)
 	require.Empty(t, m.RangeTombstones(base.SeqNumMax))
+}
+
+// TestLinkSummary: summaries are monotonic in the key prefix whatever the
+// tuning, and a tuned range spreads its keys apart.
+func TestLinkSummary(t *testing.T) {
+	r := testRand(t)
+	for _, tc := range []struct{ lo, hi uint64 }{
+		{0, 0}, {0, 200000}, {1 << 48, 1<<48 + 10000}, {5, 5}, {1 << 62, 1<<63 + 7},
+		{0, 1<<64 - 1}, {1<<64 - 100, 1<<64 - 1}, {100, 50},
+	} {
+		s := summaryFor(tc.lo, tc.hi)
+		var ps []uint64
+		for range 2000 {
+			switch r.IntN(3) {
+			case 0:
+				ps = append(ps, r.Uint64())
+			case 1:
+				if tc.hi >= tc.lo && tc.hi-tc.lo < 1<<64-1 {
+					ps = append(ps, tc.lo+r.Uint64N(tc.hi-tc.lo+1))
+				}
+			case 2:
+				ps = append(ps, tc.lo+uint64(r.IntN(64))-32, tc.hi+uint64(r.IntN(64))-32)
+			}
+		}
+		slices.Sort(ps)
+		for i := 1; i < len(ps); i++ {
+			if s.of(ps[i-1]) > s.of(ps[i]) {
+				t.Fatalf("summary %+v (range %d..%d) not monotonic: %#x -> %#x, %#x -> %#x", s, tc.lo, tc.hi, ps[i-1], s.of(ps[i-1]), ps[i], s.of(ps[i]))
+			}
+		}
+	}
+	// Integer keys 0..200000 get summaries of their own.
+	s := summaryFor(0, 200000)
+	if s.of(12345) == s.of(12346) {
+		t.Fatalf("tuned summary %+v does not tell 12345 from 12346", s)
+	}
+	if defaultSummary.of(12345) != defaultSummary.of(12346) {
+		t.Fatal("the default summary keeps the first 4 bytes only")
+	}
 }

@@ -2,6 +2,7 @@ package memtable
 
 import (
 	"bytes"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"math/rand/v2"
@@ -82,6 +83,17 @@ func randomUserKey(r *rand.Rand) []byte {
 	return k
 }
 
+// randomIntKey returns a key that starts with a big-endian integer below
+// 5000 (keys sharing their first 6 bytes, as integer keys do), followed by
+// a few random bytes.
+func randomIntKey(r *rand.Rand) []byte {
+	k := binary.BigEndian.AppendUint64(nil, uint64(r.IntN(5000)))
+	for range r.IntN(4) {
+		k = append(k, byte(r.IntN(3)))
+	}
+	return k[:max(1, len(k)-r.IntN(2)*r.IntN(8))]
+}
+
 var pointKinds = []base.Kind{base.KindDelete, base.KindSet, base.KindMerge, base.KindValuePointer}
 
 // checkInvariants walks every level of s and verifies the skiplist
@@ -98,7 +110,7 @@ func checkInvariants(t testing.TB, s *skiplist) {
 		if i > 0 && base.InternalCompare(prevKey, k) >= 0 {
 			t.Fatalf("level 0 out of order at %d: %s then %s", i, prevKey, k)
 		}
-		if a.prefix(nd) != keyPrefix(k.UserKey) {
+		if a.prefix(nd) != KeyPrefix(k.UserKey) {
 			t.Fatalf("node %d: cached prefix %x, key %q", nd, a.prefix(nd), k.UserKey)
 		}
 		p := a.prev(nd)
@@ -121,7 +133,7 @@ func checkInvariants(t testing.TB, s *skiplist) {
 			if !ok || pi <= last {
 				t.Fatalf("level %d: node %d not in level-0 order", l, nd)
 			}
-			if lk := a.link(prev, l); lk.prefix32() != uint32(a.prefix(nd)>>32) {
+			if lk := a.link(prev, l); lk.prefix32() != s.sum.of(a.prefix(nd)) {
 				t.Fatalf("level %d: link to node %d carries prefix %x, node has %x", l, nd, lk.prefix32(), a.prefix(nd))
 			}
 			prev = nd

@@ -3,6 +3,8 @@ package memtable
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
+	"math/bits"
 	"sync/atomic"
 )
 
@@ -43,16 +45,66 @@ const (
 	linkSize       = 8
 )
 
-// link is a forward link: offset | prefix32<<32.
+// link is a forward link: offset | summary<<32, where summary is the
+// target's 32-bit key summary (see linkSummary).
 type link uint64
 
-func makeLink(nd uint32, prefix uint64) link { return link(nd) | link(prefix>>32<<32) }
+func makeLink(nd uint32, summary uint32) link { return link(nd) | link(summary)<<32 }
 
 // node returns the target's offset (0: end of list).
 func (l link) node() uint32 { return uint32(l) }
 
-// prefix32 returns the first 4 bytes of the target's user key.
+// prefix32 returns the target's key summary.
 func (l link) prefix32() uint32 { return uint32(l >> 32) }
+
+// linkSummary maps a user key's 8-byte prefix (KeyPrefix) to the 32 bits a
+// link keeps of its target, so that a search can pass over a node without
+// touching it (a cache miss) when the summaries differ. The map must be
+// monotonic (non-decreasing in key order): then a summary below the search
+// key's proves the node sorts first, and only equal summaries need the
+// node's key. It is
+//
+//	summary(p) = clamp((p - base) >> shift, 0, 2^32-1)
+//
+// The default (base 0, shift 32) keeps the key's first 4 bytes, which
+// tell nothing apart when keys share them (big-endian integers below 2^32,
+// a common prefix); a memtable tuned to the key range its predecessor saw
+// (MemTable.TuneLinks) spreads that range over the 32 bits instead. Keys
+// outside the range clamp to 0 or 2^32-1 and are compared in full: slower,
+// never wrong.
+type linkSummary struct {
+	base  uint64
+	shift uint8
+}
+
+var defaultSummary = linkSummary{base: 0, shift: 32}
+
+func (s linkSummary) of(prefix uint64) uint32 {
+	if prefix < s.base {
+		return 0
+	}
+	d := (prefix - s.base) >> s.shift
+	if d > 1<<32-1 {
+		return 1<<32 - 1
+	}
+	return uint32(d)
+}
+
+// summaryFor returns the summary that spreads key prefixes in [lo, hi],
+// with a span's margin on either side, over 32 bits.
+func summaryFor(lo, hi uint64) linkSummary {
+	if hi < lo {
+		return defaultSummary
+	}
+	span := hi - lo
+	if bits.Len64(span) > 60 {
+		return defaultSummary
+	}
+	base := lo - min(lo, span)
+	top := hi + min(math.MaxUint64-hi, span)
+	shift := max(0, bits.Len64(top-base)-32)
+	return linkSummary{base: base, shift: uint8(shift)}
+}
 
 // nodeSize returns the bytes of a node of the given height, key and value
 // lengths, before alignment.
@@ -60,10 +112,11 @@ func nodeSize(height uint32, keyLen, valueLen uint64) uint64 {
 	return nodeHeaderSize + uint64(height)*linkSize + keyLen + valueLen
 }
 
-// keyPrefix returns the first 8 bytes of k as a big-endian integer,
+// KeyPrefix returns the first 8 bytes of k as a big-endian integer,
 // zero-padded, so that comparing prefixes as integers agrees with
-// bytes.Compare whenever the prefixes differ.
-func keyPrefix(k []byte) uint64 {
+// bytes.Compare whenever the prefixes differ: the key prefixes that
+// KeyRange and TuneLinks speak of.
+func KeyPrefix(k []byte) uint64 {
 	if len(k) >= 8 {
 		return binary.BigEndian.Uint64(k)
 	}
@@ -126,7 +179,7 @@ func (a *arena) initNode(nd uint32, height uint32, key []byte, prefix, trailer u
 }
 
 // compare orders node nd against the search key (key, trailer), whose
-// prefix is keyPrefix(key): negative if the node sorts first, zero if they
+// prefix is KeyPrefix(key): negative if the node sorts first, zero if they
 // are the same internal key. The order is user key ascending, then trailer
 // descending.
 func (a *arena) compare(nd uint32, key []byte, prefix, trailer uint64) int {
@@ -162,7 +215,7 @@ func compareInts[T int | uint64](x, y T) int {
 }
 
 // userKeyEqual reports whether node nd's user key is key (prefix is
-// keyPrefix(key)).
+// KeyPrefix(key)).
 func (a *arena) userKeyEqual(nd uint32, key []byte, prefix uint64) bool {
 	return a.prefix(nd) == prefix && int(a.keyLen(nd)) == len(key) && bytes.Equal(a.userKey(nd), key)
 }

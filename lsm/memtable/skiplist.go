@@ -39,6 +39,11 @@ type skiplist struct {
 	head   uint32
 	height atomic.Uint32 // levels in use, 1..maxHeight
 	count  atomic.Int64  // entries
+	// sum summarizes keys in links; fixed while the list is not empty.
+	sum linkSummary
+	// lo and hi are the smallest and largest key prefixes inserted, when
+	// count > 0. Writer only.
+	lo, hi uint64
 }
 
 // init allocates the head node. The caller sized the arena for it (New
@@ -52,6 +57,8 @@ func (s *skiplist) init(a *arena) {
 	s.head = head
 	s.height.Store(1)
 	s.count.Store(0)
+	s.sum = defaultSummary
+	s.lo, s.hi = 0, 0
 }
 
 // splice holds, for each level, the last node before an insertion point
@@ -62,11 +69,11 @@ type splice struct {
 }
 
 // findSplice fills sp for the search key (key, trailer), whose prefix is
-// keyPrefix(key), at every level. It reports whether the key is already
+// KeyPrefix(key), at every level. It reports whether the key is already
 // present (as sp.next[0]). Writer only.
 func (s *skiplist) findSplice(sp *splice, key []byte, prefix, trailer uint64) (exists bool) {
 	a := s.a
-	kp := uint32(prefix >> 32)
+	kp := s.sum.of(prefix)
 	l := int(s.height.Load()) - 1
 	for i := maxHeight - 1; i > l; i-- {
 		sp.prev[i], sp.next[i] = s.head, 0
@@ -102,7 +109,7 @@ func (s *skiplist) findSplice(sp *splice, key []byte, prefix, trailer uint64) (e
 // it is known to sort at or after the key, so it is not compared again.
 func (s *skiplist) seekGE(key []byte, prefix, trailer uint64) (prev, next uint32) {
 	a := s.a
-	kp := uint32(prefix >> 32)
+	kp := s.sum.of(prefix)
 	l := int(s.height.Load()) - 1
 	x, bound := s.head, uint32(0)
 	for {
@@ -143,7 +150,7 @@ func (s *skiplist) insert(sp *splice, height uint32, key []byte, trailer uint64,
 		alignUp(size) > a.capacity()-a.size() {
 		return ErrArenaFull
 	}
-	prefix := keyPrefix(key)
+	prefix := KeyPrefix(key)
 	if s.findSplice(sp, key, prefix, trailer) {
 		return errDuplicate
 	}
@@ -159,7 +166,7 @@ func (s *skiplist) insert(sp *splice, height uint32, key []byte, trailer uint64,
 	a.setPrev(nd, sp.prev[0])
 	// Publish bottom-up: once linked at level 0 the node is reachable; the
 	// upper levels only speed up searches.
-	self := makeLink(nd, prefix)
+	self := makeLink(nd, s.sum.of(prefix))
 	for l := 0; l < h; l++ {
 		a.setLink(sp.prev[l], l, self)
 	}
@@ -168,6 +175,11 @@ func (s *skiplist) insert(sp *splice, height uint32, key []byte, trailer uint64,
 	}
 	if height > s.height.Load() {
 		s.height.Store(height)
+	}
+	if s.count.Load() == 0 {
+		s.lo, s.hi = prefix, prefix
+	} else {
+		s.lo, s.hi = min(s.lo, prefix), max(s.hi, prefix)
 	}
 	s.count.Add(1)
 	return nil

@@ -1,0 +1,489 @@
+package strata
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync/atomic"
+	"testing"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// writeExternal writes an external table at path with kv (keys in any
+// order; a value of "\x00del" writes a tombstone), separating values of
+// 256 bytes and more.
+func writeExternal(t *testing.T, fs vfs.FS, path string, kv map[string]string) {
+	t.Helper()
+	w, err := NewTableWriter(path, &TableWriterOptions{FS: fs, ValueThreshold: 256})
+	require.NoError(t, err)
+	keys := make([]string, 0, len(kv))
+	for k := range kv {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if kv[k] == extDel {
+			require.NoError(t, w.Delete([]byte(k)))
+		} else {
+			require.NoError(t, w.Set([]byte(k), []byte(kv[k])))
+		}
+	}
+	require.NoError(t, w.Close())
+}
+
+const extDel = "\x00del"
+
+// overlay returns base with ext applied (tombstones delete).
+func overlay(base, ext map[string]string) map[string]string {
+	out := make(map[string]string, len(base)+len(ext))
+	for k, v := range base {
+		out[k] = v
+	}
+	for k, v := range ext {
+		if v == extDel {
+			delete(out, k)
+		} else {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// requireContents checks that db (or the snapshot, if s is set) holds
+// exactly want, by Get and by iteration in both directions.
+func requireContents(t *testing.T, db *DB, s *Snapshot, want map[string]string, where string) {
+	t.Helper()
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	get := db.Get
+	newIter := db.NewIter
+	if s != nil {
+		get, newIter = s.Get, s.NewIter
+	}
+	for _, k := range keys {
+		v, err := get([]byte(k))
+		require.NoError(t, err, "%s: Get(%s)", where, k)
+		require.Equal(t, want[k], string(v), "%s: Get(%s)", where, k)
+	}
+	it, err := newIter(nil)
+	require.NoError(t, err)
+	var fwd, bwd []string
+	for ok := it.First(); ok; ok = it.Next() {
+		fwd = append(fwd, string(it.Key()))
+		require.Equal(t, want[string(it.Key())], string(it.Value()), "%s: iterator value of %s", where, it.Key())
+	}
+	for ok := it.Last(); ok; ok = it.Prev() {
+		bwd = append(bwd, string(it.Key()))
+	}
+	require.NoError(t, it.Error())
+	require.NoError(t, it.Close())
+	slices.Reverse(bwd)
+	if len(keys) == 0 {
+		keys = nil
+	}
+	require.Equal(t, keys, fwd, "%s: keys forward", where)
+	require.Equal(t, keys, bwd, "%s: keys backward", where)
+}
+
+func ingestValue(i, size int) string {
+	return fmt.Sprintf("%s%05d", bytes.Repeat([]byte{byte('a' + i%26)}, size), i)
+}
+
+// ingestFixture fills a DB with keys k000..k199, some in tables at several
+// levels, some in the memtable (inside the range that is ingested), and
+// returns the model and the external table's contents: keys k050..k149 and
+// k300..k309, overwritten with large and small values, or deleted.
+func ingestFixture(t *testing.T, db *DB) (model, ext map[string]string) {
+	model = map[string]string{}
+	set := func(i, size int) {
+		k, v := fmt.Sprintf("k%03d", i), ingestValue(i, size)
+		require.NoError(t, db.Set([]byte(k), []byte(v), NoSync))
+		model[k] = v
+	}
+	for i := 0; i < 200; i++ {
+		set(i, 300*(i%3))
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	for i := 0; i < 200; i += 7 {
+		set(i, 40)
+	}
+	require.NoError(t, db.Flush())
+	for i := 1; i < 200; i += 11 {
+		set(i, 500)
+	}
+	require.NoError(t, db.Delete([]byte("k002"), NoSync))
+	delete(model, "k002")
+	ext = map[string]string{}
+	for i := 50; i < 150; i++ {
+		k := fmt.Sprintf("k%03d", i)
+		switch i % 4 {
+		case 0, 2:
+			ext[k] = ingestValue(1000+i, 900)
+		case 1:
+			ext[k] = ingestValue(1000+i, 20)
+		case 3:
+			ext[k] = extDel
+		}
+	}
+	for i := 300; i < 310; i++ {
+		ext[fmt.Sprintf("k%03d", i)] = ingestValue(i, 700)
+	}
+	return model, ext
+}
+
+// TestIngest ingests a table over keys that are in tables and in the
+// memtable, with a snapshot open: reads see the table's keys as newest,
+// the snapshot sees none of them, and all of it survives compaction and
+// reopen, on both filesystems.
+func TestIngest(t *testing.T) {
+	for _, fc := range bothFS(t) {
+		for _, walOff := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/disable-wal=%t", fc.name, walOff), func(t *testing.T) {
+				dir := fmt.Sprintf("%s-%t", fc.dir, walOff)
+				opts := &Options{FS: fc.fs, MemTableSize: 64 << 10, ValueThreshold: 256, DisableWAL: walOff}
+				db, err := Open(dir, opts)
+				require.NoError(t, err)
+				model, ext := ingestFixture(t, db)
+				snap := db.NewSnapshot()
+
+				path := dir + ".ext.sst"
+				writeExternal(t, fc.fs, path, ext)
+				require.NoError(t, db.Ingest([]string{path}))
+				for _, p := range []string{path, ValueLogPath(path)} {
+					_, err := fc.fs.Stat(p)
+					require.ErrorIs(t, err, os.ErrNotExist, "Ingest left %s", p)
+				}
+				want := overlay(model, ext)
+				requireContents(t, db, nil, want, "after ingest")
+				requireContents(t, db, snap, model, "snapshot from before ingest")
+				require.NoError(t, snap.Close())
+				require.NoError(t, currentVersion(db).CheckLedger())
+				m := db.Metrics()
+				require.EqualValues(t, 1, m.Ingest.Count)
+				require.NotZero(t, m.Ingest.BytesWritten)
+
+				// Writes after the ingest are newer than it.
+				require.NoError(t, db.Set([]byte("k051"), []byte("later"), NoSync))
+				want["k051"] = "later"
+				requireContents(t, db, nil, want, "write after ingest")
+
+				// Reopen with the WAL setting switched, and back.
+				require.NoError(t, db.Close())
+				opts.DisableWAL = !walOff
+				db, err = Open(dir, opts)
+				require.NoError(t, err)
+				requireContents(t, db, nil, want, "after reopen")
+				require.NoError(t, db.Set([]byte("k052"), []byte("reopened"), NoSync))
+				want["k052"] = "reopened"
+				require.NoError(t, db.Close())
+				opts.DisableWAL = walOff
+				db, err = Open(dir, opts)
+				require.NoError(t, err)
+				requireContents(t, db, nil, want, "after the second reopen")
+				require.NoError(t, db.Compact(nil, nil))
+				requireContents(t, db, nil, want, "after compaction")
+				require.NoError(t, currentVersion(db).CheckLedger())
+				require.NoError(t, db.Close())
+			})
+		}
+	}
+}
+
+// TestIngestLevel: a table that overlaps nothing goes to the bottom level;
+// one that overlaps L0 goes to L0; one that overlaps only the bottom level
+// goes just above it.
+func TestIngestLevel(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs})
+	require.NoError(t, err)
+	defer db.Close()
+	for _, k := range []string{"m1", "m5"} {
+		require.NoError(t, db.Set([]byte(k), []byte("v"), NoSync))
+	}
+	require.NoError(t, db.Compact(nil, nil)) // m1..m5 at the bottom
+	levelOf := func(key string) int {
+		v := currentVersion(db)
+		for l := 0; l < manifest.NumLevels; l++ {
+			for _, f := range v.Levels[l] {
+				if f.ContainsUserKey([]byte(key)) && f.LargestSeq == db.commit.lastSeq {
+					return l
+				}
+			}
+		}
+		return -1
+	}
+	for _, tc := range []struct {
+		keys  []string
+		level int
+	}{
+		{[]string{"a", "b"}, manifest.NumLevels - 1},
+		{[]string{"m2", "m3"}, manifest.NumLevels - 2},
+		{[]string{"z"}, manifest.NumLevels - 1},
+	} {
+		kv := map[string]string{}
+		for _, k := range tc.keys {
+			kv[k] = "ext-" + k
+		}
+		writeExternal(t, fs, "ext.sst", kv)
+		require.NoError(t, db.Ingest([]string{"ext.sst"}))
+		require.Equal(t, tc.level, levelOf(tc.keys[0]), "level of the table holding %v", tc.keys)
+	}
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Set([]byte("q"), []byte("v"), NoSync))
+	require.NoError(t, db.Flush()) // an L0 table holding q
+	writeExternal(t, fs, "ext.sst", map[string]string{"p": "1", "r": "2"})
+	require.NoError(t, db.Ingest([]string{"ext.sst"}))
+	require.Equal(t, 0, levelOf("p"))
+	requireGet(t, db, "m2", "ext-m2")
+	requireGet(t, db, "r", "2")
+	require.NoError(t, currentVersion(db).CheckOrdering())
+}
+
+// TestIngestRefuses: bad input fails with a clear error, leaves the files
+// where they are and the DB as it was.
+func TestIngestRefuses(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs, ValueThreshold: 256})
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Set([]byte("a"), []byte("old"), NoSync))
+	check := func(where string) {
+		t.Helper()
+		requireContents(t, db, nil, map[string]string{"a": "old"}, where)
+		require.EqualValues(t, 0, db.Metrics().Ingest.Count, where)
+	}
+
+	w, err := NewTableWriter("bad.sst", &TableWriterOptions{FS: fs})
+	require.NoError(t, err)
+	require.NoError(t, w.Set([]byte("b"), []byte("1")))
+	require.ErrorContains(t, w.Set([]byte("a"), []byte("1")), "does not sort after")
+	w.Abort()
+	_, err = fs.Stat("bad.sst")
+	require.Error(t, err, "Abort removes the table")
+
+	writeExternal(t, fs, "x.sst", map[string]string{"a": "1", "c": "3"})
+	writeExternal(t, fs, "y.sst", map[string]string{"b": "2"})
+	require.ErrorContains(t, db.Ingest([]string{"x.sst", "y.sst"}), "overlap")
+	check("overlapping tables")
+	_, err = fs.Stat("x.sst")
+	require.NoError(t, err, "a refused ingest leaves its files")
+
+	// A table of the DB itself is not an external table.
+	require.NoError(t, db.Flush())
+	var dbTable string
+	for _, name := range listDir(t, fs, "db") {
+		if ft, _, ok := base.ParseFilename(name); ok && ft == base.FileTypeTable {
+			dbTable = "db/" + name
+		}
+	}
+	require.NotEmpty(t, dbTable)
+	require.ErrorContains(t, db.Ingest([]string{dbTable}), "not written by a TableWriter")
+	check("a DB's own table")
+
+	big := string(bytes.Repeat([]byte("v"), 1000))
+	damaged := func(name string, damage func(path string)) {
+		writeExternal(t, fs, name, map[string]string{"d": big, "e": big, "f": "small"})
+		damage(name)
+		err := db.Ingest([]string{name})
+		require.ErrorIs(t, err, ErrCorruption, name)
+		check(name)
+	}
+	flip := func(off int) func([]byte) []byte {
+		return func(b []byte) []byte { b[off] ^= 0x40; return b }
+	}
+	damaged("flip.sst", func(p string) { editFile(t, fs, ValueLogPath(p), flip(100)) })
+	damaged("novlog.sst", func(p string) { require.NoError(t, fs.Remove(ValueLogPath(p))) })
+	damaged("truncvlog.sst", func(p string) { editFile(t, fs, ValueLogPath(p), func(b []byte) []byte { return b[:200] }) })
+	damaged("fliptable.sst", func(p string) { editFile(t, fs, p, flip(10)) })
+	// A value log that belongs to another table.
+	writeExternal(t, fs, "other.sst", map[string]string{"d": big + "x", "e": big, "f": "small"})
+	damaged("swapped.sst", func(p string) {
+		require.NoError(t, fs.Remove(ValueLogPath(p)))
+		require.NoError(t, fs.Rename(ValueLogPath("other.sst"), ValueLogPath(p)))
+	})
+
+	w, err = NewTableWriter("empty.sst", &TableWriterOptions{FS: fs})
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	require.ErrorContains(t, db.Ingest([]string{"empty.sst"}), "no keys")
+	require.ErrorContains(t, db.Ingest([]string{"missing.sst"}), "missing.sst")
+	check("empty and missing tables")
+
+	require.NoError(t, db.Close())
+	ro, err := Open("db", &Options{FS: fs, ReadOnly: true})
+	require.NoError(t, err)
+	require.ErrorIs(t, ro.Ingest([]string{"x.sst"}), ErrReadOnly)
+	require.NoError(t, ro.Close())
+	require.ErrorIs(t, db.Ingest([]string{"x.sst"}), ErrClosed)
+}
+
+// editFile replaces the contents of path with edit's result.
+func editFile(t *testing.T, fs vfs.FS, path string, edit func([]byte) []byte) {
+	t.Helper()
+	data := edit(readFile(t, fs, path))
+	f, err := fs.Create(path)
+	require.NoError(t, err)
+	_, err = f.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, f.Sync())
+	require.NoError(t, f.Close())
+}
+
+// TestIngestFaults fails each write operation of an ingest in turn, and
+// takes a crash image at each: the DB, and the DB reopened from the
+// filesystem as left and from the crash image, hold either everything
+// before the ingest or everything after it, never a mix; a successful
+// ingest survives a crash right after it.
+func TestIngestFaults(t *testing.T) {
+	run := func(fail, crashAt int64) (ops int64, crashed *vfs.MemFS) {
+		where := fmt.Sprintf("fail %d crash %d", fail, crashAt)
+		mem := vfs.NewMem()
+		var armed atomic.Bool
+		var n atomic.Int64
+		inj := vfs.InjectorFunc(func(op vfs.Op) error {
+			if !armed.Load() || !op.Kind.IsWrite() {
+				return nil
+			}
+			i := n.Add(1) - 1
+			if i == crashAt {
+				crashed = mem.CrashClone(vfs.CrashOptions{})
+			}
+			if i == fail {
+				return fmt.Errorf("injected %s: %w", op, errInjectedForTest)
+			}
+			return nil
+		})
+		fs := vfs.NewErrorFS(mem, inj)
+		opts := &Options{FS: fs, MemTableSize: 64 << 10, ValueThreshold: 256}
+		db, err := Open("db", opts)
+		require.NoError(t, err)
+		model, ext := ingestFixture(t, db)
+		// The memtable holds only a synced write outside the table's
+		// range, which must survive the ingest's manifest edit.
+		require.NoError(t, db.Flush())
+		require.NoError(t, db.Set([]byte("synced"), []byte("yes"), Sync))
+		model["synced"] = "yes"
+		writeExternal(t, fs, "ext.sst", ext)
+		after := overlay(model, ext)
+		armed.Store(true)
+		err = db.Ingest([]string{"ext.sst"})
+		armed.Store(false)
+		ops = n.Load()
+		if err == nil {
+			requireContents(t, db, nil, after, where+": ingest succeeded")
+			if crashAt < 0 {
+				crashed = mem.CrashClone(vfs.CrashOptions{})
+			}
+		} else if db.Metrics().BackgroundE == "" {
+			requireContents(t, db, nil, model, where+": ingest failed")
+		}
+		_ = db.Close()
+		ingested := err == nil
+		reopen := func(fs vfs.FS, what string, mustHold bool) {
+			db, err := Open("db", &Options{FS: fs, MemTableSize: 64 << 10, ValueThreshold: 256})
+			require.NoError(t, err, "%s: %s", where, what)
+			defer db.Close()
+			got := map[string]string{}
+			it, err := db.NewIter(nil)
+			require.NoError(t, err)
+			for ok := it.First(); ok; ok = it.Next() {
+				got[string(it.Key())] = string(it.Value())
+			}
+			require.NoError(t, it.Close())
+			if _, ok := got["k300"]; ok || mustHold {
+				requireContents(t, db, nil, after, where+": "+what+" (ingested)")
+			} else {
+				requireContents(t, db, nil, model, where+": "+what+" (not ingested)")
+			}
+			require.NoError(t, currentVersion(db).CheckLedger())
+		}
+		reopen(mem, "reopened", ingested)
+		if crashed != nil {
+			// A crash image taken after Ingest returned must hold it.
+			reopen(crashed, "crash image", ingested && crashAt < 0)
+		}
+		return ops, crashed
+	}
+	ops, _ := run(-1, -1)
+	require.Greater(t, ops, int64(5))
+	t.Logf("%d write operations in an ingest", ops)
+	for i := int64(0); i < ops; i++ {
+		run(i, -1)
+		run(-1, i)
+	}
+}
+
+var errInjectedForTest = errors.New("injected fault")
+
+// TestIngestConcurrentWrites ingests tables while writers write keys
+// inside and outside their ranges: every acknowledged write outside the
+// ranges survives, and a key inside holds either its write or the table's
+// value, whichever came last; a write acknowledged after the last Ingest
+// returned beats the table.
+func TestIngestConcurrentWrites(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs, MemTableSize: 32 << 10, ValueThreshold: 128})
+	require.NoError(t, err)
+	defer db.Close()
+	stop := make(chan struct{})
+	errs := make(chan error, 2)
+	var written [2]atomic.Int64
+	for g := 0; g < 2; g++ {
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					written[g].Store(int64(i))
+					errs <- nil
+					return
+				default:
+				}
+				v := bytes.Repeat([]byte{byte('a' + g)}, 50+i%300)
+				if err := db.Set([]byte(fmt.Sprintf("w%d-%06d", g, i)), v, NoSync); err != nil {
+					errs <- err
+					return
+				}
+				if err := db.Set([]byte(fmt.Sprintf("r%03d", i%100)), []byte("writer"), NoSync); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for round := 0; round < 10; round++ {
+		kv := map[string]string{}
+		for i := 0; i < 100; i++ {
+			kv[fmt.Sprintf("r%03d", i)] = ingestValue(round*100+i, 10+i*7)
+		}
+		writeExternal(t, fs, "ext.sst", kv)
+		require.NoError(t, db.Ingest([]string{"ext.sst"}))
+	}
+	close(stop)
+	for range 2 {
+		require.NoError(t, <-errs)
+	}
+	for g := 0; g < 2; g++ {
+		for i := int64(0); i < written[g].Load(); i++ {
+			v, err := db.Get([]byte(fmt.Sprintf("w%d-%06d", g, i)))
+			require.NoError(t, err)
+			require.Len(t, v, 50+int(i)%300)
+		}
+	}
+	for i := 0; i < 100; i++ {
+		v, err := db.Get([]byte(fmt.Sprintf("r%03d", i)))
+		require.NoError(t, err)
+		require.True(t, string(v) == "writer" || string(v) == ingestValue(900+i, 10+i*7), "r%03d = %.20q", i, v)
+	}
+	require.NoError(t, db.Set([]byte("r000"), []byte("last"), NoSync))
+	requireGet(t, db, "r000", "last")
+	require.NoError(t, currentVersion(db).CheckLedger())
+}

@@ -1,0 +1,207 @@
+package strata
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/lsm/sstable"
+	"github.com/strata-db/strata/vfs"
+	"github.com/strata-db/strata/vlog"
+)
+
+// externalProp is the user property that marks a table written by a
+// TableWriter: DB.Ingest accepts only such tables.
+const externalProp = "strata.external"
+
+// externalVersion is the value of externalProp: the layout of an external
+// table (sequence numbers 0, pointers into an unnumbered value log named
+// by ValueLogPath).
+const externalVersion = "1"
+
+// TableWriterOptions configure a TableWriter. The zero value is valid.
+type TableWriterOptions struct {
+	// FS is the filesystem the files are written to; default vfs.Default.
+	// DB.Ingest reads them through the DB's filesystem, so the two must be
+	// the same.
+	FS vfs.FS
+	// ValueThreshold: values of at least this many bytes go to the table's
+	// value log (ValueLogPath), as Options.ValueThreshold decides for a
+	// DB; 0 means DefaultValueThreshold, a negative value keeps every
+	// value in the table.
+	ValueThreshold int
+}
+
+// TableWriter writes a table outside any database, for DB.Ingest: bulk
+// loads and the restore of a key range into a running DB. Keys must be
+// added in strictly increasing order; each is a value (Set) or a point
+// tombstone (Delete) that, once ingested, hides older versions of the key.
+// Large values go to a value log beside the table, at ValueLogPath(path),
+// written only if a value is separated.
+//
+// Close finishes and syncs both files; until then (or after an error) the
+// files are incomplete, and Abort removes them. A TableWriter is not safe
+// for concurrent use.
+type TableWriter struct {
+	fs       vfs.FS
+	path     string
+	policy   vlog.Policy
+	f        vfs.File
+	w        *sstable.Writer
+	vf       vfs.File
+	vw       *vlog.Writer
+	last     []byte
+	count    int
+	ptrBuf   []byte
+	err      error
+	finished bool
+}
+
+// ValueLogPath is the path of the value log that goes with the external
+// table at path.
+func ValueLogPath(path string) string { return path + ".vlog" }
+
+// NewTableWriter creates the table at path, which must not exist.
+func NewTableWriter(path string, o *TableWriterOptions) (*TableWriter, error) {
+	var opts TableWriterOptions
+	if o != nil {
+		opts = *o
+	}
+	if opts.FS == nil {
+		opts.FS = vfs.Default
+	}
+	threshold := opts.ValueThreshold
+	if threshold == 0 {
+		threshold = DefaultValueThreshold
+	}
+	f, err := opts.FS.CreateExclusive(path)
+	if err != nil {
+		return nil, fmt.Errorf("strata: table writer: %w", err)
+	}
+	w := &TableWriter{fs: opts.FS, path: path, policy: vlog.Threshold(threshold), f: f}
+	w.w = sstable.NewWriter(f, sstable.WriterOptions{})
+	w.w.SetUserProperty(externalProp, externalVersion)
+	return w, nil
+}
+
+// Set adds key with value. key must sort after every key added before.
+func (w *TableWriter) Set(key, value []byte) error {
+	if err := w.check(key); err != nil {
+		return err
+	}
+	if !w.policy.Separate(key, len(value)) {
+		return w.add(base.MakeInternalKey(key, 0, base.KindSet), value)
+	}
+	if w.vw == nil {
+		vf, err := w.fs.CreateExclusive(ValueLogPath(w.path))
+		if err != nil {
+			return w.fail(fmt.Errorf("strata: table writer: %w", err))
+		}
+		w.vf, w.vw = vf, vlog.NewWriter(vf, vlog.Unnumbered)
+	}
+	p, err := w.vw.Add(key, value)
+	if err != nil {
+		return w.fail(fmt.Errorf("strata: table writer: %w", err))
+	}
+	w.ptrBuf = p.Encode(w.ptrBuf[:0])
+	return w.add(base.MakeInternalKey(key, 0, base.KindValuePointer), w.ptrBuf)
+}
+
+// Delete adds a tombstone for key. key must sort after every key added
+// before.
+func (w *TableWriter) Delete(key []byte) error {
+	if err := w.check(key); err != nil {
+		return err
+	}
+	return w.add(base.MakeInternalKey(key, 0, base.KindDelete), nil)
+}
+
+// Count returns the number of keys added.
+func (w *TableWriter) Count() int { return w.count }
+
+func (w *TableWriter) check(key []byte) error {
+	if w.err != nil {
+		return w.err
+	}
+	if w.finished {
+		return errors.New("strata: table writer: closed")
+	}
+	if w.count > 0 && base.Compare(key, w.last) <= 0 {
+		return fmt.Errorf("strata: table writer: key %q does not sort after the previous key %q", key, w.last)
+	}
+	return nil
+}
+
+func (w *TableWriter) add(k base.InternalKey, value []byte) error {
+	if err := w.w.Add(k, value); err != nil {
+		return w.fail(fmt.Errorf("strata: table writer: %w", err))
+	}
+	w.last = append(w.last[:0], k.UserKey...)
+	w.count++
+	return nil
+}
+
+func (w *TableWriter) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return w.err
+}
+
+// Close finishes the table and its value log and syncs them. On an error
+// the files are removed.
+func (w *TableWriter) Close() error {
+	if w.finished {
+		return w.err
+	}
+	if w.err != nil {
+		w.Abort()
+		return w.err
+	}
+	w.finished = true
+	var err error
+	if w.vw != nil {
+		err = w.vw.Finish()
+	}
+	if err == nil {
+		err = w.w.Close() // syncs and closes the table
+	} else {
+		_ = w.f.Close()
+	}
+	if err == nil {
+		err = manifest.SyncDir(w.fs, w.fs.PathDir(w.path))
+	}
+	if err != nil {
+		w.err = fmt.Errorf("strata: table writer: %w", err)
+		w.remove()
+		return w.err
+	}
+	return nil
+}
+
+// Abort stops writing and removes the files. It does nothing after a
+// successful Close.
+func (w *TableWriter) Abort() {
+	if w.finished && w.err == nil {
+		return
+	}
+	if !w.finished {
+		w.finished = true
+		if w.vw != nil {
+			_ = w.vw.Abort()
+		}
+		_ = w.f.Close()
+	}
+	if w.err == nil {
+		w.err = errors.New("strata: table writer: aborted")
+	}
+	w.remove()
+}
+
+func (w *TableWriter) remove() {
+	_ = w.fs.Remove(w.path)
+	if w.vw != nil {
+		_ = w.fs.Remove(ValueLogPath(w.path))
+	}
+}
