@@ -141,7 +141,7 @@
 // merges of 2 small segments, ReuploadBytes one segment) were chosen on
 // an overwrite workload (200,000 keys of 4 KiB, 100 checkpoints of
 // 8,000 overwrites, 3.1 GiB written, value logs of 32 MiB: TestOverwriteFigures):
-// space amplification at most 1.18, data objects at least 14x fewer than
+// space amplification at most 1.2, data objects at least 14x fewer than
 // the tables and value logs the 3 retained checkpoints reference (all
 // objects, with the 3 manifests and the registry: 8x at least, 10x in the
 // median), and about 215 MiB uploaded per checkpoint for 31 MiB written
