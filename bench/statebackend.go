@@ -43,9 +43,15 @@ const (
 	// deletions); the part another old instance holds is restored the same
 	// way apart and copied in through the API.
 	RescaleRestore = "restore"
-	// RescaleCopy is the naive way: open the old instances and Set every
-	// key of the range into a fresh database, then flush it.
+	// RescaleCopy is the naive way: restore each overlapping old
+	// instance's checkpoint in full (checkpoint.Restore: after a failure or
+	// on another machine, the old state is in the store only), open it and
+	// Set every key of the range into a fresh database, then flush it.
 	RescaleCopy = "copy"
+	// RescaleCopyLocal is RescaleCopy from the old instances' own
+	// directories, as if their state were still on this machine: a lower
+	// bound for the copy, not a rescale a restarted job can do.
+	RescaleCopyLocal = "copy-local"
 	// RescaleIngest takes each old instance's part of the range into a
 	// fresh database with DB.IngestRange: it fetches the overlapping tables
 	// and their value logs, writes the range's live entries into an
@@ -55,7 +61,7 @@ const (
 
 // RescaleMethods lists the rescale methods in the order they run; a
 // method without a function in rescaleFuncs would be reported skipped.
-var RescaleMethods = []string{RescaleRestore, RescaleCopy, RescaleIngest}
+var RescaleMethods = []string{RescaleRestore, RescaleCopy, RescaleIngest, RescaleCopyLocal}
 
 // StateBackendNote is what the workload's results say about the peers.
 const StateBackendNote = "statebackend runs on Strata only: checkpoints into a store, key-range restore and rescale use Strata's own APIs (package checkpoint), which the peers do not have"
@@ -372,9 +378,10 @@ func (r *stateRun) restoreAll(stores [stateOldInstances]checkpoint.Store, ids [s
 // rescaleFuncs make new instance op's database in dir from the old
 // instances by one method.
 var rescaleFuncs = map[string]func(r *stateRun, stores [stateOldInstances]checkpoint.Store, ids [stateOldInstances]uint64, op int, dir string) error{
-	RescaleRestore: (*stateRun).rescaleByRestore,
-	RescaleCopy:    (*stateRun).rescaleByCopy,
-	RescaleIngest:  (*stateRun).rescaleByIngest,
+	RescaleRestore:   (*stateRun).rescaleByRestore,
+	RescaleCopy:      (*stateRun).rescaleByCopy,
+	RescaleIngest:    (*stateRun).rescaleByIngest,
+	RescaleCopyLocal: (*stateRun).rescaleByLocalCopy,
 }
 
 // rescale makes the stateNewInstances new instances by method, timed,
@@ -495,7 +502,27 @@ func (r *stateRun) rescaleByRestore(stores [stateOldInstances]checkpoint.Store, 
 }
 
 // rescaleByCopy: RescaleCopy for new instance op.
-func (r *stateRun) rescaleByCopy(_ [stateOldInstances]checkpoint.Store, _ [stateOldInstances]uint64, op int, dir string) error {
+func (r *stateRun) rescaleByCopy(stores [stateOldInstances]checkpoint.Store, ids [stateOldInstances]uint64, op int, dir string) error {
+	return r.copyInto(op, dir, func(o int) (string, func() error, error) {
+		src := fmt.Sprintf("%s-old-%d", dir, o)
+		if err := checkpoint.Restore(r.ctx, stores[o], ids[o], nil, src, nil); err != nil {
+			return "", nil, err
+		}
+		return src, func() error { return os.RemoveAll(src) }, nil
+	})
+}
+
+// rescaleByLocalCopy: RescaleCopyLocal for new instance op.
+func (r *stateRun) rescaleByLocalCopy(_ [stateOldInstances]checkpoint.Store, _ [stateOldInstances]uint64, op int, dir string) error {
+	return r.copyInto(op, dir, func(o int) (string, func() error, error) {
+		return r.oldDir(o), func() error { return nil }, nil
+	})
+}
+
+// copyInto makes new instance op's database in dir by copying its range
+// through the API from each overlapping old instance's database, which
+// source gives (with what to do once it is copied).
+func (r *stateRun) copyInto(op int, dir string, source func(old int) (string, func() error, error)) error {
 	start, end, first, last, err := instanceRange(stateNewInstances, op)
 	if err != nil {
 		return err
@@ -509,12 +536,17 @@ func (r *stateRun) rescaleByCopy(_ [stateOldInstances]checkpoint.Store, _ [state
 		return err
 	}
 	for _, o := range olds {
-		src, err := r.open(r.oldDir(o))
+		path, done, err := source(o)
 		if err != nil {
 			db.Close()
 			return err
 		}
-		if err := errors.Join(copyRange(db, src, start, end, r.write), src.Close()); err != nil {
+		src, err := r.open(path)
+		if err != nil {
+			db.Close()
+			return errors.Join(err, done())
+		}
+		if err := errors.Join(copyRange(db, src, start, end, r.write), src.Close(), done()); err != nil {
 			db.Close()
 			return err
 		}
