@@ -198,10 +198,14 @@ func (e *strataEngine) Scan(start []byte, n int) (int, int64, error) {
 		return 0, 0, err
 	}
 	rows, bytes := 0, int64(0)
+	var sum uint64
 	for ok := it.SeekGE(start); ok && rows < n; ok = it.Next() {
-		bytes += int64(len(it.Key()) + len(it.Value()))
+		k, v := it.Key(), it.Value()
+		sum += Touch(k) + Touch(v)
+		bytes += int64(len(k) + len(v))
 		rows++
 	}
+	Consume(sum)
 	if err := it.Error(); err != nil {
 		it.Close()
 		return rows, bytes, err
