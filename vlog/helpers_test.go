@@ -31,6 +31,8 @@ type testFile struct {
 	readErr  error // returned by ReadAt (still counted), which then reads nothing
 
 	reads, readBytes atomic.Int64
+	// writes are the lengths of the writes that reached the file, in order.
+	writes []int
 }
 
 // createTestFile creates an empty value log on a new in-memory filesystem.
@@ -121,7 +123,9 @@ func (f *testFile) Write(p []byte) (int, error) {
 	if f.writeErr != nil {
 		return 0, f.writeErr
 	}
-	return f.File.Write(p)
+	n, err := f.File.Write(p)
+	f.writes = append(f.writes, n)
+	return n, err
 }
 
 func (f *testFile) Sync() error {

@@ -130,6 +130,57 @@ func TestWriterLargeRecords(t *testing.T) {
 	requireRecs(t, recs, got)
 }
 
+// TestWriterAlignedWrites checks that every write but the last ends on a
+// multiple of writerBufSize, with records of every size, after a Sync that
+// writes a partial buffer, and across large records written directly.
+func TestWriterAlignedWrites(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	f := newTestFile(t)
+	lw := NewLiveWriter(f, testFileNum)
+	var recs []kv
+	var ptrs []Pointer
+	add := func(n int) {
+		k, v := randBytes(rng, 16), randBytes(rng, n)
+		p, err := lw.Add(k, v)
+		require.NoError(t, err)
+		recs, ptrs = append(recs, kv{key: k, value: v}), append(ptrs, p)
+	}
+	for range 600 {
+		add(4096 + rng.IntN(64))
+	}
+	require.NoError(t, lw.Sync()) // a write that ends off a boundary
+	for _, n := range []int{100, 5 * writerBufSize / 2, 7, writerBufSize, 3} {
+		add(n)
+	}
+	for range 1000 {
+		add(rng.IntN(8192))
+	}
+	_, err := lw.Finish()
+	require.NoError(t, err)
+
+	offset, synced := 0, false
+	for i, n := range f.writes {
+		offset += n
+		if i == len(f.writes)-1 {
+			break
+		}
+		if offset%writerBufSize != 0 {
+			require.False(t, synced, "write %d ends at %d, off a boundary, and so did an earlier one", i, offset)
+			synced = true // Sync's write
+		}
+	}
+	require.True(t, synced)
+	data := f.contents(t)
+	require.Len(t, data, offset)
+	r, _, err := openBytes(data, ReaderOptions{})
+	require.NoError(t, err)
+	for i, p := range ptrs {
+		v, err := r.Get(p, recs[i].key)
+		require.NoError(t, err)
+		require.Equal(t, recs[i].value, v)
+	}
+}
+
 func TestWriterAddDoesNotAllocate(t *testing.T) {
 	w := NewWriter(newDiscardFile(t), testFileNum)
 	key, value := make([]byte, 16), make([]byte, 4096)
