@@ -52,7 +52,8 @@
 // file without reading them (Badger without prefetch, whose value
 // checksums are off by default). Badger's scans run without value
 // prefetch by default; "badger/prefetch" (PrefetchSize 100, Badger's
-// default) and "badger/prefetch<N>" run them with it. RocksDB's db_bench
+// default) and "badger/prefetch<N>" run them with it, and "badger/verify"
+// verifies value checksums as Strata does. RocksDB's db_bench
 // reads values its own way (it copies the first 256 bytes of each; a blob
 // value is read whole from its blob file first).
 package bench

@@ -108,15 +108,18 @@ type badgerEngine struct {
 }
 
 func openBadger(dir string, cfg bench.Config) (bench.Engine, error) {
-	return openBadgerPrefetch(dir, cfg, 0)
+	return openBadgerWith(dir, cfg, 0, false)
 }
 
-func openBadgerPrefetch(dir string, cfg bench.Config, prefetch int) (bench.Engine, error) {
+// openBadgerWith opens Badger with scans that prefetch values (prefetch
+// > 0: the iterators' PrefetchSize) and with value checksums verified on
+// every value-log read (verify: Badger's VerifyValueChecksum).
+func openBadgerWith(dir string, cfg bench.Config, prefetch int, verify bool) (bench.Engine, error) {
 	opts, err := badgerOptions(dir, cfg)
 	if err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(opts)
+	db, err := badger.Open(opts.WithVerifyValueChecksum(verify))
 	if err != nil {
 		return nil, fmt.Errorf("badger: open %s: %w", dir, err)
 	}
@@ -127,9 +130,20 @@ func openBadgerPrefetch(dir string, cfg bench.Config, prefetch int) (bench.Engin
 const badgerDefaultPrefetch = 100
 
 // badgerVariant derives "badger/prefetch" (iterators with PrefetchValues
-// and Badger's default PrefetchSize of 100) and "badger/prefetch<N>" (a
-// PrefetchSize of N >= 2). Only scans differ from "badger".
+// and Badger's default PrefetchSize of 100), "badger/prefetch<N>" (a
+// PrefetchSize of N >= 2), which differ from "badger" only in scans, and
+// "badger/verify", which verifies the checksum of every value it reads
+// from the value log (VerifyValueChecksum, off by default), as Strata
+// always does.
 func badgerVariant(variant string) (bench.EngineInfo, error) {
+	if variant == "verify" {
+		return bench.EngineInfo{
+			Description: badgerDescription + "; value checksums verified on every value-log read (VerifyValueChecksum)",
+			Open: func(dir string, cfg bench.Config) (bench.Engine, error) {
+				return openBadgerWith(dir, cfg, 0, true)
+			},
+		}, nil
+	}
 	size, ok := 0, false
 	if rest, found := strings.CutPrefix(variant, "prefetch"); found {
 		if rest == "" {
@@ -139,13 +153,13 @@ func badgerVariant(variant string) (bench.EngineInfo, error) {
 		}
 	}
 	if !ok {
-		return bench.EngineInfo{}, fmt.Errorf("unknown Badger variant %q (known: prefetch, prefetch<N> with N >= 2)", variant)
+		return bench.EngineInfo{}, fmt.Errorf("unknown Badger variant %q (known: prefetch, prefetch<N> with N >= 2, verify)", variant)
 	}
 	return bench.EngineInfo{
 		Description: fmt.Sprintf("%s; scans with PrefetchValues, PrefetchSize %d (one goroutine per value, up to %d values ahead of the cursor)",
 			badgerDescription, size, size-1),
 		Open: func(dir string, cfg bench.Config) (bench.Engine, error) {
-			return openBadgerPrefetch(dir, cfg, size)
+			return openBadgerWith(dir, cfg, size, false)
 		},
 	}, nil
 }

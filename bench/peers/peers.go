@@ -1,6 +1,7 @@
 // Package peers holds the in-process engine adapters for Strata's peers:
 // Pebble v2 without and with value separation ("pebble", "pebble-vs") and
-// Badger v4 ("badger", and "badger/prefetch" whose scans prefetch values).
+// Badger v4 ("badger"; "badger/prefetch", whose scans prefetch values, and
+// "badger/verify", which verifies value checksums).
 // Importing the package registers them with bench.RegisterEngine.
 //
 // Every adapter translates bench.Config into the engine's own options the

@@ -20,8 +20,9 @@ import (
 )
 
 // engineNames are the engines every adapter test runs on; badger/prefetch8
-// is Badger with its scans' value prefetch.
-var engineNames = []string{"pebble", "pebble-vs", "badger", "badger/prefetch8"}
+// is Badger with its scans' value prefetch, badger/verify with its value
+// checksums verified.
+var engineNames = []string{"pebble", "pebble-vs", "badger", "badger/prefetch8", "badger/verify"}
 
 func testConfig() bench.Config {
 	return bench.Config{
@@ -294,7 +295,7 @@ func TestInvalidConfig(t *testing.T) {
 }
 
 func TestRegistered(t *testing.T) {
-	for _, bad := range []string{"badger/prefetch1", "badger/prefetchx", "badger/other"} {
+	for _, bad := range []string{"badger/prefetch1", "badger/prefetchx", "badger/verify2", "badger/other"} {
 		_, err := bench.ResolveEngine(bad)
 		require.Error(t, err, bad)
 	}
