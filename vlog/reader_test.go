@@ -170,6 +170,7 @@ func TestWriterAlignedWrites(t *testing.T) {
 		}
 	}
 	require.True(t, synced)
+	require.Nil(t, lw.w.buf, "the buffer is dropped once the file is finished")
 	data := f.contents(t)
 	require.Len(t, data, offset)
 	r, _, err := openBytes(data, ReaderOptions{})
@@ -179,6 +180,21 @@ func TestWriterAlignedWrites(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, recs[i].value, v)
 	}
+}
+
+// TestWriterBufferGrows: a Writer that receives little holds a small
+// buffer; one that receives much grows it to writerBufSize and no further.
+func TestWriterBufferGrows(t *testing.T) {
+	w := NewWriter(newDiscardFile(t), testFileNum)
+	_, err := w.Add([]byte("k"), make([]byte, 1000))
+	require.NoError(t, err)
+	require.Equal(t, writerBufStart, cap(w.buf))
+	for range 3 * writerBufSize / 4096 {
+		_, err := w.Add([]byte("k"), make([]byte, 4000))
+		require.NoError(t, err)
+		require.LessOrEqual(t, cap(w.buf), writerBufSize)
+	}
+	require.Equal(t, writerBufSize, cap(w.buf))
 }
 
 func TestWriterAddDoesNotAllocate(t *testing.T) {

@@ -27,6 +27,11 @@ import (
 // value.
 const writerBufSize = 2 << 20
 
+// writerBufStart is the buffer's first capacity: it doubles as records
+// fill it, up to writerBufSize, so that a value log that receives little
+// (a database that separates few values) holds little memory.
+const writerBufStart = 64 << 10
+
 // errWriterDone is returned by calls on a Writer after Finish or Abort.
 var errWriterDone = fmt.Errorf("vlog: writer already finished or aborted: %w", base.ErrClosed)
 
@@ -45,8 +50,9 @@ var errWriterDone = fmt.Errorf("vlog: writer already finished or aborted: %w", b
 type Writer struct {
 	f       vfs.File
 	fileNum base.FileNum
-	// buf holds the bytes not yet written to f; its capacity is
-	// writerBufSize.
+	// buf holds the bytes not yet written to f; its capacity grows from
+	// writerBufStart to writerBufSize, and it is dropped once the footer
+	// is written.
 	buf []byte
 	// written counts the bytes handed to f.
 	written    uint64
@@ -62,7 +68,7 @@ type Writer struct {
 // NewWriter returns a Writer for the value log fileNum, which appends to f
 // (which must be empty). The header goes into the buffer at once.
 func NewWriter(f vfs.File, fileNum base.FileNum) *Writer {
-	w := &Writer{f: f, fileNum: fileNum, buf: make([]byte, 0, writerBufSize)}
+	w := &Writer{f: f, fileNum: fileNum, buf: make([]byte, 0, writerBufStart)}
 	w.buf = encodeHeader(w.buf, fileNum)
 	return w
 }
@@ -124,11 +130,18 @@ func (w *Writer) append(b []byte) {
 			b = b[n:]
 			continue
 		}
-		n := copy(w.buf[len(w.buf):limit], b)
+		n := copy(w.buf[len(w.buf):min(limit, cap(w.buf))], b)
 		w.buf = w.buf[:len(w.buf)+n]
 		b = b[n:]
-		if len(w.buf) == limit {
+		switch {
+		case len(w.buf) == limit:
 			w.flush()
+		case len(w.buf) == cap(w.buf):
+			// Full short of the boundary: double it (never past
+			// writerBufSize, which bounds limit).
+			nb := make([]byte, len(w.buf), min(2*max(cap(w.buf), writerBufStart/2), writerBufSize))
+			copy(nb, w.buf)
+			w.buf = nb
 		}
 	}
 }
@@ -191,6 +204,7 @@ func (w *Writer) writeFooter() error {
 		w.append(ft.encode(fb[:0]))
 		w.flush()
 	}
+	w.buf = nil // everything is in the file
 	return nil
 }
 
