@@ -210,6 +210,40 @@ func (r *Reader) AppendValue(dst []byte, p Pointer, key []byte) ([]byte, error) 
 	return dst, nil
 }
 
+// MappedValue returns the value p locates as a slice of the Reader's
+// memory mapping, verified in place as Get verifies it, without copying
+// it; ok is false when the Reader does not map its file (read with
+// AppendValue then). The slice is read-only and valid only while the
+// Reader is open: reading it after Close faults, and so does reading it
+// after another process truncates the file, and neither fault can be
+// caught then. A fault while the record is verified is a corruption
+// error, as for every mapped read.
+func (r *Reader) MappedValue(p Pointer, key []byte) (v []byte, ok bool, err error) {
+	if r.mapped == nil {
+		return nil, false, nil
+	}
+	if err := r.checkPointer(p); err != nil {
+		return nil, true, err
+	}
+	v, err = r.verifyMapped(p, key)
+	if err == vfs.ErrMappedFault {
+		return nil, true, base.CorruptionErrorf(r.name, int64(p.Offset), "%v (reading %s of a file of %d bytes)", err, p, r.size)
+	}
+	return v, true, err
+}
+
+func (r *Reader) verifyMapped(p Pointer, key []byte) (v []byte, err error) {
+	old := vfs.BeginMapped()
+	defer vfs.EndMapped(old, &err)
+	rec := r.mapped[p.Offset:p.End():p.End()]
+	// The loads bring the record in faster than the checksum loop would
+	// (see copyMapped).
+	if touchLines(rec) == touchNever {
+		return nil, errTouchNever
+	}
+	return r.verify(rec, p, key)
+}
+
 // readMapped verifies the record p locates in the mapping and appends its
 // value to dst. p has been checked against the file. A fault while the
 // mapping is read (the file shrank under it) is corruption of the file.
