@@ -46,6 +46,9 @@ type Iterator struct {
 	now     int64
 	rows    int // rows returned, and of them separated, for the policy
 	sepRows int
+	// mappedValues: Value may return slices of value-log mappings (see
+	// IterOptions.MappedValues).
+	mappedValues bool
 }
 
 // NewIter returns an iterator over the current state of the DB.
@@ -72,6 +75,7 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum, current bool) (*Iterator,
 		if o.UpperBound != nil {
 			it.upper = append([]byte{}, o.UpperBound...)
 		}
+		it.mappedValues = o.MappedValues
 	}
 	rs, snap := d.acquireRead(snap, current)
 	if rs == nil {
@@ -419,8 +423,9 @@ func (i *Iterator) Valid() bool { return i.valid }
 func (i *Iterator) Key() []byte { return i.key }
 
 // Value returns the current value, valid until the next positioning call.
-// The slice may share memory with the block or value cache: treat it as
-// read-only, and copy it to keep it.
+// The slice may share memory with the block or value cache, or with a
+// value log's mapping under IterOptions.MappedValues (then it must not be
+// read after Close either): treat it as read-only, and copy it to keep it.
 //
 // A separated value is read from its value log on the first call (forward
 // scans read ahead, so adjacent values come from one read); if that read
@@ -487,7 +492,14 @@ func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 	}
 	if rv.ra == nil {
 		// A mapped value log needs no read-ahead: the value is verified in
-		// the mapping and copied to the one buffer the iterator reuses.
+		// the mapping and copied to the one buffer the iterator reuses, or,
+		// with mappedValues, returned in the mapping, which the handle
+		// keeps until Close.
+		if i.mappedValues {
+			if v, ok, err := rv.h.Reader.MappedValue(p, i.key); ok {
+				return v, err
+			}
+		}
 		v, err := rv.h.Reader.AppendValue(i.liveBuf[:0], p, i.key)
 		if err != nil {
 			return nil, err

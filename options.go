@@ -449,4 +449,16 @@ func (o *WriteOptions) sync() bool { return o == nil || o.Sync }
 // unbounded.
 type IterOptions struct {
 	LowerBound, UpperBound []byte
+	// MappedValues lets Value return a separated value read from a
+	// memory-mapped value log as a slice of the mapping, its checksum
+	// verified in place, instead of a copy: a scan saves a copy of every
+	// such value. Default false.
+	//
+	// The slice is valid until the next positioning call or Close,
+	// whichever comes first, and must not be used after either: once the
+	// iterator lets go of the value log, the mapping may be unmapped, and
+	// reading the slice then crashes the process rather than returning an
+	// error (as does reading it while another process truncates the file;
+	// Strata never truncates a value log).
+	MappedValues bool
 }

@@ -52,6 +52,7 @@ var figures = []figure{
 	intFigure("disk_size_before_settle", func(r *Result) *int64 { return &r.DiskSizeBeforeSettle }),
 	floatFigure("space_amp_before_settle", func(r *Result) *float64 { return &r.SpaceAmpBeforeSettle }),
 	durationFigure("settle_ns", func(r *Result) *time.Duration { return &r.Settle }),
+	durationFigure("open_settle_ns", func(r *Result) *time.Duration { return &r.OpenSettle }),
 }
 
 // Aggregate sums up the results of repeated runs of one spec: runs[i] are

@@ -43,4 +43,17 @@
 // Fair settings (see BENCH.md in the project): 64 MiB memtable, 64 MiB block
 // cache, no compression, WAL on without fsync unless a workload says
 // otherwise, the same keys in the same order and the same value sizes.
+//
+// Fair reads: every in-process engine's Scan reads one byte of every
+// 64-byte cache line of each key and value it returns (Touch), so that
+// seekrandom and the scans of the YCSB mixes measure values delivered to
+// the caller, whether an engine copies them out (Strata, Pebble, Badger
+// with prefetch), checksums them (Strata) or hands out slices of a mapped
+// file without reading them (Badger without prefetch, whose value
+// checksums are off by default). Badger's scans run without value
+// prefetch by default; "badger/prefetch" (PrefetchSize 100, Badger's
+// default) and "badger/prefetch<N>" run them with it, and "badger/verify"
+// verifies value checksums as Strata does. RocksDB's db_bench
+// reads values its own way (it copies the first 256 bytes of each; a blob
+// value is read whole from its blob file first).
 package bench

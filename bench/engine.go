@@ -20,9 +20,11 @@ type Engine interface {
 	Get(key, buf []byte) (value []byte, found bool, err error)
 	// Delete removes key.
 	Delete(key []byte) error
-	// Scan positions at the first key >= start and reads up to n entries
-	// (key and value bytes touched), returning how many it read and their
-	// total key+value bytes.
+	// Scan positions at the first key >= start and reads up to n entries,
+	// returning how many it read and their total key+value bytes. Every
+	// key and value read is passed through Touch (one load per cache line)
+	// and the sum to Consume, so that every engine delivers the bytes
+	// themselves, not just slices that could point at memory never read.
 	Scan(start []byte, n int) (rows int, bytes int64, err error)
 	// Close closes the store.
 	Close() error

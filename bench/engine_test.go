@@ -187,3 +187,33 @@ func TestOverwriteKeyDist(t *testing.T) {
 		require.NotZero(t, hottest, "scrambled: the hottest key is not the first")
 	}
 }
+
+// TestStrataMappedScan: strata/mapped scans return what strata's do, values
+// of finished (mapped) value logs included.
+func TestStrataMappedScan(t *testing.T) {
+	cfg := DefaultSpec().Config
+	cfg.MemTableSize = 1 << 20
+	cfg.CacheSize = 1 << 20
+	open := func(name, dir string) Engine {
+		info, err := ResolveEngine(name)
+		require.NoError(t, err)
+		e, err := info.Open(dir, cfg)
+		require.NoError(t, err)
+		return e
+	}
+	dir := t.TempDir()
+	e := open("strata", dir)
+	key := make([]byte, 16)
+	for i := 0; i < 3000; i++ {
+		require.NoError(t, e.Put(MakeKey(key, uint64(i)), make([]byte, 4096)))
+	}
+	require.NoError(t, e.Close())
+	for _, name := range []string{"strata", "strata/mapped"} {
+		e := open(name, dir)
+		rows, n, err := e.Scan(MakeKey(key, 100), 2000)
+		require.NoError(t, err, name)
+		require.Equal(t, 2000, rows, name)
+		require.Equal(t, int64(2000*(16+4096)), n, name)
+		require.NoError(t, e.Close())
+	}
+}

@@ -68,6 +68,12 @@ type Result struct {
 	// Settle is how long the runner waited for the engine's background
 	// work after the benchmark (not part of Duration).
 	Settle time.Duration `json:"settle_ns,omitempty"`
+	// OpenSettle is how long the runner waited, after opening the engine
+	// and before the benchmark started, for background work the open left
+	// (a flush of writes recovered from the log, the compactions it
+	// triggers; not part of Duration, its writes charged to the benchmark
+	// as the close's are).
+	OpenSettle time.Duration `json:"open_settle_ns,omitempty"`
 
 	// Timeline is throughput sampled every Spec.ReportInterval.
 	Timeline []Sample `json:"timeline,omitempty"`

@@ -46,8 +46,14 @@ const strataGCOff = "off"
 // merge operator is measured against.
 const strataRMW = "rmw"
 
-// strataVariant derives "strata/<policy>", "strata/rmw", or a separation
-// variant ("strata/t1k", "strata/adaptive": see separationVariants).
+// strataMapped is the variant "strata/mapped": Strata with its default GC
+// policy whose scans take values in place from the value logs' mappings
+// (IterOptions.MappedValues) instead of copies.
+const strataMapped = "mapped"
+
+// strataVariant derives "strata/<policy>", "strata/rmw", "strata/mapped",
+// or a separation variant ("strata/t1k", "strata/adaptive": see
+// separationVariants).
 func strataVariant(policy string) (EngineInfo, error) {
 	if sep, ok := separationVariants[policy]; ok {
 		return EngineInfo{
@@ -70,15 +76,27 @@ func strataVariant(policy string) (EngineInfo, error) {
 				return strataNoMerge{e.(*strataEngine)}, nil
 			},
 		}, nil
+	case strataMapped:
+		return EngineInfo{
+			Description: "Strata (this repository), default value-log GC policy, scans with IterOptions.MappedValues (values in place in mapped value logs, not copied)",
+			Open: func(dir string, cfg Config) (Engine, error) {
+				e, err := openStrata(dir, cfg, "")
+				if err != nil {
+					return nil, err
+				}
+				e.(*strataEngine).iterOpts = &strata.IterOptions{MappedValues: true}
+				return e, nil
+			},
+		}, nil
 	case strataGCOff:
 		desc = "Strata (this repository), value-log GC off (DisableGC)"
 	case "cost":
 		desc += " with the space-amplification budget --gc_budget"
 	case "":
-		return EngineInfo{}, fmt.Errorf("no GC policy named (%s), or %s", strings.Join(GCPolicyNames, ", "), strataRMW)
+		return EngineInfo{}, fmt.Errorf("no GC policy named (%s), or %s, or %s", strings.Join(GCPolicyNames, ", "), strataRMW, strataMapped)
 	default:
 		if _, err := gc.ByName(policy); err != nil {
-			return EngineInfo{}, fmt.Errorf("%w; or %s; or %s; or a separation variant (%s)", err, strataGCOff, strataRMW,
+			return EngineInfo{}, fmt.Errorf("%w; or %s; or %s; or %s; or a separation variant (%s)", err, strataGCOff, strataRMW, strataMapped,
 				strings.Join(SeparationVariantNames, ", "))
 		}
 	}
@@ -99,6 +117,8 @@ type strataEngine struct {
 	// ttlWrites says a write with a TTL was made since Open (see
 	// WaitForBackgroundWork).
 	ttlWrites atomic.Bool
+	// iterOpts are the options of Scan's iterators (nil: the defaults).
+	iterOpts *strata.IterOptions
 }
 
 // openStrata opens Strata in dir with the value-log GC policy named policy
@@ -196,15 +216,19 @@ func (e *strataEngine) Counters() map[string]int64 {
 }
 
 func (e *strataEngine) Scan(start []byte, n int) (int, int64, error) {
-	it, err := e.db.NewIter(nil)
+	it, err := e.db.NewIter(e.iterOpts)
 	if err != nil {
 		return 0, 0, err
 	}
 	rows, bytes := 0, int64(0)
+	var sum uint64
 	for ok := it.SeekGE(start); ok && rows < n; ok = it.Next() {
-		bytes += int64(len(it.Key()) + len(it.Value()))
+		k, v := it.Key(), it.Value()
+		sum += Touch(k) + Touch(v)
+		bytes += int64(len(k) + len(v))
 		rows++
 	}
+	Consume(sum)
 	if err := it.Error(); err != nil {
 		it.Close()
 		return rows, bytes, err

@@ -31,6 +31,8 @@ type testFile struct {
 	readErr  error // returned by ReadAt (still counted), which then reads nothing
 
 	reads, readBytes atomic.Int64
+	// writes are the lengths of the writes that reached the file, in order.
+	writes []int
 }
 
 // createTestFile creates an empty value log on a new in-memory filesystem.
@@ -121,7 +123,9 @@ func (f *testFile) Write(p []byte) (int, error) {
 	if f.writeErr != nil {
 		return 0, f.writeErr
 	}
-	return f.File.Write(p)
+	n, err := f.File.Write(p)
+	f.writes = append(f.writes, n)
+	return n, err
 }
 
 func (f *testFile) Sync() error {
@@ -154,7 +158,8 @@ type kv struct{ key, value []byte }
 
 // genRecords returns n records in key order with keys of 0 to 24 bytes
 // (the first key empty) and values mostly small, some empty, some of a few
-// KiB and, when large is set, a few past the Writer's 256 KiB buffer.
+// KiB and, when large is set, a few of half to one and a half times the
+// Writer's buffer (writerBufSize), so that some go to the file directly.
 func genRecords(rng *rand.Rand, n int, large bool) []kv {
 	recs := make([]kv, n)
 	for i := range recs {
@@ -172,7 +177,7 @@ func genRecords(rng *rand.Rand, n int, large bool) []kv {
 		case x < 95 || !large:
 			vlen = 1000 + rng.IntN(8000)
 		default:
-			vlen = 200<<10 + rng.IntN(200<<10)
+			vlen = writerBufSize/2 + rng.IntN(writerBufSize)
 		}
 		recs[i] = kv{key: key, value: randBytes(rng, vlen)}
 	}

@@ -30,7 +30,7 @@ func TestLiveWriterReads(t *testing.T) {
 		recs []rec
 	)
 	value := func(i int) []byte {
-		// Sizes around the 256 KiB buffer, so records straddle writes.
+		// Records of 1 to 70 KB, some straddling the Writer's writes.
 		v := bytes.Repeat([]byte{byte(i)}, 1000+(i*7919)%70000)
 		copy(v, fmt.Sprintf("value %d", i))
 		return v

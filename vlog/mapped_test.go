@@ -52,6 +52,10 @@ func TestMappedReads(t *testing.T) {
 		v, err = ra.Get(p, recs[i].key)
 		require.NoError(t, err)
 		require.Equal(t, recs[i].value, v)
+		v, ok, err := r.MappedValue(p, recs[i].key)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, recs[i].value, v)
 	}
 	// A mapped file does not use the value cache.
 	m := c.Metrics()
@@ -80,6 +84,10 @@ func TestMappedOnlyFinished(t *testing.T) {
 	r2, _, err := openBytes(full, ReaderOptions{Map: true})
 	require.NoError(t, err)
 	require.False(t, r2.Mapped())
+	v, ok, err := r2.MappedValue(ptrs[3], recs[3].key)
+	require.NoError(t, err)
+	require.False(t, ok, "no mapping: read with AppendValue")
+	require.Nil(t, v)
 }
 
 func TestMappedCorruption(t *testing.T) {
@@ -121,9 +129,46 @@ func TestMappedTruncated(t *testing.T) {
 		if p.Offset >= page {
 			requireCorruption(t, err, int64(p.Offset))
 			faults++
+			_, ok, err := r.MappedValue(p, recs[i].key)
+			require.True(t, ok)
+			requireCorruption(t, err, int64(p.Offset))
 		}
 	}
 	require.Positive(t, faults)
 	// The goroutine's fault handling is back to what it was.
 	require.NotPanics(t, func() { _, _ = r.AppendValue(nil, ptrs[len(ptrs)-1], recs[len(recs)-1].key) })
+}
+
+// TestMappedCorruptionEveryByte damages each byte of the records of a
+// mapped file in turn: the read of the record holding it, copied
+// (AppendValue, which copies the value before checksumming) or in place
+// (MappedValue), fails with a corruption error, and every other record
+// reads back intact.
+func TestMappedCorruptionEveryByte(t *testing.T) {
+	recs, data, ptrs := smallFile(t)
+	for off := HeaderLen; off < len(data)-FooterLen; off++ {
+		for _, mask := range []byte{0x01, 0x80} {
+			d := append([]byte(nil), data...)
+			d[off] ^= mask
+			r, _ := openMapped(t, d, ReaderOptions{})
+			require.True(t, r.Mapped())
+			bad := recordAt(ptrs, off)
+			for i, p := range ptrs {
+				v, err := r.AppendValue([]byte("x"), p, recs[i].key)
+				mv, ok, merr := r.MappedValue(p, recs[i].key)
+				require.True(t, ok)
+				if i == bad {
+					requireCorruption(t, err, int64(p.Offset))
+					require.Nil(t, v)
+					requireCorruption(t, merr, int64(p.Offset))
+					require.Nil(t, mv)
+					continue
+				}
+				require.NoError(t, err, "byte %d, record %d", off, i)
+				require.Equal(t, append([]byte("x"), recs[i].value...), v)
+				require.NoError(t, merr, "byte %d, record %d", off, i)
+				require.Equal(t, recs[i].value, mv)
+			}
+		}
+	}
 }

@@ -3,8 +3,11 @@ package vlog
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
+	"math"
 
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/internal/base"
@@ -207,6 +210,40 @@ func (r *Reader) AppendValue(dst []byte, p Pointer, key []byte) ([]byte, error) 
 	return dst, nil
 }
 
+// MappedValue returns the value p locates as a slice of the Reader's
+// memory mapping, verified in place as Get verifies it, without copying
+// it; ok is false when the Reader does not map its file (read with
+// AppendValue then). The slice is read-only and valid only while the
+// Reader is open: reading it after Close faults, and so does reading it
+// after another process truncates the file, and neither fault can be
+// caught then. A fault while the record is verified is a corruption
+// error, as for every mapped read.
+func (r *Reader) MappedValue(p Pointer, key []byte) (v []byte, ok bool, err error) {
+	if r.mapped == nil {
+		return nil, false, nil
+	}
+	if err := r.checkPointer(p); err != nil {
+		return nil, true, err
+	}
+	v, err = r.verifyMapped(p, key)
+	if err == vfs.ErrMappedFault {
+		return nil, true, base.CorruptionErrorf(r.name, int64(p.Offset), "%v (reading %s of a file of %d bytes)", err, p, r.size)
+	}
+	return v, true, err
+}
+
+func (r *Reader) verifyMapped(p Pointer, key []byte) (v []byte, err error) {
+	old := vfs.BeginMapped()
+	defer vfs.EndMapped(old, &err)
+	rec := r.mapped[p.Offset:p.End():p.End()]
+	// The loads bring the record in faster than the checksum loop would
+	// (see copyMapped).
+	if touchLines(rec) == touchNever {
+		return nil, errTouchNever
+	}
+	return r.verify(rec, p, key)
+}
+
 // readMapped verifies the record p locates in the mapping and appends its
 // value to dst. p has been checked against the file. A fault while the
 // mapping is read (the file shrank under it) is corruption of the file.
@@ -218,28 +255,74 @@ func (r *Reader) readMapped(dst []byte, p Pointer, key []byte) ([]byte, error) {
 	return out, err
 }
 
+// copyMapped copies the value out of the mapping before checksumming it,
+// having first loaded one byte of every cache line of the record: a record
+// that is not in the CPU cache (a random read of a large file) comes in
+// from memory fastest through such independent loads, next through a copy
+// and slowest through the checksum loop, and the copy and the checksum
+// then run over bytes in the cache. The checksum covers the same bytes as
+// verify's, the front of the record in the mapping and the value in the
+// copy (the mapped file does not change); only a record whose checksum
+// verifies is decoded and matched against p and key.
 func (r *Reader) copyMapped(dst []byte, p Pointer, key []byte) (out []byte, err error) {
 	old := vfs.BeginMapped()
 	defer vfs.EndMapped(old, &err)
-	v, err := r.verify(r.mapped[p.Offset:p.End():p.End()], p, key)
-	if err != nil {
+	rec := r.mapped[p.Offset:p.End():p.End()]
+	if touchLines(rec) == touchNever {
+		return nil, errTouchNever
+	}
+	// checkPointer made sure the value fits after a minimal header.
+	vstart := len(rec) - int(p.ValueLen)
+	// A nil dst grows to exactly the value without being zeroed first.
+	out = append(dst, rec[vstart:]...)
+	sum := crc32.Update(crc(rec[recordChecksumLen:vstart]), castagnoli, out[len(dst):])
+	if err := r.checkSum(rec, p, sum); err != nil {
 		return nil, err
 	}
-	// A nil dst grows to exactly the value without being zeroed first.
-	if out = append(dst, v...); out == nil {
+	if _, err := r.match(rec, p, key); err != nil {
+		return nil, err
+	}
+	if out == nil {
 		out = []byte{} // an empty value is still a value
 	}
 	return out, nil
 }
 
+// touchLines loads one byte of every 64-byte cache line of b and returns
+// their sum, which is below touchNever for any b a pointer can locate (at
+// most 255 per line of a record of at most MaxRecordLen bytes): comparing
+// the sum with it keeps the loads from being optimized away.
+func touchLines(b []byte) uint64 {
+	var s uint64
+	for i := 0; i < len(b); i += 64 {
+		s += uint64(b[i])
+	}
+	return s
+}
+
+// touchNever is a sum touchLines cannot return.
+const touchNever = math.MaxUint64
+
+// errTouchNever is never returned (see touchLines).
+var errTouchNever = errors.New("vlog: impossible cache-line sum")
+
 // verify checks rec, the p.Length bytes read at p.Offset, against p and
 // key, and returns the value.
 func (r *Reader) verify(rec []byte, p Pointer, key []byte) ([]byte, error) {
-	if got, want := binary.LittleEndian.Uint32(rec), crc(rec[recordChecksumLen:]); got != want {
-		return nil, base.CorruptionErrorf(r.name, int64(p.Offset),
-			"record checksum mismatch: stored %#08x, computed %#08x over the %d bytes of %s", got, want, len(rec)-recordChecksumLen, p)
+	if err := r.checkSum(rec, p, crc(rec[recordChecksumLen:])); err != nil {
+		return nil, err
 	}
 	return r.match(rec, p, key)
+}
+
+// checkSum compares the checksum stored at the front of rec, the record p
+// locates, with sum, the one computed over the rest of it.
+func (r *Reader) checkSum(rec []byte, p Pointer, sum uint32) error {
+	if got := binary.LittleEndian.Uint32(rec); got != sum {
+		return base.CorruptionErrorf(r.name, int64(p.Offset),
+			"record checksum mismatch: stored %#08x, computed %#08x over the %d bytes of %s", got, sum, len(rec)-recordChecksumLen, p)
+	}
+	return nil
 }
 
 // cachedValue returns the value of a record from the cache, verified when

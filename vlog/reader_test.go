@@ -131,6 +131,73 @@ func TestWriterLargeRecords(t *testing.T) {
 	requireRecs(t, recs, got)
 }
 
+// TestWriterAlignedWrites checks that every write but the last ends on a
+// multiple of writerBufSize, with records of every size, after a Sync that
+// writes a partial buffer, and across large records written directly.
+func TestWriterAlignedWrites(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	f := newTestFile(t)
+	lw := NewLiveWriter(f, testFileNum)
+	var recs []kv
+	var ptrs []Pointer
+	add := func(n int) {
+		k, v := randBytes(rng, 16), randBytes(rng, n)
+		p, err := lw.Add(k, v)
+		require.NoError(t, err)
+		recs, ptrs = append(recs, kv{key: k, value: v}), append(ptrs, p)
+	}
+	for range 600 {
+		add(4096 + rng.IntN(64))
+	}
+	require.NoError(t, lw.Sync()) // a write that ends off a boundary
+	for _, n := range []int{100, 5 * writerBufSize / 2, 7, writerBufSize, 3} {
+		add(n)
+	}
+	for range 1000 {
+		add(rng.IntN(8192))
+	}
+	_, err := lw.Finish()
+	require.NoError(t, err)
+
+	offset, synced := 0, false
+	for i, n := range f.writes {
+		offset += n
+		if i == len(f.writes)-1 {
+			break
+		}
+		if offset%writerBufSize != 0 {
+			require.False(t, synced, "write %d ends at %d, off a boundary, and so did an earlier one", i, offset)
+			synced = true // Sync's write
+		}
+	}
+	require.True(t, synced)
+	require.Nil(t, lw.w.buf, "the buffer is dropped once the file is finished")
+	data := f.contents(t)
+	require.Len(t, data, offset)
+	r, _, err := openBytes(data, ReaderOptions{})
+	require.NoError(t, err)
+	for i, p := range ptrs {
+		v, err := r.Get(p, recs[i].key)
+		require.NoError(t, err)
+		require.Equal(t, recs[i].value, v)
+	}
+}
+
+// TestWriterBufferGrows: a Writer that receives little holds a small
+// buffer; one that receives much grows it to writerBufSize and no further.
+func TestWriterBufferGrows(t *testing.T) {
+	w := NewWriter(newDiscardFile(t), testFileNum)
+	_, err := w.Add([]byte("k"), make([]byte, 1000))
+	require.NoError(t, err)
+	require.Equal(t, writerBufStart, cap(w.buf))
+	for range 3 * writerBufSize / 4096 {
+		_, err := w.Add([]byte("k"), make([]byte, 4000))
+		require.NoError(t, err)
+		require.LessOrEqual(t, cap(w.buf), writerBufSize)
+	}
+	require.Equal(t, writerBufSize, cap(w.buf))
+}
+
 func TestWriterAddDoesNotAllocate(t *testing.T) {
 	w := NewWriter(newDiscardFile(t), testFileNum)
 	key, value := make([]byte, 16), make([]byte, 4096)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -98,20 +99,69 @@ type badgerEngine struct {
 	db     *badger.DB
 	dir    string
 	closed atomic.Bool
+	// prefetch is the iterator's PrefetchSize with PrefetchValues on, or
+	// 0 for iterators that read each value when its row is reached (see
+	// Scan and badgerVariant).
+	prefetch int
 	// gcRewrites counts the value-log files the settle rewrote.
 	gcRewrites atomic.Int64
 }
 
 func openBadger(dir string, cfg bench.Config) (bench.Engine, error) {
+	return openBadgerWith(dir, cfg, 0, false)
+}
+
+// openBadgerWith opens Badger with scans that prefetch values (prefetch
+// > 0: the iterators' PrefetchSize) and with value checksums verified on
+// every value-log read (verify: Badger's VerifyValueChecksum).
+func openBadgerWith(dir string, cfg bench.Config, prefetch int, verify bool) (bench.Engine, error) {
 	opts, err := badgerOptions(dir, cfg)
 	if err != nil {
 		return nil, err
 	}
-	db, err := badger.Open(opts)
+	db, err := badger.Open(opts.WithVerifyValueChecksum(verify))
 	if err != nil {
 		return nil, fmt.Errorf("badger: open %s: %w", dir, err)
 	}
-	return &badgerEngine{db: db, dir: dir}, nil
+	return &badgerEngine{db: db, dir: dir, prefetch: prefetch}, nil
+}
+
+// badgerDefaultPrefetch is Badger's default IteratorOptions.PrefetchSize.
+const badgerDefaultPrefetch = 100
+
+// badgerVariant derives "badger/prefetch" (iterators with PrefetchValues
+// and Badger's default PrefetchSize of 100), "badger/prefetch<N>" (a
+// PrefetchSize of N >= 2), which differ from "badger" only in scans, and
+// "badger/verify", which verifies the checksum of every value it reads
+// from the value log (VerifyValueChecksum, off by default), as Strata
+// always does.
+func badgerVariant(variant string) (bench.EngineInfo, error) {
+	if variant == "verify" {
+		return bench.EngineInfo{
+			Description: badgerDescription + "; value checksums verified on every value-log read (VerifyValueChecksum)",
+			Open: func(dir string, cfg bench.Config) (bench.Engine, error) {
+				return openBadgerWith(dir, cfg, 0, true)
+			},
+		}, nil
+	}
+	size, ok := 0, false
+	if rest, found := strings.CutPrefix(variant, "prefetch"); found {
+		if rest == "" {
+			size, ok = badgerDefaultPrefetch, true
+		} else if n, err := strconv.Atoi(rest); err == nil && n >= 2 {
+			size, ok = n, true
+		}
+	}
+	if !ok {
+		return bench.EngineInfo{}, fmt.Errorf("unknown Badger variant %q (known: prefetch, prefetch<N> with N >= 2, verify)", variant)
+	}
+	return bench.EngineInfo{
+		Description: fmt.Sprintf("%s; scans with PrefetchValues, PrefetchSize %d (one goroutine per value, up to %d values ahead of the cursor)",
+			badgerDescription, size, size-1),
+		Open: func(dir string, cfg bench.Config) (bench.Engine, error) {
+			return openBadgerWith(dir, cfg, size, false)
+		},
+	}, nil
 }
 
 // Put commits one transaction per write, as the other engines make one
@@ -220,15 +270,17 @@ func (e *badgerEngine) PutTTL(key, value []byte, ttl time.Duration) error {
 func (e *badgerEngine) FollowsClock() bool { return false }
 
 // Scan reads values synchronously, one after another, as the other
-// engines' iterators do. Badger's PrefetchValues starts one goroutine per
-// item and keeps PrefetchSize items ahead of the cursor, so a scan of n rows
-// would fetch up to n+PrefetchSize-1 values; with the data in the page cache
-// that is slower than reading each value when its row is reached (and the
-// extra values would be fetched for rows the scan never returns).
+// engines' iterators do, unless the engine is a prefetch variant. Badger's
+// PrefetchValues starts one goroutine per item and keeps PrefetchSize items
+// ahead of the cursor, each value copied into the item, so a scan of n rows
+// fetches up to n+PrefetchSize-1 values (the extra ones for rows the scan
+// never returns). Without prefetch a value is a slice of Badger's mapped
+// value log, not verified (Badger's VerifyValueChecksum is off by default)
+// and not read until Touch reads it.
 func (e *badgerEngine) Scan(start []byte, n int) (rows int, nbytes int64, err error) {
 	var sum uint64
-	rows, nbytes, err = e.scan(start, n, func(k, v []byte) { sum += touch(k) + touch(v) })
-	scanSink.Add(sum)
+	rows, nbytes, err = e.scan(start, n, func(k, v []byte) { sum += bench.Touch(k) + bench.Touch(v) })
+	bench.Consume(sum)
 	return rows, nbytes, err
 }
 
@@ -243,7 +295,7 @@ func (e *badgerEngine) scan(start []byte, n int, fn func(k, v []byte)) (rows int
 	}
 	txn := e.db.NewTransaction(false)
 	defer txn.Discard()
-	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: e.prefetch > 0, PrefetchSize: e.prefetch})
 	defer it.Close()
 	// The loop stops at the n-th row without a further Next, which would
 	// position on (and decode) a row the scan does not return.

@@ -202,8 +202,8 @@ func (e *pebbleEngine) Merge(key, operand []byte) error {
 
 func (e *pebbleEngine) Scan(start []byte, n int) (rows int, nbytes int64, err error) {
 	var sum uint64
-	rows, nbytes, err = e.scan(start, n, func(k, v []byte) { sum += touch(k) + touch(v) })
-	scanSink.Add(sum)
+	rows, nbytes, err = e.scan(start, n, func(k, v []byte) { sum += bench.Touch(k) + bench.Touch(v) })
+	bench.Consume(sum)
 	return rows, nbytes, err
 }
 

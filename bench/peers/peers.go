@@ -1,7 +1,8 @@
 // Package peers holds the in-process engine adapters for Strata's peers:
 // Pebble v2 without and with value separation ("pebble", "pebble-vs") and
-// Badger v4 ("badger"). Importing the package registers them with
-// bench.RegisterEngine.
+// Badger v4 ("badger"; "badger/prefetch", whose scans prefetch values, and
+// "badger/verify", which verifies value checksums).
+// Importing the package registers them with bench.RegisterEngine.
 //
 // Every adapter translates bench.Config into the engine's own options the
 // same way (see BENCH.md): memtable Config.MemTableSize, block cache
@@ -14,7 +15,6 @@ package peers
 import (
 	"errors"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/strata-db/strata/bench"
 )
@@ -52,16 +52,20 @@ func init() {
 		Version:   pebbleVersion,
 	})
 	bench.RegisterEngine(bench.EngineInfo{
-		Name: "badger",
-		Description: "Badger " + badgerVersion() + ", values >= threshold (capped at 1 MiB) in the value log; " +
-			fmt.Sprintf("%d queued memtables, %d compactors; ", badgerNumMemtables, badgerNumCompactors) +
-			"DisableWAL has no effect (its memtable log cannot be turned off); " +
-			fmt.Sprintf("value-log GC after each writing benchmark: RunValueLogGC(%.1f) until ErrNoRewrite", badgerGCDiscardRatio),
-		Open:      openBadger,
-		Available: available,
-		Version:   badgerVersion,
+		Name:        "badger",
+		Description: badgerDescription,
+		Open:        openBadger,
+		Available:   available,
+		Variant:     badgerVariant,
+		Version:     badgerVersion,
 	})
 }
+
+// badgerDescription describes the settings of "badger" and its variants.
+var badgerDescription = "Badger " + badgerVersion() + ", values >= threshold (capped at 1 MiB) in the value log; " +
+	fmt.Sprintf("%d queued memtables, %d compactors; ", badgerNumMemtables, badgerNumCompactors) +
+	"DisableWAL has no effect (its memtable log cannot be turned off); " +
+	fmt.Sprintf("value-log GC after each writing benchmark: RunValueLogGC(%.1f) until ErrNoRewrite", badgerGCDiscardRatio)
 
 // pebbleSettings describes the settings both Pebble engines share.
 var pebbleSettings = fmt.Sprintf("format %s, cache = block cache + %d memtables (Pebble charges memtables to its cache), "+
@@ -88,24 +92,4 @@ func checkConfig(cfg bench.Config) error {
 		return fmt.Errorf("peers: compression %q is not none or snappy", cfg.Compression)
 	}
 	return nil
-}
-
-// scanSink keeps the result of touch observable, so reading the bytes of
-// scanned keys and values cannot be optimised away.
-var scanSink atomic.Uint64
-
-// touch reads one byte of every 4 KiB page that b spans (and its last
-// byte). Scans use it so that every engine actually brings the bytes it
-// returns into memory: an engine that hands out slices of a memory-mapped
-// file (Badger's value log) would otherwise return values without reading
-// them, while one that copies blocks into a cache (Pebble) already has.
-func touch(b []byte) uint64 {
-	var s uint64
-	for i := 0; i < len(b); i += 4096 {
-		s += uint64(b[i])
-	}
-	if len(b) > 0 {
-		s += uint64(b[len(b)-1])
-	}
-	return s
 }

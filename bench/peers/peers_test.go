@@ -19,7 +19,10 @@ import (
 	"github.com/strata-db/strata/bench"
 )
 
-var engineNames = []string{"pebble", "pebble-vs", "badger"}
+// engineNames are the engines every adapter test runs on; badger/prefetch8
+// is Badger with its scans' value prefetch, badger/verify with its value
+// checksums verified.
+var engineNames = []string{"pebble", "pebble-vs", "badger", "badger/prefetch8", "badger/verify"}
 
 func testConfig() bench.Config {
 	return bench.Config{
@@ -292,6 +295,10 @@ func TestInvalidConfig(t *testing.T) {
 }
 
 func TestRegistered(t *testing.T) {
+	for _, bad := range []string{"badger/prefetch1", "badger/prefetchx", "badger/verify2", "badger/other"} {
+		_, err := bench.ResolveEngine(bad)
+		require.Error(t, err, bad)
+	}
 	for _, name := range engineNames {
 		info, ok := bench.LookupEngine(name)
 		require.True(t, ok, name)
@@ -557,7 +564,7 @@ func TestWriteCounters(t *testing.T) {
 	for _, name := range engineNames {
 		e := openEngine(t, name, t.TempDir(), testConfig())
 		c, ok := e.(bench.WriteCounter)
-		if name == "badger" {
+		if strings.HasPrefix(name, "badger") {
 			require.False(t, ok)
 			require.NoError(t, e.Close())
 			continue
