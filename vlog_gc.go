@@ -46,6 +46,9 @@ type gcState struct {
 	rewriting    bool
 	// due is set when a version change calls for a pass.
 	due bool
+	// passing is set while a pass runs: it releases d.mu while it writes
+	// the manifest, and is not idle meanwhile.
+	passing bool
 
 	stats gcStats
 }
@@ -103,7 +106,9 @@ func (d *DB) collectGarbage() {
 	var events []gcEvent
 	var err error
 	if !d.opts.DisableGC {
+		d.gc.passing = true
 		err = d.collectGarbageLocked(&events)
+		d.gc.passing = false
 	}
 	if err != nil {
 		err = fmt.Errorf("strata: value-log garbage collection: %w", err)
@@ -262,11 +267,11 @@ func (d *DB) markExpiredLocked() {
 }
 
 // gcIdleLocked reports whether garbage collection has nothing running and
-// nothing due: no pass pending, no rewrite job, no compaction running, and
+// nothing due: no pass pending or running, no rewrite job, no compaction running, and
 // no collection by recompaction waiting for its tables. Value logs
 // draining after a rewrite may remain. d.mu held.
 func (d *DB) gcIdleLocked() bool {
-	if d.gc.due || d.gc.rewriting || d.compactions.running > 0 || len(d.imm) > 0 {
+	if d.gc.due || d.gc.passing || d.gc.rewriting || d.compactions.running > 0 || len(d.imm) > 0 {
 		return false
 	}
 	for num, c := range d.gc.collecting {
