@@ -1,6 +1,7 @@
 package vlog
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -20,19 +21,135 @@ import (
 // durable elsewhere (the WAL) only after Sync returns, or, for writes not
 // acknowledged as synced, recovery must check the record exists (see
 // ValidPrefix).
+//
+// Full buffers are written by a goroutine of the LiveWriter's own (see
+// Writer.handoff), at most maxPending of them waiting, so that Add returns
+// without waiting for a write of up to 2 MiB (which, when the page cache
+// allocates a huge page for it, can take milliseconds, with every writer
+// of the commit pipeline queued behind it). Sync and Finish wait for them.
 type LiveWriter struct {
-	mu   sync.RWMutex // guards w's buffer and written against Get
+	mu   sync.RWMutex // guards w's buffer and written, and the fields below, against Get and the flusher
+	cond *sync.Cond   // on mu: pending shrank, or the flusher should look again
 	w    *Writer
 	name string
 	// meta describes the file once Finish has returned; after that Get
 	// refuses and the caller reads through a Reader.
 	meta *manifest.VlogMetadata
+
+	// pending are the buffers handed off and not yet written, in file
+	// order: together they hold the file's bytes [fileEnd, w.written).
+	pending []pendingWrite
+	// fileEnd is the end of what the flusher has written to the file.
+	fileEnd uint64
+	// free holds written buffers for reuse.
+	free [][]byte
+	// flushing: the flusher goroutine runs; stop: it should end once
+	// pending is empty.
+	flushing, stop bool
 }
+
+type pendingWrite struct {
+	off uint64
+	b   []byte
+}
+
+// maxPending bounds the buffers waiting for the flusher: Add waits beyond.
+const maxPending = 2
 
 // NewLiveWriter returns a LiveWriter for the empty file f of value log num;
 // f must be open for reading and writing.
 func NewLiveWriter(f vfs.File, num base.FileNum) *LiveWriter {
-	return &LiveWriter{w: NewWriter(f, num), name: base.MakeFilename(base.FileTypeVlog, num)}
+	l := &LiveWriter{w: NewWriter(f, num), name: base.MakeFilename(base.FileTypeVlog, num)}
+	l.cond = sync.NewCond(&l.mu)
+	l.w.handoff = l.handoff
+	l.w.newBuf = l.newBuf
+	return l
+}
+
+// newBuf returns an empty buffer for the Writer, a written one if any.
+// l.mu held.
+func (l *LiveWriter) newBuf() []byte {
+	if n := len(l.free); n > 0 {
+		b := l.free[n-1]
+		l.free = l.free[:n-1]
+		return b[:0]
+	}
+	return make([]byte, 0, writerBufStart)
+}
+
+// handoff queues b, the file's bytes from off on, for the flusher, and
+// waits while maxPending buffers are queued already. l.mu held (by Add,
+// Sync or Finish, on the appending goroutine).
+func (l *LiveWriter) handoff(off uint64, b []byte) {
+	l.pending = append(l.pending, pendingWrite{off, b})
+	if !l.flushing {
+		l.flushing = true
+		go l.flushLoop()
+	}
+	l.cond.Broadcast()
+	for len(l.pending) > maxPending && l.w.err == nil {
+		l.cond.Wait()
+	}
+}
+
+// flushLoop writes the pending buffers in order until told to stop.
+func (l *LiveWriter) flushLoop() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for {
+		for len(l.pending) == 0 && !l.stop {
+			l.cond.Wait()
+		}
+		if len(l.pending) == 0 {
+			l.flushing = false
+			l.cond.Broadcast()
+			return
+		}
+		p := l.pending[0]
+		l.mu.Unlock()
+		n, err := l.w.f.Write(p.b)
+		if err == nil && n != len(p.b) {
+			err = errors.New("short write")
+		}
+		l.mu.Lock()
+		if err != nil {
+			// The file may now hold part of the buffer: nothing after it
+			// can be written. Add, Sync and Finish report the error.
+			if l.w.err == nil {
+				l.w.err = fmt.Errorf("vlog: writing %s: %w", l.name, err)
+			}
+			l.pending = nil
+			l.cond.Broadcast()
+			continue
+		}
+		if len(l.pending) == 0 || l.pending[0].off != p.off {
+			continue // Abort dropped the queue meanwhile
+		}
+		l.fileEnd = p.off + uint64(len(p.b))
+		l.pending = l.pending[1:]
+		if len(l.free) < maxPending {
+			l.free = append(l.free, p.b)
+		}
+		l.cond.Broadcast()
+	}
+}
+
+// drainLocked waits until the flusher has written every pending buffer
+// (or failed). l.mu held.
+func (l *LiveWriter) drainLocked() {
+	for len(l.pending) > 0 && l.w.err == nil {
+		l.cond.Wait()
+	}
+}
+
+// stopLocked ends the flusher, once it has nothing left to write, and
+// waits for it. l.mu held.
+func (l *LiveWriter) stopLocked() {
+	l.stop = true
+	l.cond.Broadcast()
+	for l.flushing {
+		l.cond.Wait()
+	}
 }
 
 // FileNum returns the value log's number.
@@ -57,6 +174,7 @@ func (l *LiveWriter) Add(key, value []byte) (Pointer, error) {
 func (l *LiveWriter) Sync() error {
 	l.mu.Lock()
 	l.w.flush()
+	l.drainLocked()
 	err := l.w.err
 	l.mu.Unlock()
 	if err != nil {
@@ -76,6 +194,8 @@ func (l *LiveWriter) Sync() error {
 func (l *LiveWriter) Finish() (*manifest.VlogMetadata, error) {
 	l.mu.Lock()
 	err := l.w.writeFooter()
+	l.drainLocked()
+	l.stopLocked()
 	l.mu.Unlock()
 	if err != nil {
 		return nil, err
@@ -105,6 +225,8 @@ func (l *LiveWriter) Finish() (*manifest.VlogMetadata, error) {
 func (l *LiveWriter) Abort() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.pending = nil
+	l.stopLocked()
 	l.w.Abort()
 }
 
@@ -142,9 +264,9 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 	dst = slices.Grow(dst, int(p.Length))
 	rec := dst[base0 : base0+int(p.Length)]
 	n := 0
-	if p.Offset < w.written {
-		// The part already handed to the file.
-		m := min(uint64(p.Length), w.written-p.Offset)
+	if p.Offset < l.fileEnd {
+		// The part the flusher has written to the file.
+		m := min(uint64(p.Length), l.fileEnd-p.Offset)
 		got, err := w.f.ReadAt(rec[:m], int64(p.Offset))
 		if uint64(got) != m {
 			if err == nil {
@@ -153,6 +275,15 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 			return nil, fmt.Errorf("vlog: reading %s at offset %d: %w", l.name, p.Offset, err)
 		}
 		n = int(m)
+	}
+	// The rest from the buffers waiting for the flusher, then the
+	// Writer's own.
+	for _, pw := range l.pending {
+		off := p.Offset + uint64(n)
+		if n == len(rec) || off >= pw.off+uint64(len(pw.b)) {
+			continue
+		}
+		n += copy(rec[n:], pw.b[off-pw.off:])
 	}
 	if n < len(rec) {
 		start := p.Offset + uint64(n) - w.written

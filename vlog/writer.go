@@ -63,6 +63,13 @@ type Writer struct {
 	scratch [maxRecordHeaderLen]byte
 	err     error
 	done    bool // Finish or Abort was called; f is closed
+	// handoff, if set, takes each buffer the Writer would write (the
+	// bytes of the file from off on) instead of writing it: the Writer
+	// counts them as written and goes on with a new buffer from newBuf.
+	// LiveWriter writes them on a goroutine of its own, so that the commit
+	// path never waits for a 2 MiB write.
+	handoff func(off uint64, b []byte)
+	newBuf  func() []byte
 }
 
 // NewWriter returns a Writer for the value log fileNum, which appends to f
@@ -124,7 +131,7 @@ func (w *Writer) append(b []byte) {
 		// The buffer holds the file's bytes from w.written on; it fills up
 		// to the next boundary after w.written.
 		limit := writerBufSize - int(w.written%writerBufSize)
-		if len(w.buf) == 0 && len(b) >= limit {
+		if len(w.buf) == 0 && len(b) >= limit && w.handoff == nil {
 			n := limit + (len(b)-limit)/writerBufSize*writerBufSize
 			w.write(b[:n])
 			b = b[n:]
@@ -146,9 +153,16 @@ func (w *Writer) append(b []byte) {
 	}
 }
 
-// flush writes the buffer to the file.
+// flush writes the buffer to the file, or hands it off (see handoff).
 func (w *Writer) flush() {
 	if len(w.buf) > 0 && w.err == nil {
+		if w.handoff != nil {
+			b, off := w.buf, w.written
+			w.written += uint64(len(b))
+			w.buf = w.newBuf()
+			w.handoff(off, b)
+			return
+		}
 		w.write(w.buf)
 		w.buf = w.buf[:0]
 	}
