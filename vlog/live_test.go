@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/vfs"
@@ -114,4 +115,71 @@ func TestLiveWriterReads(t *testing.T) {
 		require.Equal(t, rc.value, got)
 	}
 	require.NoError(t, r.Close())
+}
+
+// gatedFile holds every Write until its gate opens, and can fail them.
+type gatedFile struct {
+	vfs.File
+	gate chan struct{}
+	fail error
+}
+
+func (g *gatedFile) Write(p []byte) (int, error) {
+	<-g.gate
+	if g.fail != nil {
+		return 0, g.fail
+	}
+	return g.File.Write(p)
+}
+
+// TestLiveWriterHandsOffWrites: full buffers go to the flusher, so Add
+// returns while their write is held; the records read back from memory
+// meanwhile; Sync returns only once they are in the file; a failed write
+// reaches Add and Sync.
+func TestLiveWriterHandsOffWrites(t *testing.T) {
+	for _, failWrite := range []bool{false, true} {
+		fs := vfs.NewMem()
+		f, err := fs.Create("000009.vlog")
+		require.NoError(t, err)
+		g := &gatedFile{File: f, gate: make(chan struct{})}
+		if failWrite {
+			g.fail = errors.New("disk on fire")
+		}
+		lw := NewLiveWriter(g, 9)
+		// Enough for two full buffers (one handed off, one filling).
+		val := bytes.Repeat([]byte("v"), 64<<10)
+		var ptrs []Pointer
+		for i := 0; uint64(i)*uint64(len(val)) < writerBufSize+writerBufSize/2; i++ {
+			p, err := lw.Add([]byte(fmt.Sprintf("k%04d", i)), val)
+			require.NoError(t, err, "Add must not wait for the held write")
+			ptrs = append(ptrs, p)
+		}
+		for i, p := range ptrs {
+			got, err := lw.Get(p, []byte(fmt.Sprintf("k%04d", i)), nil)
+			require.NoError(t, err)
+			require.Equal(t, val, got)
+		}
+		synced := make(chan error, 1)
+		go func() { synced <- lw.Sync() }()
+		select {
+		case err := <-synced:
+			t.Fatalf("Sync returned %v while a write was held", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+		close(g.gate)
+		err = <-synced
+		if failWrite {
+			require.ErrorContains(t, err, "disk on fire")
+			_, err = lw.Add([]byte("later"), val)
+			require.ErrorContains(t, err, "disk on fire")
+			lw.Abort()
+			continue
+		}
+		require.NoError(t, err)
+		st, err := f.Stat()
+		require.NoError(t, err)
+		require.Equal(t, int64(lw.Size()), st.Size(), "Sync leaves every byte in the file")
+		_, err = lw.Finish()
+		require.NoError(t, err)
+	}
 }
