@@ -459,13 +459,20 @@ func overlaps(first, last uint16) ([]int, error) {
 	return ops, nil
 }
 
-// rescaleByRestore: RescaleRestore for new instance op.
-func (r *stateRun) rescaleByRestore(stores [stateOldInstances]checkpoint.Store, ids [stateOldInstances]uint64, op int, dir string) error {
+// rescaleTarget returns new instance op's key range and the old
+// instances whose key groups overlap it, the one holding most first.
+func rescaleTarget(op int) (start, end []byte, olds []int, err error) {
 	start, end, first, last, err := instanceRange(stateNewInstances, op)
 	if err != nil {
-		return err
+		return nil, nil, nil, err
 	}
-	olds, err := overlaps(first, last)
+	olds, err = overlaps(first, last)
+	return start, end, olds, err
+}
+
+// rescaleByRestore: RescaleRestore for new instance op.
+func (r *stateRun) rescaleByRestore(stores [stateOldInstances]checkpoint.Store, ids [stateOldInstances]uint64, op int, dir string) error {
+	start, end, olds, err := rescaleTarget(op)
 	if err != nil {
 		return err
 	}
@@ -476,34 +483,22 @@ func (r *stateRun) rescaleByRestore(stores [stateOldInstances]checkpoint.Store, 
 	if len(olds) == 1 {
 		return nil
 	}
-	db, err := r.open(dir)
-	if err != nil {
-		return err
-	}
-	for _, o := range olds[1:] {
+	return r.copyInto(dir, olds[1:], start, end, func(o int) (string, func() error, error) {
 		part := fmt.Sprintf("%s-part-%d", dir, o)
 		if err := strata.RestoreRange(r.ctx, stores[o], ids[o], part, start, end, &opts); err != nil {
-			db.Close()
-			return err
+			return "", nil, err
 		}
-		src, err := r.open(part)
-		if err != nil {
-			db.Close()
-			return err
-		}
-		err = copyRange(db, src, start, end, r.write)
-		err = errors.Join(err, src.Close(), os.RemoveAll(part))
-		if err != nil {
-			db.Close()
-			return err
-		}
-	}
-	return errors.Join(db.Flush(), db.Close())
+		return part, func() error { return os.RemoveAll(part) }, nil
+	})
 }
 
 // rescaleByCopy: RescaleCopy for new instance op.
 func (r *stateRun) rescaleByCopy(stores [stateOldInstances]checkpoint.Store, ids [stateOldInstances]uint64, op int, dir string) error {
-	return r.copyInto(op, dir, func(o int) (string, func() error, error) {
+	start, end, olds, err := rescaleTarget(op)
+	if err != nil {
+		return err
+	}
+	return r.copyInto(dir, olds, start, end, func(o int) (string, func() error, error) {
 		src := fmt.Sprintf("%s-old-%d", dir, o)
 		if err := checkpoint.Restore(r.ctx, stores[o], ids[o], nil, src, nil); err != nil {
 			return "", nil, err
@@ -514,23 +509,20 @@ func (r *stateRun) rescaleByCopy(stores [stateOldInstances]checkpoint.Store, ids
 
 // rescaleByLocalCopy: RescaleCopyLocal for new instance op.
 func (r *stateRun) rescaleByLocalCopy(_ [stateOldInstances]checkpoint.Store, _ [stateOldInstances]uint64, op int, dir string) error {
-	return r.copyInto(op, dir, func(o int) (string, func() error, error) {
+	start, end, olds, err := rescaleTarget(op)
+	if err != nil {
+		return err
+	}
+	return r.copyInto(dir, olds, start, end, func(o int) (string, func() error, error) {
 		return r.oldDir(o), func() error { return nil }, nil
 	})
 }
 
-// copyInto makes new instance op's database in dir by copying its range
-// through the API from each overlapping old instance's database, which
-// source gives (with what to do once it is copied).
-func (r *stateRun) copyInto(op int, dir string, source func(old int) (string, func() error, error)) error {
-	start, end, first, last, err := instanceRange(stateNewInstances, op)
-	if err != nil {
-		return err
-	}
-	olds, err := overlaps(first, last)
-	if err != nil {
-		return err
-	}
+// copyInto copies [start, end) through the API into the database in dir
+// (opened, or created) from each of the old instances olds, whose
+// database source gives (with what to do once it is copied), then
+// flushes and closes it.
+func (r *stateRun) copyInto(dir string, olds []int, start, end []byte, source func(old int) (string, func() error, error)) error {
 	db, err := r.open(dir)
 	if err != nil {
 		return err
@@ -556,11 +548,7 @@ func (r *stateRun) copyInto(op int, dir string, source func(old int) (string, fu
 
 // rescaleByIngest: RescaleIngest for new instance op.
 func (r *stateRun) rescaleByIngest(stores [stateOldInstances]checkpoint.Store, ids [stateOldInstances]uint64, op int, dir string) error {
-	start, end, first, last, err := instanceRange(stateNewInstances, op)
-	if err != nil {
-		return err
-	}
-	olds, err := overlaps(first, last)
+	start, end, olds, err := rescaleTarget(op)
 	if err != nil {
 		return err
 	}
