@@ -29,12 +29,7 @@ func moveOptions(keep int) *checkpoint.UploadOptions {
 func TestSegmentsMove(t *testing.T) {
 	forEachFS(t, func(t *testing.T, fs vfs.FS, root string) {
 		ctx := context.Background()
-		db, err := strata.Open(fs.PathJoin(root, "db"), smallOptions(fs))
-		require.NoError(t, err)
-		defer db.Close()
-		store := newStore(t, fs, fs.PathJoin(root, "store"))
-		u, err := checkpoint.NewUploader(store, moveOptions(3))
-		require.NoError(t, err)
+		db, store, u := openWithUploader(t, fs, root, moveOptions(3))
 		states := map[uint64]map[string]string{}
 		var moved, copied int64
 		for round := range 12 {

@@ -20,14 +20,9 @@ import (
 func TestSegments(t *testing.T) {
 	forEachFS(t, func(t *testing.T, fs vfs.FS, root string) {
 		ctx := context.Background()
-		db, err := strata.Open(fs.PathJoin(root, "db"), smallOptions(fs))
-		require.NoError(t, err)
-		defer db.Close()
-		store := newStore(t, fs, fs.PathJoin(root, "store"))
 		const minLive = 0.75
-		u, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{
+		db, store, u := openWithUploader(t, fs, root, &checkpoint.UploadOptions{
 			KeepLast: 2, SmallFileSize: 1 << 30, SegmentSize: 256 << 10, MinLiveRatio: minLive})
-		require.NoError(t, err)
 		rng := rand.New(rand.NewPCG(5, 6))
 		var reuploaded int64
 		var last checkpoint.Stats

@@ -41,6 +41,20 @@ func newStore(t *testing.T, fs vfs.FS, dir string) *checkpoint.LocalStore {
 	return s
 }
 
+// openWithUploader opens the database root/db with smallOptions, closed
+// when the test ends, and an Uploader with options uo into a new store
+// root/store.
+func openWithUploader(t *testing.T, fs vfs.FS, root string, uo *checkpoint.UploadOptions) (*strata.DB, *checkpoint.LocalStore, *checkpoint.Uploader) {
+	t.Helper()
+	db, err := strata.Open(fs.PathJoin(root, "db"), smallOptions(fs))
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	store := newStore(t, fs, fs.PathJoin(root, "store"))
+	u, err := checkpoint.NewUploader(store, uo)
+	require.NoError(t, err)
+	return db, store, u
+}
+
 // dbState reads every key and value of the database in dir.
 func dbState(t *testing.T, fs vfs.FS, dir string) map[string]string {
 	t.Helper()
@@ -91,12 +105,7 @@ func bigValue(i, gen int) string {
 func TestUploadIncremental(t *testing.T) {
 	forEachFS(t, func(t *testing.T, fs vfs.FS, root string) {
 		ctx := context.Background()
-		db, err := strata.Open(fs.PathJoin(root, "db"), smallOptions(fs))
-		require.NoError(t, err)
-		defer db.Close()
-		store := newStore(t, fs, fs.PathJoin(root, "store"))
-		u, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 3, SmallFileSize: 16 << 10})
-		require.NoError(t, err)
+		db, store, u := openWithUploader(t, fs, root, &checkpoint.UploadOptions{KeepLast: 3, SmallFileSize: 16 << 10})
 
 		model := map[string]string{}
 		states := map[uint64]map[string]string{}
@@ -211,12 +220,7 @@ func sortedKeys(m map[string]bool) []string {
 func TestCheckpointUnderWrites(t *testing.T) {
 	forEachFS(t, func(t *testing.T, fs vfs.FS, root string) {
 		ctx := context.Background()
-		db, err := strata.Open(fs.PathJoin(root, "db"), smallOptions(fs))
-		require.NoError(t, err)
-		defer db.Close()
-		store := newStore(t, fs, fs.PathJoin(root, "store"))
-		u, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 100, SmallFileSize: 16 << 10})
-		require.NoError(t, err)
+		db, store, u := openWithUploader(t, fs, root, &checkpoint.UploadOptions{KeepLast: 100, SmallFileSize: 16 << 10})
 
 		type op struct {
 			key, value string // value "" deletes
