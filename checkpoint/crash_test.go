@@ -58,12 +58,7 @@ func testUploadCrash(t *testing.T, opts checkpoint.UploadOptions) {
 		}
 	}()
 	for round := range 5 {
-		for i := range 150 {
-			require.NoError(t, db.Set([]byte(fmt.Sprintf("key%05d", (i*7+round*31)%300)), []byte(bigValue(i, round)), strata.NoSync))
-		}
-		st, err := db.CheckpointToStore(ctx, u)
-		require.NoError(t, err)
-		states[st.ID] = scanAll(t, db)
+		st := overwriteRound(t, db, u, round, states)
 		moved += st.ReuploadedBytes
 		copied += st.CopiedBytes
 	}

@@ -33,12 +33,7 @@ func TestSegmentsMove(t *testing.T) {
 		states := map[uint64]map[string]string{}
 		var moved, copied int64
 		for round := range 12 {
-			for i := range 150 {
-				require.NoError(t, db.Set([]byte(fmt.Sprintf("key%05d", (i*7+round*31)%300)), []byte(bigValue(i, round)), strata.NoSync))
-			}
-			st, err := db.CheckpointToStore(ctx, u)
-			require.NoError(t, err)
-			states[st.ID] = scanAll(t, db)
+			st := overwriteRound(t, db, u, round, states)
 			moved += st.ReuploadedBytes
 			copied += st.CopiedBytes
 			// Nothing stored twice: the live bytes of the objects are the
@@ -127,4 +122,18 @@ func TestRestoreWhilePiecesMove(t *testing.T) {
 		}
 		require.True(t, raced, "no restore found a piece moved away in 5 attempts")
 	})
+}
+
+// overwriteRound overwrites 150 of 300 keys with generation round's
+// values, checkpoints db through u, and records the state the checkpoint
+// holds in states.
+func overwriteRound(t *testing.T, db *strata.DB, u *checkpoint.Uploader, round int, states map[uint64]map[string]string) checkpoint.Stats {
+	t.Helper()
+	for i := range 150 {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("key%05d", (i*7+round*31)%300)), []byte(bigValue(i, round)), strata.NoSync))
+	}
+	st, err := db.CheckpointToStore(context.Background(), u)
+	require.NoError(t, err)
+	states[st.ID] = scanAll(t, db)
+	return st
 }
