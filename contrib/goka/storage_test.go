@@ -215,40 +215,30 @@ func TestStorageOffsets(t *testing.T) {
 	t.Run("getset", func(t *testing.T) {
 		st := newTestStorage(t, filepath.Join(dir, "getset"))
 		require.NoError(t, st.Open())
-		offset, err := st.GetOffset(0)
-		require.Equal(t, int64(0), offset)
-		require.NoError(t, err)
+		requireOffset(t, st, 0)
 
 		require.NoError(t, st.SetOffset(100))
-		offset, err = st.GetOffset(0)
-		require.Equal(t, int64(100), offset)
-		require.NoError(t, err)
+		requireOffset(t, st, 100)
 		require.NoError(t, st.Close())
 	})
 	t.Run("set-reopen", func(t *testing.T) {
 		path := filepath.Join(dir, "set-reopen")
 		st := newTestStorage(t, path)
 		require.NoError(t, st.Open())
-		offset, err := st.GetOffset(0)
-		require.Equal(t, int64(0), offset)
-		require.NoError(t, err)
+		requireOffset(t, st, 0)
 
 		require.NoError(t, st.SetOffset(100))
 		require.NoError(t, st.Close())
 
 		st = newTestStorage(t, path)
-		offset, err = st.GetOffset(0)
-		require.Equal(t, int64(100), offset)
-		require.NoError(t, err)
+		requireOffset(t, st, 100)
 		require.NoError(t, st.Close())
 	})
 	t.Run("mark-recovered-reopen", func(t *testing.T) {
 		path := filepath.Join(dir, "mark-recovered-reopen")
 		st := newTestStorage(t, path)
 		require.NoError(t, st.Open())
-		offset, err := st.GetOffset(0)
-		require.Equal(t, int64(0), offset)
-		require.NoError(t, err)
+		requireOffset(t, st, 0)
 
 		require.NoError(t, st.SetOffset(100))
 		require.NoError(t, st.MarkRecovered())
@@ -256,9 +246,7 @@ func TestStorageOffsets(t *testing.T) {
 		require.NoError(t, st.Close())
 
 		st = newTestStorage(t, path)
-		offset, err = st.GetOffset(0)
-		require.Equal(t, int64(101), offset)
-		require.NoError(t, err)
+		requireOffset(t, st, 101)
 		require.NoError(t, st.Close())
 	})
 }
@@ -294,4 +282,12 @@ func TestRecoveryIsBulkLoad(t *testing.T) {
 	require.Equal(t, int64(499), off)
 	require.NoError(t, st.Close())
 	require.ErrorIs(t, st.Close(), strata.ErrClosed)
+}
+
+// requireOffset checks the offset st stores (GetOffset with default 0).
+func requireOffset(t *testing.T, st interface{ GetOffset(int64) (int64, error) }, want int64) {
+	t.Helper()
+	offset, err := st.GetOffset(0)
+	require.NoError(t, err)
+	require.Equal(t, want, offset)
 }
