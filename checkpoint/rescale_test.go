@@ -19,13 +19,7 @@ import (
 func TestRescaleTwoToThree(t *testing.T) {
 	forEachFS(t, func(t *testing.T, fs vfs.FS, root string) {
 		ctx := context.Background()
-		all, olds := checkpointOldOperators(t, fs, root)
-		got := map[string]string{}
-		for op := range 3 {
-			first, last, err := keygroup.OperatorRange(rescaleMaxP, 3, op)
-			require.NoError(t, err)
-			start, end, err := keygroup.Range(first, last)
-			require.NoError(t, err)
+		rescaleTwoToThree(t, fs, root, func(op int, start, end []byte, olds []oldOperator) map[string]string {
 			// The new operator restores its range from each old operator's
 			// checkpoint that overlaps it, and merges them (an ingest would
 			// do it in one step; here a second range restore and a copy).
@@ -35,17 +29,12 @@ func TestRescaleTwoToThree(t *testing.T) {
 				part := fmt.Sprintf("%s-from-%d", dir, j)
 				require.NoError(t, strata.RestoreRange(ctx, o.store, o.id, part, start, end, smallOptions(fs)))
 				for k, v := range dbState(t, fs, part) {
-					require.True(t, k >= string(start) && (end == nil || k < string(end)), "key %q outside [%q, %q)", k, start, end)
+					requireInRange(t, k, start, end)
 					merged[k] = v
 				}
 			}
-			for k, v := range merged {
-				_, dup := got[k]
-				require.False(t, dup, "key %q restored by two operators", k)
-				got[k] = v
-			}
-		}
-		require.Equal(t, all, got)
+			return merged
+		})
 	})
 }
 
@@ -55,13 +44,7 @@ func TestRescaleTwoToThree(t *testing.T) {
 func TestRescaleTwoToThreeByIngest(t *testing.T) {
 	forEachFS(t, func(t *testing.T, fs vfs.FS, root string) {
 		ctx := context.Background()
-		all, olds := checkpointOldOperators(t, fs, root)
-		got := map[string]string{}
-		for op := range 3 {
-			first, last, err := keygroup.OperatorRange(rescaleMaxP, 3, op)
-			require.NoError(t, err)
-			start, end, err := keygroup.Range(first, last)
-			require.NoError(t, err)
+		rescaleTwoToThree(t, fs, root, func(op int, start, end []byte, olds []oldOperator) map[string]string {
 			// The new operator holds state of its own outside its range
 			// (say, of a key group it keeps) and ingests its range from
 			// each old operator's checkpoint.
@@ -82,21 +65,42 @@ func TestRescaleTwoToThreeByIngest(t *testing.T) {
 			delete(merged, string(own))
 			require.Len(t, merged, total)
 			for k := range merged {
-				require.True(t, k >= string(start) && (end == nil || k < string(end)), "key %q outside [%q, %q)", k, start, end)
+				requireInRange(t, k, start, end)
 			}
-			for k, v := range merged {
-				_, dup := got[k]
-				require.False(t, dup, "key %q restored by two operators", k)
-				got[k] = v
-			}
-		}
-		require.Equal(t, all, got)
+			return merged
+		})
 		names, err := fs.List(root)
 		require.NoError(t, err)
 		for _, n := range names {
 			require.NotContains(t, n, ".ingest-", "IngestRange left %s behind", n)
 		}
 	})
+}
+
+// rescaleTwoToThree checkpoints two old operators and makes three new
+// ones with restore, which returns new operator op's keys for its range
+// [start, end): together they must hold exactly the old operators' keys,
+// each once.
+func rescaleTwoToThree(t *testing.T, fs vfs.FS, root string, restore func(op int, start, end []byte, olds []oldOperator) map[string]string) {
+	all, olds := checkpointOldOperators(t, fs, root)
+	got := map[string]string{}
+	for op := range 3 {
+		first, last, err := keygroup.OperatorRange(rescaleMaxP, 3, op)
+		require.NoError(t, err)
+		start, end, err := keygroup.Range(first, last)
+		require.NoError(t, err)
+		for k, v := range restore(op, start, end, olds) {
+			_, dup := got[k]
+			require.False(t, dup, "key %q restored by two operators", k)
+			got[k] = v
+		}
+	}
+	require.Equal(t, all, got)
+}
+
+func requireInRange(t *testing.T, k string, start, end []byte) {
+	t.Helper()
+	require.True(t, k >= string(start) && (end == nil || k < string(end)), "key %q outside [%q, %q)", k, start, end)
 }
 
 // oldOperator is a checkpoint of one operator before a rescale.
