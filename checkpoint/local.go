@@ -33,7 +33,14 @@ type Source struct {
 // parent, when dst holds the complete checkpoint whose durability is not
 // known.
 func WriteLocal(src Source, dst string) (err error) {
-	fs := src.FS
+	return buildDest(src.FS, dst, func(tmp string) error { return fill(src, tmp) })
+}
+
+// buildDest makes dst, which must not exist or be an empty directory:
+// build fills a new private directory beside it (see beginDest), which
+// then takes dst's place (commitDest). On any failure the directory is
+// removed and dst is as it was.
+func buildDest(fs vfs.FS, dst string, build func(tmp string) error) error {
 	dst = fs.PathJoin(dst) // cleaned: "ckpt/" is "ckpt"
 	tmp, err := beginDest(fs, dst)
 	if err != nil {
@@ -44,7 +51,7 @@ func WriteLocal(src Source, dst string) (err error) {
 			_ = fs.RemoveAll(tmp)
 		}
 	}()
-	if err := fill(src, tmp); err != nil {
+	if err := build(tmp); err != nil {
 		return err
 	}
 	renamed, err := commitDest(fs, tmp, dst)

@@ -80,61 +80,49 @@ func Restore(ctx context.Context, s Store, id uint64, fs vfs.FS, dst string, opt
 		want = append(want, f)
 	}
 
-	dst = fs.PathJoin(dst)
-	tmp, err := beginDest(fs, dst)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if tmp != "" {
-			_ = fs.RemoveAll(tmp)
-		}
-	}()
-	err = runParallel(ctx, o.Parallelism, len(want), func(ctx context.Context, i int) error {
-		path := fs.PathJoin(tmp, want[i].Name)
-		err := download(ctx, s, want[i], fs, path)
-		if _, serr := fs.Stat(path); errors.Is(err, ErrNotExist) && errors.Is(serr, os.ErrNotExist) {
-			// An upload since ReadManifest may have moved the file out of
-			// a sparse segment and deleted the segment: look again.
-			m2, err2 := ReadManifest(ctx, s, id)
-			if err2 != nil {
-				return errors.Join(err, err2)
-			}
-			for _, f := range m2.Files {
-				if f.Name == want[i].Name && f.Checksum == want[i].Checksum && f.Object != want[i].Object {
-					return download(ctx, s, f, fs, path)
+	return buildDest(fs, dst, func(tmp string) error {
+		err := runParallel(ctx, o.Parallelism, len(want), func(ctx context.Context, i int) error {
+			path := fs.PathJoin(tmp, want[i].Name)
+			err := download(ctx, s, want[i], fs, path)
+			if _, serr := fs.Stat(path); errors.Is(err, ErrNotExist) && errors.Is(serr, os.ErrNotExist) {
+				// An upload since ReadManifest may have moved the file out of
+				// a sparse segment and deleted the segment: look again.
+				m2, err2 := ReadManifest(ctx, s, id)
+				if err2 != nil {
+					return errors.Join(err, err2)
+				}
+				for _, f := range m2.Files {
+					if f.Name == want[i].Name && f.Checksum == want[i].Checksum && f.Object != want[i].Object {
+						return download(ctx, s, f, fs, path)
+					}
 				}
 			}
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	if ranged {
-		w, err := manifest.WriteSnapshot(fs, tmp, m.ManifestNum, v, m.NextFileNum, m.LastSeq, m.NextFileNum+1)
+			return err
+		})
 		if err != nil {
-			return fmt.Errorf("checkpoint: %w", err)
-		}
-		if err := w.Close(); err != nil {
-			return fmt.Errorf("checkpoint: close manifest: %w", err)
-		}
-	} else if err := writeNewFile(fs, fs.PathJoin(tmp, base.MakeFilename(base.FileTypeManifest, m.ManifestNum)), m.DBManifest); err != nil {
-		return err
-	}
-	if err := manifest.SetCurrent(fs, tmp, m.ManifestNum, m.ManifestNum+1); err != nil {
-		return fmt.Errorf("checkpoint: %w", err)
-	}
-	if o.Prepare != nil {
-		if err := o.Prepare(fs, tmp); err != nil {
 			return err
 		}
-	}
-	renamed, err := commitDest(fs, tmp, dst)
-	if renamed {
-		tmp = ""
-	}
-	return err
+		if ranged {
+			w, err := manifest.WriteSnapshot(fs, tmp, m.ManifestNum, v, m.NextFileNum, m.LastSeq, m.NextFileNum+1)
+			if err != nil {
+				return fmt.Errorf("checkpoint: %w", err)
+			}
+			if err := w.Close(); err != nil {
+				return fmt.Errorf("checkpoint: close manifest: %w", err)
+			}
+		} else if err := writeNewFile(fs, fs.PathJoin(tmp, base.MakeFilename(base.FileTypeManifest, m.ManifestNum)), m.DBManifest); err != nil {
+			return err
+		}
+		if err := manifest.SetCurrent(fs, tmp, m.ManifestNum, m.ManifestNum+1); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		if o.Prepare != nil {
+			if err := o.Prepare(fs, tmp); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // checkFileName accepts only the names of tables and value logs, so that a
