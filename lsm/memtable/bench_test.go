@@ -89,23 +89,30 @@ func skiplistFor(b *testing.B, keys [][]byte, n int) *MemTable {
 // BenchmarkAdd inserts random 16-byte keys with 100-byte values into a
 // 64 MiB memtable, starting a new one when it fills up.
 func BenchmarkAdd(b *testing.B) {
-	keys := sharedBenchKeys()
-	val := make([]byte, benchValueLen)
-	m := New(64 << 20)
-	cpu := newCPUMeter(b)
 	b.SetBytes(benchKeyLen + benchValueLen)
+	benchAdd(b, sharedBenchKeys(), func() *MemTable { return New(64 << 20) })
+}
+
+// benchAdd inserts keys (cycling; len(keys) a power of two) with 100-byte
+// values into memtables from newMem, taking a new one when one fills up,
+// and reports CPU time per insert.
+func benchAdd(b *testing.B, keys [][]byte, newMem func() *MemTable) {
+	val := make([]byte, benchValueLen)
+	m := newMem()
+	cpu := newCPUMeter(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu.start()
 	for i := 0; i < b.N; i++ {
-		err := m.Add(base.MakeInternalKey(keys[i&(len(keys)-1)], base.SeqNum(i+1), base.KindSet), val)
+		k := base.MakeInternalKey(keys[i&(len(keys)-1)], base.SeqNum(i+1), base.KindSet)
+		err := m.Add(k, val)
 		if err == ErrArenaFull {
 			b.StopTimer()
 			cpu.stop()
-			m = New(64 << 20)
+			m = newMem()
 			cpu.start()
 			b.StartTimer()
-			err = m.Add(base.MakeInternalKey(keys[i&(len(keys)-1)], base.SeqNum(i+1), base.KindSet), val)
+			err = m.Add(k, val)
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -418,35 +425,13 @@ func BenchmarkAddIntKeys(b *testing.B) {
 	}
 	for _, tuned := range []bool{false, true} {
 		b.Run(fmt.Sprintf("tuned=%t", tuned), func(b *testing.B) {
-			val := make([]byte, benchValueLen)
-			newMem := func() *MemTable {
+			benchAdd(b, keys, func() *MemTable {
 				m := New(64 << 20)
 				if tuned {
 					m.TuneLinks(0, 1<<20-1)
 				}
 				return m
-			}
-			m := newMem()
-			cpu := newCPUMeter(b)
-			b.ReportAllocs()
-			b.ResetTimer()
-			cpu.start()
-			for i := 0; i < b.N; i++ {
-				k := base.MakeInternalKey(keys[i&(len(keys)-1)], base.SeqNum(i+1), base.KindSet)
-				err := m.Add(k, val)
-				if err == ErrArenaFull {
-					b.StopTimer()
-					cpu.stop()
-					m = newMem()
-					cpu.start()
-					b.StartTimer()
-					err = m.Add(k, val)
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-			}
-			cpu.report(1)
+			})
 		})
 	}
 }
