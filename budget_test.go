@@ -146,15 +146,7 @@ func TestWriteBudgetBoundsManyDBs(t *testing.T) {
 // TestWriteBudgetFlushesLargest: with two DBs sharing a budget, writes to
 // the second flush the first, which holds the largest memtable.
 func TestWriteBudgetFlushesLargest(t *testing.T) {
-	budget, err := NewWriteBudget(4 << 20)
-	require.NoError(t, err)
-	fs := vfs.NewMem()
-	a, err := Open("a", &Options{FS: fs, MemoryBudget: budget})
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := Open("b", &Options{FS: fs, MemoryBudget: budget})
-	require.NoError(t, err)
-	defer b.Close()
+	_, a, b := twoBudgetDBs(t, 4<<20)
 	v := make([]byte, 500)
 	for i := 0; a.Metrics().MemTable.Memory < 3<<20; i++ {
 		require.NoError(t, a.Set([]byte(fmt.Sprintf("a%06d", i)), v, NoSync))
@@ -175,7 +167,7 @@ func TestWriteBudgetFlushesLargest(t *testing.T) {
 	require.InDelta(t, float64(m.MemTable.Budget.Charged)/float64(4<<20), m.MemTable.Budget.Share, 1e-9)
 	require.Contains(t, m.String(), "write budget: ")
 
-	_, err = NewWriteBudget(0)
+	_, err := NewWriteBudget(0)
 	require.Error(t, err)
 	require.NoError(t, a.Close())
 	require.True(t, errors.Is(a.Set([]byte("x"), v, NoSync), ErrClosed))
@@ -229,15 +221,7 @@ func TestWriteBudgetCloseUnderLoad(t *testing.T) {
 // memtable (and its charge) alive; writes under the budget, even from the
 // goroutine that holds the iterator, do not wait for it to close.
 func TestWriteBudgetIteratorHoldsMemtable(t *testing.T) {
-	budget, err := NewWriteBudget(3 << 20)
-	require.NoError(t, err)
-	fs := vfs.NewMem()
-	a, err := Open("a", &Options{FS: fs, MemoryBudget: budget})
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := Open("b", &Options{FS: fs, MemoryBudget: budget})
-	require.NoError(t, err)
-	defer b.Close()
+	budget, a, b := twoBudgetDBs(t, 3<<20)
 	v := make([]byte, 700)
 	for i := 0; a.Metrics().MemTable.Memory < 2<<20; i++ {
 		require.NoError(t, a.Set([]byte(fmt.Sprintf("a%06d", i)), v, NoSync))
@@ -264,4 +248,20 @@ func TestWriteBudgetIteratorHoldsMemtable(t *testing.T) {
 	}
 	require.True(t, it.First())
 	require.NoError(t, it.Close())
+}
+
+// twoBudgetDBs opens DBs a and b on one in-memory filesystem sharing a
+// write budget of limit bytes; they close when the test ends.
+func twoBudgetDBs(t *testing.T, limit int64) (*WriteBudget, *DB, *DB) {
+	t.Helper()
+	budget, err := NewWriteBudget(limit)
+	require.NoError(t, err)
+	fs := vfs.NewMem()
+	a, err := Open("a", &Options{FS: fs, MemoryBudget: budget})
+	require.NoError(t, err)
+	t.Cleanup(func() { a.Close() })
+	b, err := Open("b", &Options{FS: fs, MemoryBudget: budget})
+	require.NoError(t, err)
+	t.Cleanup(func() { b.Close() })
+	return budget, a, b
 }
