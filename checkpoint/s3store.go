@@ -325,9 +325,12 @@ func (s *S3Store) sign(req *http.Request, escapedPath string, now time.Time) {
 	req.Header.Set("X-Amz-Date", amzDate)
 	req.Header.Set("X-Amz-Content-Sha256", payload)
 	host := req.URL.Host
-	signed := []string{"host", "x-amz-content-sha256", "x-amz-date"}
-	if req.Header.Get("Range") != "" {
-		signed = append(signed, "range")
+	signed := []string{"host"}
+	for name := range req.Header {
+		// Every x-amz-* header is signed, as S3 requires.
+		if l := strings.ToLower(name); strings.HasPrefix(l, "x-amz-") || l == "range" {
+			signed = append(signed, l)
+		}
 	}
 	sort.Strings(signed)
 	var ch strings.Builder

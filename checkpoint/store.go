@@ -77,3 +77,107 @@ func getAll(ctx context.Context, s Store, name string) ([]byte, error) {
 	}
 	return b, nil
 }
+
+// Composer is a Store that can make an object from ranges of objects it
+// already holds without the bytes passing through the caller: S3's
+// UploadPartCopy, a file copy in a local directory. An Uploader that
+// empties a sparse or small segment composes the new object from the old
+// ones' live pieces when its store is a Composer, so moving a piece costs
+// no upload; with any other store it reads the pieces back and uploads
+// them.
+type Composer interface {
+	Store
+	// Compose stores the concatenation of parts as the object name,
+	// atomically as Put does, and returns how many of its bytes the store
+	// copied from objects it holds; the others the caller sent (a store
+	// may read back a range it cannot copy, such as one below S3's 5 MiB
+	// minimum part size, and send it). A part that names a missing object
+	// or a range outside it fails the Compose.
+	Compose(ctx context.Context, name string, parts []Part) (copied int64, err error)
+}
+
+// Part is a piece of a composed object: Length bytes from R when R is not
+// nil, otherwise the bytes [Offset, Offset+Length) of the stored object
+// Object.
+type Part struct {
+	Object         string
+	Offset, Length int64
+	R              io.Reader
+}
+
+// partsSize returns the total length of parts, or an error for a
+// negative one.
+func partsSize(parts []Part) (int64, error) {
+	var n int64
+	for i, p := range parts {
+		if p.Length < 0 || p.Offset < 0 {
+			return 0, fmt.Errorf("checkpoint: compose: part %d has a negative offset or length", i)
+		}
+		n += p.Length
+	}
+	return n, nil
+}
+
+// partsReader reads parts one after the other, opening each stored range
+// with s.Get only when it is reached; each must give exactly its Length.
+type partsReader struct {
+	ctx   context.Context
+	s     Store
+	parts []Part
+	cur   io.ReadCloser
+	lr    *io.LimitedReader
+}
+
+func (r *partsReader) Read(p []byte) (int, error) {
+	for {
+		if r.lr == nil {
+			if len(r.parts) == 0 {
+				return 0, io.EOF
+			}
+			part := r.parts[0]
+			src := part.R
+			if src == nil {
+				rc, err := r.s.Get(r.ctx, part.Object, part.Offset, part.Length)
+				if err != nil {
+					return 0, err
+				}
+				r.cur, src = rc, rc
+			}
+			r.lr = &io.LimitedReader{R: src, N: part.Length}
+		}
+		n, err := r.lr.Read(p)
+		if r.lr.N == 0 || err == io.EOF {
+			if r.lr.N != 0 {
+				return n, fmt.Errorf("checkpoint: compose: a part of %d bytes ended %d bytes short", r.parts[0].Length, r.lr.N)
+			}
+			r.close()
+			r.parts = r.parts[1:]
+			if n > 0 {
+				return n, nil
+			}
+			continue
+		}
+		return n, err
+	}
+}
+
+func (r *partsReader) close() {
+	if r.cur != nil {
+		r.cur.Close()
+		r.cur = nil
+	}
+	r.lr = nil
+}
+
+// composeThrough composes parts by reading the stored ranges back from s
+// and putting the concatenation: what a store without server-side copies
+// does, and what LocalStore does (its "server" is the local disk).
+func composeThrough(ctx context.Context, s Store, name string, parts []Part) error {
+	size, err := partsSize(parts)
+	if err != nil {
+		return err
+	}
+	r := &partsReader{ctx: ctx, s: s, parts: parts}
+	defer r.close()
+	return s.Put(ctx, name, r, size)
+}

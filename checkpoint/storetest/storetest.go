@@ -133,6 +133,76 @@ func Run(t *testing.T, newStore func(t *testing.T) checkpoint.Store) {
 			t.Fatalf("objects after failed puts: %v, %v", list, err)
 		}
 	})
+	t.Run("Compose", func(t *testing.T) {
+		s, ok := newStore(t).(checkpoint.Composer)
+		if !ok {
+			t.Skip("the store is not a Composer")
+		}
+		// Sources above and below S3's 5 MiB minimum part size, so that a
+		// store with server-side copies copies some parts and sends others.
+		pattern := func(n int, seed byte) string {
+			b := make([]byte, n)
+			for i := range b {
+				b[i] = seed + byte(i*7+i/4096)
+			}
+			return string(b)
+		}
+		const mib = 1 << 20
+		a, b, c := pattern(6*mib+100, 1), pattern(7*mib, 2), pattern(1000, 3)
+		put(t, s, "src/a", a)
+		put(t, s, "src/b", b)
+		put(t, s, "src/c", c)
+		parts := []checkpoint.Part{
+			{Object: "src/a", Offset: 0, Length: 6 * mib},
+			{Object: "src/b", Offset: mib, Length: 6 * mib},
+			{R: strings.NewReader("sent"), Length: 4},
+			{Object: "src/c", Offset: 10, Length: 20},
+			{Object: "src/b", Offset: 0, Length: 6 * mib}, // after a small part
+			{Object: "src/a", Offset: 6 * mib, Length: 100},
+		}
+		want := a[:6*mib] + b[mib:7*mib] + "sent" + c[10:30] + b[:6*mib] + a[6*mib:]
+		copied, err := s.Compose(ctx, "out/1", parts)
+		if err != nil {
+			t.Fatalf("compose: %v", err)
+		}
+		if copied < 0 || copied > int64(len(want)-4) {
+			t.Fatalf("compose reports %d bytes copied, of %d stored bytes", copied, len(want)-4)
+		}
+		if got, err := get(t, s, "out/1", 0, -1); err != nil || got != want {
+			t.Fatalf("composed object: %d bytes, %v; want %d bytes (equal: %v)", len(got), err, len(want), got == want)
+		}
+		if _, err := s.Compose(ctx, "out/empty", nil); err != nil {
+			t.Fatalf("compose of nothing: %v", err)
+		}
+		if got, err := get(t, s, "out/empty", 0, -1); err != nil || got != "" {
+			t.Fatalf("composed empty object: %q, %v", got, err)
+		}
+		// Failures leave no object: a missing source, a range past a
+		// source's end, a failing or short reader.
+		boom := errors.New("reader failed")
+		for name, bad := range map[string]checkpoint.Part{
+			"missing":   {Object: "src/none", Length: 6 * mib},
+			"past-end":  {Object: "src/a", Offset: mib, Length: 6 * mib},
+			"small-end": {Object: "src/c", Offset: 990, Length: 20},
+			"reader":    {R: io.MultiReader(strings.NewReader("x"), errReader{boom}), Length: 10},
+			"short":     {R: strings.NewReader("x"), Length: 10},
+		} {
+			ps := []checkpoint.Part{{Object: "src/b", Length: 6 * mib}, bad, {Object: "src/a", Length: 6 * mib}}
+			if _, err := s.Compose(ctx, "out/"+name, ps); err == nil {
+				t.Fatalf("compose with a %s part succeeded", name)
+			}
+			if _, err := get(t, s, "out/"+name, 0, -1); !errors.Is(err, checkpoint.ErrNotExist) {
+				t.Fatalf("after a failed compose with a %s part: %v, want ErrNotExist", name, err)
+			}
+		}
+		if err := s.Delete(ctx, "src/a"); err != nil {
+			t.Fatal(err)
+		}
+		// The composed object is an object of its own.
+		if got, err := get(t, s, "out/1", 6*mib, 10); err != nil || got != b[mib:mib+10] {
+			t.Fatalf("composed object after its source's deletion: %q, %v", got, err)
+		}
+	})
 }
 
 type errReader struct{ err error }
