@@ -101,6 +101,9 @@ type StateCheckpoint struct {
 	UploadedBytes   int64 `json:"uploaded_bytes"`
 	NewBytes        int64 `json:"new_bytes"`
 	ReuploadedBytes int64 `json:"reuploaded_bytes"`
+	// ComposedBytes, of ReuploadedBytes, the store copied itself: they
+	// were moved without being uploaded.
+	ComposedBytes   int64 `json:"composed_bytes"`
 	StoreBytes      int64 `json:"store_bytes"`
 	ReferencedBytes int64 `json:"referenced_bytes"`
 	Objects         int   `json:"objects"`
@@ -221,6 +224,7 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 			c.UploadedBytes += st.UploadedBytes
 			c.NewBytes += st.NewBytes
 			c.ReuploadedBytes += st.ReuploadedBytes
+			c.ComposedBytes += st.ComposedBytes
 			c.StoreBytes += st.StoreBytes
 			c.ReferencedBytes += st.ReferencedBytes
 			c.Objects += st.Objects

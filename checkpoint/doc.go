@@ -108,7 +108,12 @@
 //     pieces the checkpoint uses are read from the database's files; the
 //     ones only older checkpoints use (files deleted since) are copied
 //     from the store, checked against their XXH64, into segments of their
-//     own that die with those checkpoints. Every retained checkpoint that
+//     own that die with those checkpoints. Into a store that is a
+//     Composer (LocalStore, S3Store), an object holding moved pieces is
+//     composed instead: the store copies the pieces from their old objects
+//     (S3: UploadPartCopy of each run of adjacent live pieces of 5 MiB or
+//     more; shorter runs are read back and sent) and only the new files
+//     are uploaded. Every retained checkpoint that
 //     used a moved piece is pointed at its new place in the registry, so
 //     the emptied segment is deleted by this upload: nothing is stored
 //     twice;
@@ -134,7 +139,8 @@
 //
 // Fewer objects need larger segments, and a large segment, once its live
 // share falls below MinLiveRatio, moves its live bytes, so the bytes
-// uploaded per checkpoint grow with SegmentSize; space amplification is
+// moved per checkpoint grow with SegmentSize (into a Composer they are
+// copied by the store, not uploaded); space amplification is
 // bounded by MinLiveRatio (dead bytes wait in segments above it) and no
 // longer by duplicates, since emptied segments are deleted at once. The
 // defaults (segments of 1 GiB for every file below it, MinLiveRatio 0.75,
@@ -144,14 +150,15 @@
 // space amplification at most 1.2, data objects at least 14x fewer than
 // the tables and value logs the 3 retained checkpoints reference (all
 // objects, with the 3 manifests and the registry: 8x at least, 10x in the
-// median), and about 215 MiB uploaded per checkpoint for 31 MiB written
-// (52 MiB of files new to the store, the database's own garbage
-// collection and compactions included). Segments of 64 MiB with files of
-// 16 MiB and more left alone upload about 80 MiB per checkpoint but keep
-// 2x fewer objects than files; 256 MiB segments, about 140 MiB and 6x.
-// For a store that charges by the request rather than by the byte moved,
-// or a database of few large files, smaller segments may be the better
-// trade.
+// median), and about 170 MiB moved per checkpoint for 31 MiB written
+// and 53 MiB of files new to the store (the database's own garbage
+// collection and compactions included). Into S3 (a versitygw server)
+// 54 MiB are uploaded per checkpoint, the moved pieces copied by the
+// server all but 1.5 MiB; into a store that cannot compose, the moved
+// bytes are uploaded too, about 225 MiB per checkpoint. For such a store,
+// segments of 64 MiB with files of 16 MiB and more left alone upload
+// about 80 MiB per checkpoint but keep 2x fewer objects than files;
+// 256 MiB segments, about 140 MiB and 6x.
 //
 // Restore downloads a checkpoint's files in parallel into a temporary
 // directory next to the destination, verifying each one's XXH64, writes

@@ -27,8 +27,12 @@ import (
 // 20000,4096,100,2000), and logs a row per checkpoint and a summary.
 // STRATA_CHECKPOINT_KEEP, STRATA_CHECKPOINT_MINLIVE, STRATA_CHECKPOINT_MERGE,
 // STRATA_CHECKPOINT_SEGMENT ("segmentMiB,smallFileMiB") and
-// STRATA_CHECKPOINT_REUPLOAD (MiB) override the upload options; STRATA_CHECKPOINT_CSV names a file to write the rows to,
-// for charts.
+// STRATA_CHECKPOINT_REUPLOAD (MiB) override the upload options;
+// STRATA_CHECKPOINT_S3=1 checkpoints into a versitygw S3 server started on
+// loopback (as TestS3Store) instead of a local store;
+// STRATA_CHECKPOINT_SEND=1 hides the local store's Compose, so that moved
+// pieces are uploaded as to a store without server-side copies;
+// STRATA_CHECKPOINT_CSV names a file to write the rows to, for charts.
 func TestOverwriteFigures(t *testing.T) {
 	spec := os.Getenv("STRATA_CHECKPOINT_FIGURES")
 	if spec == "" {
@@ -76,7 +80,14 @@ func TestOverwriteFigures(t *testing.T) {
 		require.NoError(t, err)
 		uo.ReuploadBytes = mib << 20
 	}
-	u, err := checkpoint.NewUploader(store, uo)
+	var target checkpoint.Store = store
+	if os.Getenv("STRATA_CHECKPOINT_S3") != "" {
+		target = newS3Store(t, startS3Server(t), "figures", "")
+	}
+	if os.Getenv("STRATA_CHECKPOINT_SEND") != "" {
+		target = struct{ checkpoint.Store }{target}
+	}
+	u, err := checkpoint.NewUploader(target, uo)
 	require.NoError(t, err)
 
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -89,13 +100,13 @@ func TestOverwriteFigures(t *testing.T) {
 		require.NoError(t, db.Set(key(i), value, strata.NoSync))
 	}
 	start := time.Now()
-	var written, uploaded, maxFiles, newBytes, reup int64
+	var written, uploaded, maxFiles, newBytes, reup, composed int64
 	var perCkpt []int64
 	var maxAmp float64
 	minFewer := math.Inf(1)     // referenced files per object, the lowest
 	minFewerData := math.Inf(1) // the same, data objects only
 	var rows []string
-	csv := []string{"checkpoint,written_bytes,uploaded_bytes,new_bytes,reuploaded_bytes,store_bytes,referenced_bytes,space_amp,objects,segments,files,referenced_files,duration_ms"}
+	csv := []string{"checkpoint,written_bytes,uploaded_bytes,new_bytes,reuploaded_bytes,composed_bytes,store_bytes,referenced_bytes,space_amp,objects,segments,files,referenced_files,duration_ms"}
 	var last checkpoint.Stats
 	for c := range checkpoints {
 		for range perCheckpoint {
@@ -119,13 +130,14 @@ func TestOverwriteFigures(t *testing.T) {
 		}
 		maxFiles = max(maxFiles, int64(st.Files))
 		last = st
-		rows = append(rows, fmt.Sprintf("%4d %10d %10d %10d %10d %7.3f %7d %6d %6d %9.3f %6dms", st.ID, interval, st.UploadedBytes, st.NewBytes, st.ReuploadedBytes,
+		rows = append(rows, fmt.Sprintf("%4d %10d %10d %10d %10d %10d %7.3f %7d %6d %6d %9.3f %6dms", st.ID, interval, st.UploadedBytes, st.NewBytes, st.ReuploadedBytes, st.ComposedBytes,
 			float64(st.UploadedBytes)/float64(interval), st.Objects, st.Files, st.ReferencedFiles, st.SpaceAmp, st.Duration.Milliseconds()))
-		csv = append(csv, fmt.Sprintf("%d,%d,%d,%d,%d,%d,%d,%.4f,%d,%d,%d,%d,%d", st.ID, interval, st.UploadedBytes, st.NewBytes, st.ReuploadedBytes,
+		csv = append(csv, fmt.Sprintf("%d,%d,%d,%d,%d,%d,%d,%d,%.4f,%d,%d,%d,%d,%d", st.ID, interval, st.UploadedBytes, st.NewBytes, st.ReuploadedBytes, st.ComposedBytes,
 			st.StoreBytes, st.ReferencedBytes, st.SpaceAmp, st.Objects, st.Segments, st.Files, st.ReferencedFiles, st.Duration.Milliseconds()))
 		if c > 0 {
 			newBytes += st.NewBytes
 			reup += st.ReuploadedBytes
+			composed += st.ComposedBytes
 		}
 	}
 	t.Logf("%d keys x %d bytes, %d checkpoints, %d overwrites (%d MiB) between checkpoints, %s",
@@ -133,11 +145,11 @@ func TestOverwriteFigures(t *testing.T) {
 	if path := os.Getenv("STRATA_CHECKPOINT_CSV"); path != "" {
 		require.NoError(t, os.WriteFile(path, []byte(strings.Join(csv, "\n")+"\n"), 0o644))
 	}
-	t.Logf("  id    written   uploaded        new  reuploaded  up/wr objects  files   refd space-amp   time")
+	t.Logf("  id    written   uploaded        new  reuploaded   composed  up/wr objects  files   refd space-amp   time")
 	for _, r := range rows {
 		t.Log(r)
 	}
-	objs, err := checkpoint.Objects(ctx, store)
+	objs, err := checkpoint.Objects(ctx, target)
 	require.NoError(t, err)
 	segs := 0
 	for _, o := range objs {
@@ -153,7 +165,8 @@ func TestOverwriteFigures(t *testing.T) {
 		t.Logf("uploaded per checkpoint: median %.1f MiB, 90th percentile %.1f MiB",
 			float64(perCkpt[len(perCkpt)/2])/(1<<20), float64(perCkpt[len(perCkpt)*9/10])/(1<<20))
 	}
-	t.Logf("per checkpoint: %.1f MiB new files, %.1f MiB re-uploaded from sparse segments", float64(newBytes)/float64(checkpoints-1)/(1<<20), float64(reup)/float64(checkpoints-1)/(1<<20))
+	t.Logf("per checkpoint: %.1f MiB new files, %.1f MiB moved out of sparse or small segments, of which %.1f MiB copied by the store (not uploaded)",
+		float64(newBytes)/float64(checkpoints-1)/(1<<20), float64(reup)/float64(checkpoints-1)/(1<<20), float64(composed)/float64(checkpoints-1)/(1<<20))
 	t.Logf("uploaded per checkpoint: %.1f MiB for %.1f MiB written (%.3f); space amp max %.3f (after the first %d), last %.3f; objects %d (%d segments) for %d files (max %d), store %d MiB",
 		float64(uploaded)/float64(checkpoints-1)/(1<<20), float64(written)/float64(checkpoints-1)/(1<<20), float64(uploaded)/float64(written),
 		maxAmp, u0(checkpoints), last.SpaceAmp, last.Objects, segs, last.Files, maxFiles, last.StoreBytes>>20)

@@ -25,17 +25,45 @@ func moveOptions(keep int) *checkpoint.UploadOptions {
 // TestSegmentsMove: uploads that empty sparse segments move their live
 // pieces and point every retained checkpoint at the new place, so that no
 // piece is stored twice, the emptied segments go at once, and every
-// retained checkpoint restores to its own state.
+// retained checkpoint restores to its own state. The local store composes
+// the new objects from the old ones; behind a Store that is not a
+// Composer, the pieces are read and uploaded.
 func TestSegmentsMove(t *testing.T) {
+	for _, compose := range []bool{true, false} {
+		t.Run(map[bool]string{true: "compose", false: "send"}[compose], func(t *testing.T) { testSegmentsMove(t, compose) })
+	}
+}
+
+func testSegmentsMove(t *testing.T, compose bool) {
 	forEachFS(t, func(t *testing.T, fs vfs.FS, root string) {
 		ctx := context.Background()
 		db, store, u := openWithUploader(t, fs, root, moveOptions(3))
+		if !compose {
+			var err error
+			u, err = checkpoint.NewUploader(struct{ checkpoint.Store }{store}, moveOptions(3))
+			require.NoError(t, err)
+		}
 		states := map[uint64]map[string]string{}
 		var moved, copied int64
 		for round := range 12 {
 			st := overwriteRound(t, db, u, round, states)
 			moved += st.ReuploadedBytes
 			copied += st.CopiedBytes
+			if compose { // the local store copies every stored range
+				require.Equal(t, st.ReuploadedBytes, st.ComposedBytes, "round %d", round)
+			} else {
+				require.Zero(t, st.ComposedBytes, "round %d", round)
+			}
+			// Uploaded: the data not composed, the manifest, the registry.
+			list, err := store.List(ctx, "")
+			require.NoError(t, err)
+			data := st.UploadedBytes
+			for _, o := range list {
+				if o.Name == "registry" || o.Name == fmt.Sprintf("checkpoints/%020d", st.ID) {
+					data -= o.Size
+				}
+			}
+			require.Equal(t, st.NewBytes+st.ReuploadedBytes-st.ComposedBytes, data, "round %d: %v", round, st)
 			// Nothing stored twice: the live bytes of the objects are the
 			// distinct file bytes the retained checkpoints reference.
 			objs, err := checkpoint.Objects(ctx, store)

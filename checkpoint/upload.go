@@ -151,6 +151,10 @@ type Stats struct {
 	// checkpoints use, copied from the store rather than read from the
 	// database's files.
 	CopiedBytes int64
+	// ComposedBytes, of ReuploadedBytes, are those the store copied from
+	// its own objects (a Composer): they were moved without being
+	// uploaded, and UploadedBytes does not count them.
+	ComposedBytes int64
 	// StoreBytes are the bytes of every object the registry holds (data,
 	// manifests, the registry); ReferencedBytes the distinct file bytes
 	// the retained checkpoints use plus their manifests and the registry;
@@ -459,7 +463,8 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 		}
 		next.Objects[o.name] = ro
 		stats.UploadedFiles++
-		stats.UploadedBytes += o.size
+		stats.UploadedBytes += o.size - o.composed
+		stats.ComposedBytes += o.composed
 	}
 	for i := range next.Checkpoints {
 		for j, ref := range next.Checkpoints[i].Pieces {
@@ -631,6 +636,9 @@ type plannedObject struct {
 	segment bool
 	group   int
 	sums    []uint64 // per file, by uploadIdx, filled by putObject
+	// composed: bytes of the object the store copied from its own
+	// objects, filled by putObject
+	composed int64
 }
 
 // planObjects groups the files to upload into objects, large files alone
@@ -688,8 +696,13 @@ func (u *Uploader) planObjects(id uint64, files []*localFile) []*plannedObject {
 }
 
 // putObject uploads o, reading its files from src and computing their
-// checksums on the way.
+// checksums on the way. Into a Composer, an object holding moved pieces is
+// composed: the store copies the pieces from their old objects, and only
+// the new files are sent.
 func (u *Uploader) putObject(ctx context.Context, src Source, o *plannedObject) error {
+	if c, ok := u.store.(Composer); ok && slices.ContainsFunc(o.files, func(f *localFile) bool { return f.reupload }) {
+		return u.composeObject(ctx, c, src, o)
+	}
 	r := &filesReader{ctx: ctx, store: u.store, fs: src.FS, dir: src.Dir, files: o.files}
 	defer r.close()
 	if err := u.store.Put(ctx, o.name, r, o.size); err != nil {
@@ -699,6 +712,77 @@ func (u *Uploader) putObject(ctx context.Context, src Source, o *plannedObject) 
 		return fmt.Errorf("checkpoint: put %s: the store read %d of its %d files", o.name, r.i, len(o.files))
 	}
 	o.sums = r.sums
+	return nil
+}
+
+// composeObject stores o by c.Compose. It first orders o's files as the
+// object will hold them: the moved pieces in runs of pieces that lie back
+// to back in one old object (each run is one range to copy), the longest
+// runs first, so that the short ones, which S3 cannot copy, come last
+// with the new files, which are sent. The moved pieces keep the checksums
+// the registry has for them: the store copies its own bytes, and Restore
+// verifies every file it downloads.
+func (u *Uploader) composeObject(ctx context.Context, c Composer, src Source, o *plannedObject) error {
+	var moved, sent []*localFile
+	for _, f := range o.files {
+		if f.reupload {
+			moved = append(moved, f)
+		} else {
+			sent = append(sent, f)
+		}
+	}
+	slices.SortFunc(moved, func(a, b *localFile) int {
+		return cmp.Or(cmp.Compare(a.moveFrom.Object, b.moveFrom.Object), cmp.Compare(a.moveFrom.Offset, b.moveFrom.Offset))
+	})
+	type run struct {
+		files []*localFile
+		part  Part
+	}
+	var runs []*run
+	for _, f := range moved {
+		if n := len(runs); n > 0 {
+			if p := &runs[n-1].part; p.Object == f.moveFrom.Object && p.Offset+p.Length == f.moveFrom.Offset {
+				p.Length += f.size
+				runs[n-1].files = append(runs[n-1].files, f)
+				continue
+			}
+		}
+		runs = append(runs, &run{files: []*localFile{f}, part: Part{Object: f.moveFrom.Object, Offset: f.moveFrom.Offset, Length: f.size}})
+	}
+	slices.SortStableFunc(runs, func(a, b *run) int { return cmp.Compare(b.part.Length, a.part.Length) })
+	o.files = o.files[:0]
+	var parts []Part
+	for _, r := range runs {
+		o.files = append(o.files, r.files...)
+		parts = append(parts, r.part)
+	}
+	o.files = append(o.files, sent...)
+	fr := &filesReader{ctx: ctx, store: u.store, fs: src.FS, dir: src.Dir, files: sent}
+	defer fr.close()
+	var sentSize int64
+	for _, f := range sent {
+		sentSize += f.size
+	}
+	if sentSize > 0 {
+		parts = append(parts, Part{R: fr, Length: sentSize})
+	}
+	copied, err := c.Compose(ctx, o.name, parts)
+	if err != nil {
+		return err
+	}
+	if fr.i != len(sent) {
+		return fmt.Errorf("checkpoint: compose %s: the store read %d of its %d new files", o.name, fr.i, len(sent))
+	}
+	o.sums = make([]uint64, len(o.files))
+	for i, f := range o.files {
+		f.uploadIdx = i
+		if i < len(moved) {
+			o.sums[i] = f.checksum
+		} else {
+			o.sums[i] = fr.sums[i-len(moved)]
+		}
+	}
+	o.composed = copied
 	return nil
 }
 

@@ -20,11 +20,11 @@ type stateSection struct {
 }
 
 // stateHeaders are the columns of the checkpoints table.
-var stateHeaders = []string{"checkpoint", "overwrites", "written MiB", "uploaded MiB", "new MiB", "re-uploaded MiB",
+var stateHeaders = []string{"checkpoint", "overwrites", "written MiB", "uploaded MiB", "new MiB", "moved MiB", "moved in the store MiB",
 	"store MiB", "referenced MiB", "s-amp", "objects", "referenced files", "files", "time"}
 
 // stateShortHeaders are stateHeaders for the terminal.
-var stateShortHeaders = []string{"ckpt", "ops", "written", "uploaded", "new", "re-up", "store", "refd", "s-amp", "objects", "refd files", "files", "time"}
+var stateShortHeaders = []string{"ckpt", "ops", "written", "uploaded", "new", "moved", "in store", "store", "refd", "s-amp", "objects", "refd files", "files", "time"}
 
 // stateResults returns the statebackend results that ran, in report order.
 func stateResults(r *bench.Report) []*bench.Result {
@@ -52,7 +52,7 @@ func stateRows(sb *bench.StateBackendResult) [][]string {
 	for _, c := range sb.Checkpoints {
 		rows = append(rows, []string{
 			strconv.Itoa(c.Index + 1), groupDigits(c.Ops), fmtMiB(c.WrittenBytes), fmtMiB(c.UploadedBytes), fmtMiB(c.NewBytes),
-			fmtMiB(c.ReuploadedBytes), fmtMiB(c.StoreBytes), fmtMiB(c.ReferencedBytes), fmtAmp(c.SpaceAmp),
+			fmtMiB(c.ReuploadedBytes), fmtMiB(c.ComposedBytes), fmtMiB(c.StoreBytes), fmtMiB(c.ReferencedBytes), fmtAmp(c.SpaceAmp),
 			strconv.Itoa(c.Objects), strconv.Itoa(c.ReferencedFiles), strconv.Itoa(c.Files), fmtElapsed(c.Duration),
 		})
 	}
