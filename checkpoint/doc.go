@@ -67,22 +67,22 @@
 // strata's DB.CheckpointToStore pins the current version and hands it to
 // an Uploader, which writes into its store:
 //
-//	registry                   the reference-counted registry (below)
-//	checkpoints/<id, 20 digits> a checkpoint's Manifest: its files, each
-//	                           with size, XXH64 and handle (object,
-//	                           offset), and a strata manifest of its
-//	                           version (MANIFEST bytes, number, last
-//	                           sequence number, next file number)
+//	registry                   the reference-counted registry (below),
+//	                           with each retained checkpoint's Manifest:
+//	                           its files, each with size, XXH64 and
+//	                           handle (object, offset), and a strata
+//	                           manifest of its version (MANIFEST bytes,
+//	                           number, last sequence number, next file
+//	                           number)
 //	data/<id>-<n>-<random>     a data object made by checkpoint <id>: one
 //	                           file (SmallFileSize or larger), or a
 //	                           segment: small files back to back, each a
 //	                           piece (offset, length)
 //
-// The registry and the manifests are sealed JSON: the JSON text, "\n",
-// and "xxhash64:<16 hex digits>\n", the XXH64 of the text; a mismatch is
-// an error matching strata.ErrCorruption. The registry holds the next
-// checkpoint id, the retained checkpoints (id, manifest size, the pieces
-// each uses), and per data object its size, whether it is a segment, and
+// The registry is sealed JSON: the JSON text, "\n", and
+// "xxhash64:<16 hex digits>\n", the XXH64 of the text; a mismatch is an
+// error matching strata.ErrCorruption. It holds the next checkpoint id,
+// the retained checkpoints (id, manifest, the pieces each uses), and per data object its size, whether it is a segment, and
 // its pieces: file name, size, XXH64, offset and Refs, the number of
 // retained checkpoints that use the piece. Loading it checks that Refs
 // agree with the checkpoints' lists and that every object is used.
@@ -117,11 +117,17 @@
 //     used a moved piece is pointed at its new place in the registry, so
 //     the emptied segment is deleted by this upload: nothing is stored
 //     twice;
-//  6. writes the checkpoint's manifest, then replaces the registry: that
-//     Put is the commit;
-//  7. deletes the dropped checkpoints' manifests, objects no piece of
-//     which is used, and any object under data/ or checkpoints/ the
-//     registry does not name (what failed uploads left).
+//  6. replaces the registry, which now holds the checkpoint's manifest:
+//     that Put is the commit, and the only object an upload writes
+//     besides data;
+//  7. deletes objects no piece of which is used, and any object under
+//     data/ or checkpoints/ the registry does not name (what failed
+//     uploads left).
+//
+// Stores written with registry format 1 kept each manifest in an object
+// checkpoints/<id, 20 digits>; they are read as they are, and an upload
+// into one writes format 2 and deletes those manifests as their
+// checkpoints are dropped.
 //
 // A failure before the commit deletes what the upload wrote, so the store
 // is as it was; a failure in step 7 is counted in Stats.CleanupErrors and

@@ -42,7 +42,7 @@ func ExampleUploader() {
 		if err != nil {
 			log.Fatal(err)
 		}
-		fmt.Printf("checkpoint %d: %d files, %d uploaded, %d retained\n", st.ID, st.Files, st.UploadedFiles-2, st.Retained)
+		fmt.Printf("checkpoint %d: %d files, %d uploaded, %d retained\n", st.ID, st.Files, st.UploadedFiles-1, st.Retained)
 	}
 
 	dir := filepath.Join(tmp, "restored")

@@ -19,8 +19,10 @@ import (
 // the diagram):
 //
 //	registry                 the reference-counted registry: the retained
-//	                         checkpoints, every data object and its pieces
-//	checkpoints/<id>         one checkpoint's manifest (Manifest)
+//	                         checkpoints with their manifests (Manifest),
+//	                         every data object and its pieces
+//	checkpoints/<id>         a checkpoint's manifest, in stores written
+//	                         with registry format 1 only
 //	data/<id>-<n>-<random>   a data object: one file, or a segment of
 //	                         small files, uploaded by checkpoint <id>
 //
@@ -29,10 +31,12 @@ import (
 // XXH64 of the JSON text, so that a damaged or truncated object is an
 // error matching strata's ErrCorruption rather than a wrong state.
 const (
-	registryName      = "registry"
-	manifestPrefix    = "checkpoints/"
-	dataPrefix        = "data/"
-	registryFormat    = 1
+	registryName   = "registry"
+	manifestPrefix = "checkpoints/"
+	dataPrefix     = "data/"
+	// registryFormat 2 holds each retained checkpoint's manifest; format 1
+	// (read, never written) kept it in an object of its own.
+	registryFormat    = 2
 	sealTrailerPrefix = "xxhash64:"
 )
 
@@ -77,8 +81,13 @@ type registry struct {
 }
 
 type regCheckpoint struct {
-	ID           uint64     `json:"id"`
-	ManifestSize int64      `json:"manifest_size"`
+	ID uint64 `json:"id"`
+	// Manifest is the checkpoint's manifest as it was written (its
+	// handles are the pieces' places then; Pieces says where they are
+	// now). Nil in a format-1 registry, where it is the object
+	// manifestName(ID) of ManifestSize bytes.
+	Manifest     *Manifest  `json:"manifest,omitempty"`
+	ManifestSize int64      `json:"manifest_size,omitempty"`
 	Pieces       []pieceRef `json:"pieces"`
 }
 
@@ -164,8 +173,8 @@ func loadRegistry(ctx context.Context, s Store) (*registry, int64, error) {
 	if err := unseal(registryName, b, r); err != nil {
 		return nil, 0, err
 	}
-	if r.Format != registryFormat {
-		return nil, 0, fmt.Errorf("checkpoint: registry format %d, this build reads %d", r.Format, registryFormat)
+	if r.Format != registryFormat && r.Format != 1 {
+		return nil, 0, fmt.Errorf("checkpoint: registry format %d, this build reads 1 and %d", r.Format, registryFormat)
 	}
 	if r.Objects == nil {
 		r.Objects = map[string]*regObject{}
@@ -182,6 +191,14 @@ func (r *registry) check() error {
 	for i, c := range r.Checkpoints {
 		if c.ID >= r.NextID || (i > 0 && c.ID <= r.Checkpoints[i-1].ID) {
 			return base.CorruptionErrorf(registryName, -1, "checkpoint ids out of order at %d (next id %d)", c.ID, r.NextID)
+		}
+		if m := c.Manifest; m != nil && (m.ID != c.ID || len(m.Files) != len(c.Pieces)) {
+			return base.CorruptionErrorf(registryName, -1, "checkpoint %d: its manifest is of checkpoint %d with %d files, for %d pieces", c.ID, m.ID, len(m.Files), len(c.Pieces))
+		}
+		if c.Manifest == nil && c.ManifestSize <= 0 {
+			// (A format-2 registry may still hold checkpoints of format 1,
+			// whose manifests are objects, until they are dropped.)
+			return base.CorruptionErrorf(registryName, -1, "checkpoint %d has no manifest", c.ID)
 		}
 		for _, p := range c.Pieces {
 			refs[p]++
@@ -250,19 +267,29 @@ func (r *registry) clone() *registry {
 // retained checkpoint at their new place, so a manifest's own handles are
 // where its files were when it was written.
 func ReadManifest(ctx context.Context, s Store, id uint64) (*Manifest, error) {
-	m, err := readManifest(ctx, s, id)
-	if err != nil {
-		return nil, err
-	}
 	r, _, err := loadRegistry(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	i, found := slices.BinarySearchFunc(r.Checkpoints, id, func(c regCheckpoint, id uint64) int { return cmp.Compare(c.ID, id) })
 	if !found {
-		return m, nil // not retained (being dropped): its handles are all there is
+		// Not retained: only a format-1 store may still hold its
+		// manifest (being dropped), whose handles are all there is.
+		m, err := readManifest(ctx, s, id)
+		if errors.Is(err, ErrNotExist) {
+			return nil, fmt.Errorf("%w: the store retains no checkpoint %d", ErrNotExist, id)
+		}
+		return m, err
 	}
 	ck := r.Checkpoints[i]
+	var m *Manifest
+	if ck.Manifest != nil {
+		c := *ck.Manifest
+		c.Files = slices.Clone(c.Files)
+		m = &c
+	} else if m, err = readManifest(ctx, s, id); err != nil {
+		return nil, err
+	}
 	if len(ck.Pieces) != len(m.Files) {
 		return nil, base.CorruptionErrorf(registryName, -1, "checkpoint %d: the registry holds %d pieces, its manifest %d files", id, len(ck.Pieces), len(m.Files))
 	}

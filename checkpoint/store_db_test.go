@@ -171,15 +171,15 @@ func TestUploadIncremental(t *testing.T) {
 		st2, err := quiet.CheckpointToStore(ctx, u2)
 		require.NoError(t, err)
 		require.Zero(t, st2.NewBytes, "a checkpoint of an unchanged database uploaded data: %v", st2)
-		require.Equal(t, 2, st2.UploadedFiles, "only a manifest and the registry: %v", st2)
+		require.Equal(t, 1, st2.UploadedFiles, "only the registry: %v", st2)
 		// A dropped checkpoint is gone.
 		err = checkpoint.Restore(ctx, store, ids[0]-1, fs, fs.PathJoin(root, "gone"), nil)
 		require.ErrorIs(t, err, checkpoint.ErrNotExist)
 	})
 }
 
-// requireStoreTidy checks that the store holds the registry, the
-// retained manifests and exactly the data objects they name.
+// requireStoreTidy checks that the store holds the registry (with the
+// retained checkpoints' manifests) and exactly the data objects they name.
 func requireStoreTidy(t *testing.T, s checkpoint.Store) {
 	t.Helper()
 	ctx := context.Background()
@@ -189,7 +189,6 @@ func requireStoreTidy(t *testing.T, s checkpoint.Store) {
 	for _, id := range ids {
 		m, err := checkpoint.ReadManifest(ctx, s, id)
 		require.NoError(t, err)
-		want[fmt.Sprintf("checkpoints/%020d", id)] = true
 		for _, f := range m.Files {
 			want[f.Object] = true
 		}
@@ -414,14 +413,14 @@ func TestRestoreRefuses(t *testing.T) {
 		require.Error(t, serr, "a failed restore left its destination")
 		requireNoTemp(t, fs, root)
 
-		// A damaged manifest or registry is ErrCorruption too.
-		mname := fmt.Sprintf("checkpoints/%020d", st.ID)
-		mb := []byte(contents[mname])
-		mb[10] ^= 1
-		require.NoError(t, store.Put(ctx, mname, bytes.NewReader(mb), int64(len(mb))))
+		// A damaged registry (which holds the manifests) is ErrCorruption
+		// too: flipped, or truncated.
+		rb := []byte(contents["registry"])
+		rb[10] ^= 1
+		require.NoError(t, store.Put(ctx, "registry", bytes.NewReader(rb), int64(len(rb))))
 		_, err = checkpoint.ReadManifest(ctx, store, st.ID)
 		require.ErrorIs(t, err, strata.ErrCorruption)
-		rb := []byte(contents["registry"])
+		rb = []byte(contents["registry"])
 		rb = rb[:len(rb)-3]
 		require.NoError(t, store.Put(ctx, "registry", bytes.NewReader(rb), int64(len(rb))))
 		_, err = db.CheckpointToStore(ctx, u)

@@ -138,8 +138,8 @@ type Stats struct {
 	// Files and Bytes: the checkpoint's tables and value logs.
 	Files int
 	Bytes int64
-	// UploadedFiles and UploadedBytes: what this upload wrote, data,
-	// manifest and registry (UploadedBytes counts everything Put).
+	// UploadedFiles and UploadedBytes: what this upload wrote, data and
+	// the registry (UploadedBytes counts everything sent).
 	UploadedFiles int
 	UploadedBytes int64
 	// NewBytes are the bytes of files the store did not hold before;
@@ -156,24 +156,25 @@ type Stats struct {
 	// uploaded, and UploadedBytes does not count them.
 	ComposedBytes int64
 	// StoreBytes are the bytes of every object the registry holds (data,
-	// manifests, the registry); ReferencedBytes the distinct file bytes
-	// the retained checkpoints use plus their manifests and the registry;
+	// the registry, manifests of format-1 checkpoints); ReferencedBytes
+	// the distinct file bytes the retained checkpoints use plus the
+	// registry (and format-1 manifests);
 	// SpaceAmp = StoreBytes / ReferencedBytes.
 	StoreBytes      int64
 	ReferencedBytes int64
 	SpaceAmp        float64
 	// ReferencedFiles counts the distinct files (tables and value logs)
 	// the retained checkpoints use: the objects a store of one object per
-	// file would hold, besides the manifests and the registry.
+	// file would hold, besides the registry.
 	ReferencedFiles int
-	// Objects counts the store's objects (data, manifests, registry), of
-	// which Segments are segment objects.
+	// Objects counts the store's objects (data, the registry, manifests
+	// of format-1 checkpoints), of which Segments are segment objects.
 	Objects  int
 	Segments int
 	// Retained counts the checkpoints the store keeps.
 	Retained int
-	// DeletedObjects counts the objects this upload deleted (dropped
-	// checkpoints' manifests, data no retained checkpoint uses, leftovers
+	// DeletedObjects counts the objects this upload deleted (data no
+	// retained checkpoint uses, format-1 manifests dropped, leftovers
 	// of failed uploads); CleanupErrors the deletions that failed, which
 	// the next upload retries.
 	DeletedObjects int
@@ -219,8 +220,8 @@ type localFile struct {
 
 // Upload writes a checkpoint of src, whose version must stay pinned (its
 // files undeleted) until Upload returns. It uploads the files the store
-// does not hold, a manifest, and the registry, whose replacement commits
-// the checkpoint; then it deletes what no retained checkpoint needs.
+// does not hold, and the registry with the checkpoint's manifest, whose
+// replacement commits the checkpoint; then it deletes what no retained checkpoint needs.
 // If it fails before the commit, it deletes what it uploaded and the
 // store holds what it held before.
 func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
@@ -479,26 +480,19 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	mb, err := seal(m)
-	if err != nil {
-		return Stats{}, fmt.Errorf("checkpoint: encode manifest: %w", err)
-	}
-	ck := regCheckpoint{ID: id, ManifestSize: int64(len(mb))}
+	ck := regCheckpoint{ID: id, Manifest: m}
 	for _, f := range files {
 		ck.Pieces = append(ck.Pieces, f.ref)
 	}
-	written = append(written, manifestName(id))
-	if err := u.store.Put(ctx, manifestName(id), strings.NewReader(string(mb)), int64(len(mb))); err != nil {
-		return Stats{}, err
-	}
-	stats.UploadedFiles++
-	stats.UploadedBytes += int64(len(mb))
 	next.Checkpoints = append(next.Checkpoints, ck)
+	next.Format = registryFormat
 
 	// Objects no retained checkpoint uses leave the registry.
 	var deletions []string
 	for _, c := range dropped {
-		deletions = append(deletions, manifestName(c.ID))
+		if c.Manifest == nil { // a format-1 checkpoint's manifest object
+			deletions = append(deletions, manifestName(c.ID))
+		}
 	}
 	for name, o := range next.Objects {
 		live := false
@@ -541,7 +535,9 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 		keep[name] = true
 	}
 	for _, c := range next.Checkpoints {
-		keep[manifestName(c.ID)] = true
+		if c.Manifest == nil {
+			keep[manifestName(c.ID)] = true
+		}
 	}
 	for _, prefix := range []string{dataPrefix, manifestPrefix} {
 		list, err := u.store.List(ctx, prefix)
@@ -580,11 +576,14 @@ func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 // encoding is regSize bytes.
 func (r *registry) fillStats(s *Stats, regSize int64) {
 	s.StoreBytes, s.ReferencedBytes = regSize, regSize
-	s.Objects = 1 + len(r.Checkpoints) + len(r.Objects)
+	s.Objects = 1 + len(r.Objects)
 	s.Retained = len(r.Checkpoints)
 	for _, c := range r.Checkpoints {
-		s.StoreBytes += c.ManifestSize
-		s.ReferencedBytes += c.ManifestSize
+		if c.Manifest == nil { // format 1: an object of its own
+			s.Objects++
+			s.StoreBytes += c.ManifestSize
+			s.ReferencedBytes += c.ManifestSize
+		}
 	}
 	type ident struct {
 		name string
