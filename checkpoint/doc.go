@@ -153,15 +153,15 @@
 // merges of 2 small segments, ReuploadBytes one segment) were chosen on
 // an overwrite workload (200,000 keys of 4 KiB, 100 checkpoints of
 // 8,000 overwrites, 3.1 GiB written, value logs of 32 MiB: TestOverwriteFigures):
-// space amplification at most 1.2, data objects at least 14x fewer than
-// the tables and value logs the 3 retained checkpoints reference (all
-// objects, with the 3 manifests and the registry: 8x at least, 10x in the
-// median), and about 170 MiB moved per checkpoint for 31 MiB written
-// and 53 MiB of files new to the store (the database's own garbage
-// collection and compactions included). Into S3 (a versitygw server)
-// 54 MiB are uploaded per checkpoint, the moved pieces copied by the
-// server all but 1.5 MiB; into a store that cannot compose, the moved
-// bytes are uploaded too, about 225 MiB per checkpoint. For such a store,
+// space amplification at most 1.25, objects (the registry counted) at
+// least 12x fewer than the tables and value logs the 3 retained
+// checkpoints reference (15x in the median), and about 170 MiB moved per
+// checkpoint for 31 MiB written and 53 MiB of files new to the store (the
+// database's own garbage collection and compactions included). Into S3
+// (a versitygw server) 54-55 MiB are uploaded per checkpoint, the moved
+// pieces copied by the server all but 1.5 MiB; into a store that cannot
+// compose, the moved bytes are uploaded too, about 220 MiB per
+// checkpoint. For such a store,
 // segments of 64 MiB with files of 16 MiB and more left alone upload
 // about 80 MiB per checkpoint but keep 2x fewer objects than files;
 // 256 MiB segments, about 140 MiB and 6x.
