@@ -27,29 +27,20 @@ func TestFormat1Store(t *testing.T) {
 			overwriteRound(t, db, u, round, states)
 		}
 		toFormat1(t, store)
-		requireRestores := func(stage string) {
-			ids, err := checkpoint.Checkpoints(ctx, store)
-			require.NoError(t, err)
-			for _, id := range ids {
-				dst := fs.PathJoin(root, fmt.Sprintf("restore-%s-%d", stage, id))
-				require.NoError(t, checkpoint.Restore(ctx, store, id, fs, dst, nil), "%s: checkpoint %d", stage, id)
-				require.Equal(t, states[id], dbState(t, fs, dst), "%s: checkpoint %d", stage, id)
-			}
-		}
 		manifests := func() int {
 			list, err := store.List(ctx, "checkpoints/")
 			require.NoError(t, err)
 			return len(list)
 		}
 		require.Equal(t, 3, manifests())
-		requireRestores("format1")
+		requireRetainedRestore(t, fs, root, store, states, "format1")
 
 		// Each upload drops one old checkpoint, and its manifest object.
 		for round := 3; round < 6; round++ {
 			st := overwriteRound(t, db, u, round, states)
 			require.Equal(t, 5-round, manifests(), "round %d", round)
 			require.Equal(t, 1+(5-round)+dataObjects(t, store), st.Objects, "round %d: %v", round, st)
-			requireRestores(fmt.Sprint("mixed-", round))
+			requireRetainedRestore(t, fs, root, store, states, fmt.Sprint("mixed-", round))
 		}
 		requireStoreTidy(t, store)
 	})

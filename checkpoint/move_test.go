@@ -69,20 +69,28 @@ func testSegmentsMove(t *testing.T, compose bool) {
 				live += o.LiveBytes
 				size += o.Size
 			}
-			meta := st.StoreBytes - size // the manifests and the registry
+			meta := st.StoreBytes - size // the registry
 			require.Equal(t, st.ReferencedBytes-meta, live, "round %d: %v", round, st)
 			requireStoreTidy(t, store)
-			ids, err := checkpoint.Checkpoints(ctx, store)
-			require.NoError(t, err)
-			for _, id := range ids {
-				dst := fs.PathJoin(root, fmt.Sprintf("restore-%d-%d", round, id))
-				require.NoError(t, checkpoint.Restore(ctx, store, id, fs, dst, nil), "round %d, checkpoint %d", round, id)
-				require.Equal(t, states[id], dbState(t, fs, dst), "round %d, checkpoint %d", round, id)
-			}
+			requireRetainedRestore(t, fs, root, store, states, fmt.Sprint(round))
 		}
 		require.Positive(t, moved, "no piece moved")
 		require.Positive(t, copied, "no piece copied within the store")
 	})
+}
+
+// requireRetainedRestore restores every checkpoint the store retains, into
+// directories of root named after stage, and checks each holds its state.
+func requireRetainedRestore(t *testing.T, fs vfs.FS, root string, store checkpoint.Store, states map[uint64]map[string]string, stage string) {
+	t.Helper()
+	ctx := context.Background()
+	ids, err := checkpoint.Checkpoints(ctx, store)
+	require.NoError(t, err)
+	for _, id := range ids {
+		dst := fs.PathJoin(root, fmt.Sprintf("restore-%s-%d", stage, id))
+		require.NoError(t, checkpoint.Restore(ctx, store, id, fs, dst, nil), "%s: checkpoint %d", stage, id)
+		require.Equal(t, states[id], dbState(t, fs, dst), "%s: checkpoint %d", stage, id)
+	}
 }
 
 // hookStore calls hook before the first Get of a data object, and counts
