@@ -30,6 +30,11 @@ import (
 type LiveWriter struct {
 	mu   sync.RWMutex // guards w's buffer and written, and the fields below, against Get and the flusher
 	cond *sync.Cond   // on mu: pending shrank, or the flusher should look again
+	// fileMu keeps the file open while Get reads it without mu: Get takes
+	// it (shared) before it lets go of mu, closing the file takes it
+	// (exclusive) with mu held. So a pread, or a reader the scheduler
+	// sets aside in the middle of one, never holds up Add.
+	fileMu sync.RWMutex
 	w    *Writer
 	name string
 	// meta describes the file once Finish has returned; after that Get
@@ -46,6 +51,8 @@ type LiveWriter struct {
 	// flushing: the flusher goroutine runs; stop: it should end once
 	// pending is empty.
 	flushing, stop bool
+	// aborted: Abort has run; Get refuses.
+	aborted bool
 }
 
 type pendingWrite struct {
@@ -210,7 +217,10 @@ func (l *LiveWriter) Finish() (*manifest.VlogMetadata, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if err := l.w.closeFile(); err != nil {
+	l.fileMu.Lock()
+	err = l.w.closeFile()
+	l.fileMu.Unlock()
+	if err != nil {
 		return nil, err
 	}
 	w := l.w
@@ -226,7 +236,10 @@ func (l *LiveWriter) Abort() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.pending = nil
+	l.aborted = true
 	l.stopLocked()
+	l.fileMu.Lock()
+	defer l.fileMu.Unlock()
 	l.w.Abort()
 }
 
@@ -237,47 +250,56 @@ func (l *LiveWriter) Finished() *manifest.VlogMetadata {
 	return l.meta
 }
 
-// errFinished is returned by Get on a finished LiveWriter.
-var errFinished = fmt.Errorf("vlog: value log finished: read it through a Reader")
+// errFinished is returned by Get on a finished LiveWriter, errAborted on
+// an aborted one.
+var (
+	errFinished = fmt.Errorf("vlog: value log finished: read it through a Reader")
+	errAborted  = fmt.Errorf("vlog: value log abandoned")
+)
 
 // Get reads the value p locates and appends it to dst, verified like
 // Reader.Get verifies it; with dst nil the result is a fresh slice. It
 // reads from the buffer what has not reached the file. After Finish it
 // fails: read through a Reader then (Finished gives the metadata).
+//
+// Only the copy from the buffers holds the lock Add takes; the file is
+// read, and the record verified, without it.
 func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if l.meta != nil {
-		return nil, errFinished
-	}
-	w := l.w
-	if p.FileNum != w.fileNum {
-		return nil, base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s is not into this file", p)
-	}
-	size := w.Size()
-	if p.Offset < HeaderLen || p.Offset > size || uint64(p.Length) > size-p.Offset || p.Length < minRecordLen {
-		return nil, base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s outside the records [%d, %d)", p, HeaderLen, size)
+	if p.Length < minRecordLen {
+		return nil, base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s shorter than a record", p)
 	}
 	// The record is read into dst's spare room (grown if need be), and its
 	// value then moved to where dst ends: no buffer of its own.
 	base0 := len(dst)
 	dst = slices.Grow(dst, int(p.Length))
 	rec := dst[base0 : base0+int(p.Length)]
-	n := 0
-	if p.Offset < l.fileEnd {
-		// The part the flusher has written to the file.
-		m := min(uint64(p.Length), l.fileEnd-p.Offset)
-		got, err := w.f.ReadAt(rec[:m], int64(p.Offset))
-		if uint64(got) != m {
-			if err == nil {
-				err = fmt.Errorf("short read")
-			}
-			return nil, fmt.Errorf("vlog: reading %s at offset %d: %w", l.name, p.Offset, err)
+
+	l.mu.RLock()
+	if l.meta != nil || l.aborted {
+		l.mu.RUnlock()
+		if l.aborted {
+			return nil, errAborted
 		}
-		n = int(m)
+		return nil, errFinished
 	}
-	// The rest from the buffers waiting for the flusher, then the
-	// Writer's own.
+	w := l.w
+	if p.FileNum != w.fileNum {
+		l.mu.RUnlock()
+		return nil, base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s is not into this file", p)
+	}
+	size := w.Size()
+	if p.Offset < HeaderLen || p.Offset > size || uint64(p.Length) > size-p.Offset {
+		l.mu.RUnlock()
+		return nil, base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s outside the records [%d, %d)", p, HeaderLen, size)
+	}
+	// rec[:m] is in the file, written by the flusher: those bytes do not
+	// change. The rest is copied from the buffers waiting for the
+	// flusher, then from the Writer's own.
+	var m int
+	if p.Offset < l.fileEnd {
+		m = int(min(uint64(p.Length), l.fileEnd-p.Offset))
+	}
+	n := m
 	for _, pw := range l.pending {
 		off := p.Offset + uint64(n)
 		if n == len(rec) || off >= pw.off+uint64(len(pw.b)) {
@@ -288,6 +310,20 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 	if n < len(rec) {
 		start := p.Offset + uint64(n) - w.written
 		copy(rec[n:], w.buf[start:start+uint64(len(rec)-n)])
+	}
+	if m > 0 {
+		l.fileMu.RLock() // before mu goes: the file stays open
+	}
+	l.mu.RUnlock()
+	if m > 0 {
+		got, err := w.f.ReadAt(rec[:m], int64(p.Offset))
+		l.fileMu.RUnlock()
+		if got != m {
+			if err == nil {
+				err = fmt.Errorf("short read")
+			}
+			return nil, fmt.Errorf("vlog: reading %s at offset %d: %w", l.name, p.Offset, err)
+		}
 	}
 	r := Reader{fileNum: w.fileNum, name: l.name}
 	v, err := r.verify(rec, p, key)

@@ -117,6 +117,63 @@ func TestLiveWriterReads(t *testing.T) {
 	require.NoError(t, r.Close())
 }
 
+// TestLiveWriterReadsRacingEnd: readers go on through Finish and through
+// Abort, which close the file: each read gives the value, or says the
+// file is finished (or abandoned), never a read of a closed file.
+func TestLiveWriterReadsRacingEnd(t *testing.T) {
+	for _, abort := range []bool{false, true} {
+		t.Run(map[bool]string{false: "finish", true: "abort"}[abort], func(t *testing.T) {
+			fs := vfs.NewMem()
+			f, err := fs.Create("000009.vlog")
+			require.NoError(t, err)
+			lw := NewLiveWriter(f, 9)
+			var ps []Pointer
+			for i := range 2000 { // 4 MiB: records in the file and in buffers
+				p, err := lw.Add([]byte(fmt.Sprintf("key%04d", i)), bytes.Repeat([]byte{byte(i)}, 2048))
+				require.NoError(t, err)
+				ps = append(ps, p)
+			}
+			var wg sync.WaitGroup
+			errs := make(chan error, 4)
+			start := make(chan struct{})
+			for g := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					<-start
+					for j := 0; ; j++ {
+						i := (j*7919 + g*31) % len(ps)
+						got, err := lw.Get(ps[i], []byte(fmt.Sprintf("key%04d", i)), nil)
+						if errors.Is(err, errFinished) || errors.Is(err, errAborted) {
+							return
+						}
+						if err == nil && !bytes.Equal(got, bytes.Repeat([]byte{byte(i)}, 2048)) {
+							err = fmt.Errorf("wrong value for key%04d", i)
+						}
+						if err != nil {
+							errs <- err
+							return
+						}
+					}
+				}()
+			}
+			close(start)
+			time.Sleep(time.Millisecond)
+			if abort {
+				lw.Abort()
+			} else {
+				_, err := lw.Finish()
+				require.NoError(t, err)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				require.NoError(t, err)
+			}
+		})
+	}
+}
+
 // gatedFile holds every Write until its gate opens, and can fail them.
 type gatedFile struct {
 	vfs.File
