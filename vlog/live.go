@@ -35,8 +35,8 @@ type LiveWriter struct {
 	// (exclusive) with mu held. So a pread, or a reader the scheduler
 	// sets aside in the middle of one, never holds up Add.
 	fileMu sync.RWMutex
-	w    *Writer
-	name string
+	w      *Writer
+	name   string
 	// meta describes the file once Finish has returned; after that Get
 	// refuses and the caller reads through a Reader.
 	meta *manifest.VlogMetadata
