@@ -79,6 +79,10 @@ func (d *DB) flushOne() bool {
 	}
 	d.flushedGen++
 	d.stats.levels[0].bytesWritten += info.Bytes
+	// Counted before a waiter on flushedGen can wake and read Metrics.
+	d.stats.flushes.Add(1)
+	d.stats.flushBytes.Add(info.Bytes)
+	d.stats.vlogBytes.Add(vlogSizes(vm))
 	d.updateReadStateLocked()
 	d.updateL0CountLocked()
 	d.maybeScheduleCompactionLocked()
@@ -87,9 +91,6 @@ func (d *DB) flushOne() bool {
 	d.mu.Unlock()
 	d.opts.EventListener.flushEnd(info)
 
-	d.stats.flushes.Add(1)
-	d.stats.flushBytes.Add(info.Bytes)
-	d.stats.vlogBytes.Add(vlogSizes(vm))
 	for _, num := range obsoleteLogs {
 		d.removeFile(base.FileTypeLog, num)
 	}
