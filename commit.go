@@ -123,8 +123,12 @@ func (d *DB) runWriter(w *commitWriter) error {
 	c := &d.commit
 	c.mu.Lock()
 	c.queue = append(c.queue, w)
-	for !w.done && c.queue[0] != w {
-		w.cond.Wait()
+	if c.queue[0] != w {
+		start := latencyNow()
+		for !w.done && c.queue[0] != w {
+			w.cond.Wait()
+		}
+		d.stats.latency.commitWait.since(start)
 	}
 	if w.done {
 		err := w.err

@@ -46,6 +46,12 @@ func TestGroupCommitSharesSyncs(t *testing.T) {
 	syncs := walSyncs.Load()
 	t.Logf("%d Sync writes took %d WAL syncs", writers*each, syncs)
 	require.Less(t, syncs, int64(writers*each/2), "writers did not share syncs")
+	// Every write committed by another's group waited for it: at least
+	// one per write beyond the groups (each group made one WAL sync).
+	m := db.Metrics()
+	require.Equal(t, uint64(writers*each), m.Latency.Commit.Count)
+	require.GreaterOrEqual(t, m.Latency.CommitWait.Count, uint64(writers*each)-uint64(syncs))
+	require.LessOrEqual(t, m.Latency.CommitWait.Count, uint64(writers*each))
 	for w := 0; w < writers; w++ {
 		for i := 0; i < each; i++ {
 			_, err := db.Get([]byte(fmt.Sprintf("w%d-%d", w, i)))

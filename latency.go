@@ -163,9 +163,10 @@ func fmtLatency(d time.Duration) string {
 
 // latencyStats are the DB's latency recorders.
 type latencyStats struct {
-	commit   latencyRecorder
-	walSync  latencyRecorder
-	get      latencyRecorder
-	has      latencyRecorder
-	iterSeek latencyRecorder
+	commit     latencyRecorder
+	commitWait latencyRecorder
+	walSync    latencyRecorder
+	get        latencyRecorder
+	has        latencyRecorder
+	iterSeek   latencyRecorder
 }

@@ -97,6 +97,12 @@ type Metrics struct {
 		// return: waiting for the group's leader, writing (and syncing) the
 		// WAL and value log, inserting into the memtable, write stalls.
 		Commit LatencyHistogram
+		// CommitWait: the writes that found another writer committing,
+		// from joining the commit queue until a leader had committed them
+		// or they became the leader. Its count against Commit's is the
+		// share of writes that waited; with more writing goroutines than
+		// processors, a woken writer may wait for the scheduler as well.
+		CommitWait LatencyHistogram
 		// WALSync: a synced commit group making itself durable: the
 		// active value log's sync, then the WAL's.
 		WALSync LatencyHistogram
@@ -290,6 +296,7 @@ func (d *DB) Metrics() *Metrics {
 	m.StallDuration = time.Duration(d.stats.stallNanos.Load())
 	m.SlowdownDuration = time.Duration(d.stats.slowdownNanos.Load())
 	m.Latency.Commit = d.stats.latency.commit.snapshot()
+	m.Latency.CommitWait = d.stats.latency.commitWait.snapshot()
 	m.Latency.WALSync = d.stats.latency.walSync.snapshot()
 	m.Latency.Get = d.stats.latency.get.snapshot()
 	m.Latency.Has = d.stats.latency.has.snapshot()
@@ -434,7 +441,7 @@ func (m *Metrics) latencyTable(b *strings.Builder) {
 	for _, l := range []struct {
 		name string
 		h    *LatencyHistogram
-	}{{"commit", &m.Latency.Commit}, {"WAL sync", &m.Latency.WALSync}, {"get", &m.Latency.Get}, {"has", &m.Latency.Has}, {"iter seek", &m.Latency.IterSeek}} {
+	}{{"commit", &m.Latency.Commit}, {"commit wait", &m.Latency.CommitWait}, {"WAL sync", &m.Latency.WALSync}, {"get", &m.Latency.Get}, {"has", &m.Latency.Has}, {"iter seek", &m.Latency.IterSeek}} {
 		if l.h.Count == 0 {
 			fmt.Fprintf(tw, "%s\t0\t-\t-\t-\t-\t-\t\n", l.name)
 			continue

@@ -73,12 +73,13 @@ stalls: 2 (250ms), slowed 40ms
 block cache: 8.0 MiB / 64.0 MiB, hit rate 75.0%
 learned index: 9 tables (3 without), 4200 segments, 98.0 KiB (0.31% of 31.0 MiB), 1000 hits, 20 fallbacks
 tables open: 12, snapshots: 1, visible seq: 4242
-    latency  count    mean     p50     p90     p99   p99.9
-     commit   1000  59.5µs  59.4µs  99.3µs   112µs   114µs
-   WAL sync      0       -       -       -       -       -
-        get   1001  5.49µs   2.5µs  2.93µs  3.06µs  3.07µs
-        has      0       -       -       -       -       -
-  iter seek      0       -       -       -       -       -
+      latency  count    mean     p50     p90     p99   p99.9
+       commit   1000  59.5µs  59.4µs  99.3µs   112µs   114µs
+  commit wait      0       -       -       -       -       -
+     WAL sync      0       -       -       -       -       -
+          get   1001  5.49µs   2.5µs  2.93µs  3.06µs  3.07µs
+          has      0       -       -       -       -       -
+    iter seek      0       -       -       -       -       -
 `
 	require.Equal(t, want, m.String())
 }
@@ -104,6 +105,7 @@ func TestMetricsTrackWork(t *testing.T) {
 	require.InDelta(t, float64(parts)/float64(m.UserBytes), m.WriteAmp, 1e-9, "write-amp is the sum of its parts")
 	require.Equal(t, uint64(2000), m.Latency.Commit.Count)
 	require.Zero(t, m.Latency.WALSync.Count, "no write asked for a sync")
+	require.Zero(t, m.Latency.CommitWait.Count, "a lone writer never waits for another")
 
 	require.NoError(t, db.Set([]byte("synced"), []byte("v"), Sync))
 	_, err = db.Get([]byte("k"))

@@ -205,13 +205,18 @@ func (e *strataEngine) FollowsClock() bool { return true }
 // collection relocated in all (GC.Relocated, by recompaction or rewrite),
 // of which those reads are a part. Run on strata/off (no GC, so no
 // relocation), a ttl workload shows compactions dropping expired entries
-// with no value-log read at all.
+// with no value-log read at all. And the writes (commits) and those of
+// them that waited for another writer's commit (commit_waits,
+// Metrics.Latency.CommitWait), which is where a write's tail comes from
+// when writing goroutines outnumber processors.
 func (e *strataEngine) Counters() map[string]int64 {
 	m := e.db.Metrics()
 	return map[string]int64{
 		"compact_expired":         int64(m.Compact.Expired),
 		"compact_value_log_reads": int64(m.Compact.ValueLogReads),
 		"gc_relocated":            int64(m.GC.Relocated),
+		"commits":                 int64(m.Latency.Commit.Count),
+		"commit_waits":            int64(m.Latency.CommitWait.Count),
 	}
 }
 

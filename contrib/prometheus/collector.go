@@ -21,7 +21,7 @@
 //	flushes_total, compactions_total, compactions_in_progress, compaction_debt_bytes
 //	write_stalls_total, write_stall_seconds_total, write_slowdown_seconds_total
 //	block_cache_bytes, block_cache_hits_total, block_cache_misses_total
-//	commit_latency_seconds, wal_sync_latency_seconds,
+//	commit_latency_seconds, commit_wait_seconds, wal_sync_latency_seconds,
 //	get_latency_seconds, iter_seek_latency_seconds   histograms
 //
 // The histograms' buckets are a coarse view of the DB's own (which have
@@ -89,6 +89,7 @@ var metricDefs = []struct {
 	{"block_cache_hits_total", "Block cache hits.", nil},
 	{"block_cache_misses_total", "Block cache misses.", nil},
 	{"commit_latency_seconds", "Latency of Set, Delete, DeleteRange and Apply.", nil},
+	{"commit_wait_seconds", "Time writes that found another writer committing waited in the commit queue.", nil},
 	{"wal_sync_latency_seconds", "Latency of a synced commit group's sync (value log, then WAL).", nil},
 	{"get_latency_seconds", "Latency of Get.", nil},
 	{"iter_seek_latency_seconds", "Latency of an iterator's SeekGE, SeekLT, First and Last.", nil},
@@ -165,6 +166,7 @@ func (c *Collector) Collect(ch chan<- prom.Metric) {
 		h    *strata.LatencyHistogram
 	}{
 		{"commit_latency_seconds", &m.Latency.Commit},
+		{"commit_wait_seconds", &m.Latency.CommitWait},
 		{"wal_sync_latency_seconds", &m.Latency.WALSync},
 		{"get_latency_seconds", &m.Latency.Get},
 		{"iter_seek_latency_seconds", &m.Latency.IterSeek},
