@@ -480,8 +480,10 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 	snap = min(snap, base.SeqNumMax)
 	trailer := uint64(base.MakeTrailer(snap, base.KindMax))
 	// The restart points of block i to search: all of them unless the
-	// learned index narrows them to [jlo, jhi].
-	var i, skip int
+	// learned index narrows them to [jlo, jhi]. It also knows the block's
+	// restart count (nr > 0) and the entries the search reads, about
+	// [from, to) counted from the block's first.
+	var i, skip, nr, from, to int
 	jlo, jhi := 0, -1
 	if x := r.lidx; x != nil {
 		r.o.LearnedStats.hit()
@@ -497,8 +499,11 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 		}
 		start, end := x.starts[i], x.starts[i+1]
 		first := int(uint32(max(lo, int(start))) - start)
+		last := int(uint32(min(hi, int(end)-1)) - start)
 		jlo, skip = first/x.restartIv, first%x.restartIv
-		jhi = int(uint32(min(hi, int(end)-1))-start) / x.restartIv
+		jhi = last / x.restartIv
+		nr = (int(end-start) + x.restartIv - 1) / x.restartIv
+		from, to = jlo*x.restartIv, last+2
 	} else {
 		r.o.LearnedStats.fallback()
 		i = r.index.seek(userKey, trailer)
@@ -521,7 +526,17 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 		if err != nil {
 			return nil, 0, 0, false, err
 		}
-		if err := bi.init(b, true, r.file, h.Offset); err != nil {
+		if nr > 0 {
+			// Scale the window's entries to bytes as if the block's
+			// entries were of equal size: close enough to start the
+			// loads of its cache lines early.
+			per := len(b) / int(r.lidx.starts[i+1]-r.lidx.starts[i])
+			err = bi.initWindow(b, true, r.file, h.Offset, nr, from*per, to*per)
+			nr = 0
+		} else {
+			err = bi.init(b, true, r.file, h.Offset)
+		}
+		if err != nil {
 			return nil, 0, 0, false, err
 		}
 		if bi.seekGEWithin(userKey, trailer, jlo, jhi, skip) {
