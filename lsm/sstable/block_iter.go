@@ -182,13 +182,23 @@ func (i *blockIter) decodeAt(off int) bool {
 		i.key = i.data[p:keyEnd:keyEnd]
 		i.keyInBuf = false
 	} else {
-		if i.keyInBuf {
-			i.keyBuf = i.keyBuf[:shared]
-		} else {
+		if !i.keyInBuf {
 			i.keyBuf = append(i.keyBuf[:0], i.key[:shared]...)
 		}
-		i.keyBuf = append(i.keyBuf, i.data[p:keyEnd]...)
-		i.key = i.keyBuf
+		kb := i.keyBuf[:shared]
+		if unshared <= 16 && cap(kb)-int(shared) >= 16 && len(i.data)-p >= 16 {
+			// Most suffixes are short: move 16 bytes at once rather than
+			// call memmove. The bytes past the suffix are cut off.
+			*(*[16]byte)(kb[shared : shared+16]) = *(*[16]byte)(i.data[p:])
+			kb = kb[:int(shared)+int(unshared)]
+		} else {
+			kb = append(kb, i.data[p:keyEnd]...)
+			if cap(kb) < len(kb)+16 {
+				kb = append(make([]byte, 0, 2*len(kb)+16), kb...)
+			}
+		}
+		i.keyBuf = kb
+		i.key = kb
 		i.keyInBuf = true
 	}
 	if i.checkKeys && !i.checkKey(off, i.key) {
