@@ -37,8 +37,8 @@ type blockIter struct {
 	cacheBuf []byte
 	cacheIdx int
 
-	// sink takes the bytes loaded only to start their cache lines
-	// loading early (see initWindow), so the loads are not optimized away.
+	// sink takes the sum touchWindow returns, so that its loads are not
+	// optimized away.
 	sink uint64
 
 	err      error
@@ -80,24 +80,17 @@ func (i *blockIter) init(data []byte, checkKeys bool, file string, blockOff uint
 	return nil
 }
 
-// initWindow is init for a block whose restart count the caller knows
-// (numRestarts) and whose entries the lookup will read within about
-// [from, to) (byte offsets): it places the restart array without waiting
-// for the block's last bytes, and loads those bytes and the cache lines
-// of [from, to) at once, so that the misses of a block not in the CPU
-// cache overlap instead of following one another. A block whose count
+// initWindow is init for a block whose restart count the caller knows:
+// it places the restart array from numRestarts rather than from the
+// block's last bytes, so that the loads of the restart points need not
+// wait for those bytes (which it still checks). A block whose count
 // differs is read as init reads it.
-func (i *blockIter) initWindow(data []byte, checkKeys bool, file string, blockOff uint64, numRestarts, from, to int) error {
+func (i *blockIter) initWindow(data []byte, checkKeys bool, file string, blockOff uint64, numRestarts int) error {
 	n := len(data)
 	if numRestarts < 1 || n < 4+4*numRestarts {
 		return i.init(data, checkKeys, file, blockOff)
 	}
 	restarts := n - 4 - 4*numRestarts
-	from = min(max(from, 0), restarts)
-	to = min(max(to, from), restarts, from+maxWindowLines*64)
-	for p := from &^ 63; p <= to; p += 64 {
-		i.sink += uint64(data[min(p, n-1)])
-	}
 	if binary.LittleEndian.Uint32(data[n-4:]) != uint32(numRestarts) || binary.LittleEndian.Uint32(data[restarts:]) != 0 {
 		return i.init(data, checkKeys, file, blockOff)
 	}
@@ -114,7 +107,27 @@ func (i *blockIter) initWindow(data []byte, checkKeys bool, file string, blockOf
 	return nil
 }
 
-// maxWindowLines bounds the cache lines initWindow loads ahead.
+// touchWindow loads one byte of the block's last cache line and of each
+// line of [from, to) (byte offsets, clamped to the block and to
+// maxWindowLines lines) and returns their sum. Nothing waits for these
+// loads, so the CPU fetches the lines at once: a lookup that knows where
+// in a block it will read calls it first, and its misses then overlap
+// instead of following one another.
+func touchWindow(data []byte, from, to int) uint64 {
+	n := len(data)
+	if n == 0 {
+		return 0
+	}
+	s := uint64(data[n-1])
+	from = min(max(from, 0), n-1)
+	to = min(max(to, from), n, from+maxWindowLines*64)
+	for p := from &^ 63; p < to; p += 64 {
+		s += uint64(data[p])
+	}
+	return s
+}
+
+// maxWindowLines bounds the cache lines touchWindow loads.
 const maxWindowLines = 16
 
 func (i *blockIter) corrupt(off int, format string, args ...any) error {

@@ -80,7 +80,10 @@ func TestBlockIterInitWindow(t *testing.T) {
 					from := rng.IntN(len(b)+200) - 100
 					to := from + rng.IntN(len(b)+200) - 100
 					var it blockIter
-					if err := it.initWindow(b, true, "test", 0, claim, from, to); err != nil {
+					if s := touchWindow(b, from, to); s >= 256*(maxWindowLines+1) {
+						t.Fatalf("touchWindow sum %d", s)
+					}
+					if err := it.initWindow(b, true, "test", 0, claim); err != nil {
 						t.Fatalf("claim %d: %v", claim, err)
 					}
 					if it.numRestarts != nr {
@@ -147,7 +150,7 @@ func TestBlockIterCorrupt(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var it blockIter
 			err := it.init(b, true, "f.sst", 123)
-			if werr := it.initWindow(b, true, "f.sst", 123, 5, 0, len(b)); (werr == nil) != (err == nil) {
+			if werr := it.initWindow(b, true, "f.sst", 123, 5); (werr == nil) != (err == nil) {
 				t.Fatalf("initWindow: %v, init: %v", werr, err)
 			}
 			if err == nil {

@@ -188,6 +188,56 @@ func (x *learnedIndex) block(p int) int {
 	return b
 }
 
+// window is where a point lookup searches: block i, its restart
+// intervals [jlo, jhi] (jhi < 0: all of them), skipping the first skip
+// entries from restart point jlo. With a learned index it also holds the
+// block's restart count and the entries the search reads, about [from,
+// to) counted from the block's first; ok is false when the model places
+// the key outside the table.
+type window struct {
+	i, jlo, jhi, skip int
+	numRestarts       int
+	from, to          int
+	ok                bool
+}
+
+// window maps the model's prediction for (ukey, trailer) to a block and
+// its restart intervals.
+func (x *learnedIndex) window(index *indexArray, ukey []byte, trailer uint64) window {
+	lo, hi, ok := x.model.Predict(ukey)
+	if !ok {
+		return window{jhi: -1}
+	}
+	// The key's first entry, if present, lies in [lo, hi]: in block i or,
+	// when the window spans blocks, in the first of them whose separator
+	// is not below the search key.
+	i := x.block(lo)
+	for last := x.block(hi); i < last && index.below(i, ukey, trailer); i++ {
+	}
+	start, end := x.starts[i], x.starts[i+1]
+	first := int(uint32(max(lo, int(start))) - start)
+	last := int(uint32(min(hi, int(end)-1)) - start)
+	return window{
+		i:           i,
+		jlo:         first / x.restartIv,
+		jhi:         last / x.restartIv,
+		skip:        first % x.restartIv,
+		numRestarts: (int(end-start) + x.restartIv - 1) / x.restartIv,
+		from:        first / x.restartIv * x.restartIv,
+		to:          last + 2,
+		ok:          true,
+	}
+}
+
+// touch starts loading the lines of block b (block w.i) that the search
+// of w reads: its last line, which holds the restart array, and the
+// window's entries, placed by scaling their ordinals by the block's mean
+// entry size (close enough to be mostly right). See touchWindow.
+func (x *learnedIndex) touch(b []byte, w *window) uint64 {
+	per := len(b) / int(x.starts[w.i+1]-x.starts[w.i])
+	return touchWindow(b, w.from*per, w.to*per)
+}
+
 // size returns the memory the learned index holds, in bytes.
 func (x *learnedIndex) size() int {
 	return x.model.Size() + 4*len(x.starts) + 4*len(x.blockOf)

@@ -474,43 +474,27 @@ var blockIterPool = sync.Pool{New: func() any { return new(blockIter) }}
 // value is read-only and stays valid after the call: it aliases a cached
 // or freshly read block, never a reused buffer.
 func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
+	snap = min(snap, base.SeqNumMax)
+	trailer := uint64(base.MakeTrailer(snap, base.KindMax))
 	if r.hasFilter && !r.filter.mayContain(filterHash(userKey)) {
 		return nil, 0, 0, false, nil
 	}
-	snap = min(snap, base.SeqNumMax)
-	trailer := uint64(base.MakeTrailer(snap, base.KindMax))
-	// The restart points of block i to search: all of them unless the
-	// learned index narrows them to [jlo, jhi]. It also knows the block's
-	// restart count (nr > 0) and the entries the search reads, about
-	// [from, to) counted from the block's first.
-	var i, skip, nr, from, to int
-	jlo, jhi := 0, -1
+	// The block and restart points to search: all of the block's restart
+	// points unless the learned index narrows them.
+	var w window
 	if x := r.lidx; x != nil {
 		r.o.LearnedStats.hit()
-		lo, hi, ok := x.model.Predict(userKey)
-		if !ok {
+		if w = x.window(&r.index, userKey, trailer); !w.ok {
 			return nil, 0, 0, false, nil
 		}
-		// The key's first entry, if present, lies in [lo, hi]: in block i
-		// or, when the window spans blocks, in the first of them whose
-		// separator is not below the search key.
-		i = x.block(lo)
-		for last := x.block(hi); i < last && r.index.below(i, userKey, trailer); i++ {
-		}
-		start, end := x.starts[i], x.starts[i+1]
-		first := int(uint32(max(lo, int(start))) - start)
-		last := int(uint32(min(hi, int(end)-1)) - start)
-		jlo, skip = first/x.restartIv, first%x.restartIv
-		jhi = last / x.restartIv
-		nr = (int(end-start) + x.restartIv - 1) / x.restartIv
-		from, to = jlo*x.restartIv, last+2
 	} else {
+		w.jhi = -1
 		r.o.LearnedStats.fallback()
-		i = r.index.seek(userKey, trailer)
-		if i == len(r.index.entries) {
+		if w.i = r.index.seek(userKey, trailer); w.i == len(r.index.entries) {
 			return nil, 0, 0, false, nil
 		}
 	}
+	i, jlo, jhi, skip := w.i, w.jlo, w.jhi, w.skip
 	// A pooled block iterator keeps its key buffer across calls, so a Get
 	// on a cached block does not allocate.
 	bi := blockIterPool.Get().(*blockIter)
@@ -526,13 +510,13 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 		if err != nil {
 			return nil, 0, 0, false, err
 		}
-		if nr > 0 {
-			// Scale the window's entries to bytes as if the block's
-			// entries were of equal size: close enough to start the
-			// loads of its cache lines early.
-			per := len(b) / int(r.lidx.starts[i+1]-r.lidx.starts[i])
-			err = bi.initWindow(b, true, r.file, h.Offset, nr, from*per, to*per)
-			nr = 0
+		if w.numRestarts > 0 {
+			// The learned index knows where in the block the search
+			// reads: start loading those lines and the restart array at
+			// once, so their misses overlap.
+			bi.sink += r.lidx.touch(b, &w)
+			err = bi.initWindow(b, true, r.file, h.Offset, w.numRestarts)
+			w.numRestarts = 0
 		} else {
 			err = bi.init(b, true, r.file, h.Offset)
 		}
