@@ -90,6 +90,9 @@ func (lw *learnedWriter) finish(tableSize uint64) []byte {
 type learnedIndex struct {
 	model     *learned.Model
 	restartIv int
+	// ivShift is log2(restartIv) when restartIv is a power of two (the
+	// default, 16), else -1: a lookup divides by shifting.
+	ivShift int
 	// starts[i] is the position of block i's first entry; starts[n] is the
 	// table's entry count.
 	starts []uint32
@@ -155,6 +158,10 @@ func decodeLearned(b []byte, numBlocks int, numEntries uint64, file string, off 
 	if uint64(x.model.LastPosition()) >= entries {
 		return nil, 0, bad("model reaches position %d of %d entries", x.model.LastPosition(), entries)
 	}
+	x.ivShift = -1
+	if riv&(riv-1) == 0 {
+		x.ivShift = bits.TrailingZeros64(riv)
+	}
 	x.buildBlockOf()
 	return x, learned.ReasonNone, nil
 }
@@ -217,16 +224,26 @@ func (x *learnedIndex) window(index *indexArray, ukey []byte, trailer uint64) wi
 	start, end := x.starts[i], x.starts[i+1]
 	first := int(uint32(max(lo, int(start))) - start)
 	last := int(uint32(min(hi, int(end)-1)) - start)
+	jlo := x.interval(first)
 	return window{
 		i:           i,
-		jlo:         first / x.restartIv,
-		jhi:         last / x.restartIv,
-		skip:        first % x.restartIv,
-		numRestarts: (int(end-start) + x.restartIv - 1) / x.restartIv,
-		from:        first / x.restartIv * x.restartIv,
+		jlo:         jlo,
+		jhi:         x.interval(last),
+		skip:        first - jlo*x.restartIv,
+		numRestarts: x.interval(int(end-start)-1) + 1,
+		from:        jlo * x.restartIv,
 		to:          last + 2,
 		ok:          true,
 	}
+}
+
+// interval returns the restart interval of the entry with ordinal p (p >=
+// 0) in its block.
+func (x *learnedIndex) interval(p int) int {
+	if x.ivShift >= 0 {
+		return p >> x.ivShift
+	}
+	return p / x.restartIv
 }
 
 // touch starts loading the lines of block b (block w.i) that the search
