@@ -437,22 +437,71 @@ func (i *blockIter) seekGEWithin(ukey []byte, trailer uint64, jlo, jhi, skip int
 	if !i.decodeAt(start) {
 		return false
 	}
-	for ; skip > 0; skip-- {
-		if i.nextOffset >= i.restarts {
+	return i.scanGE(ukey, trailer, skip)
+}
+
+// scanGE moves forward from the current entry to the first entry >=
+// (ukey, trailer), taking the first skip entries as below it without a
+// comparison; false when the block has none.
+//
+// It is the loop of every point lookup, so it compares the first 8 bytes
+// of the user keys as one integer (the search key's once), and decodes
+// the usual entry (one-byte lengths, a shared prefix already in keyBuf, a
+// suffix of at most 16 bytes) inline; any other entry goes through
+// decodeAt, which checks and reports what is wrong.
+func (i *blockIter) scanGE(ukey []byte, trailer uint64, skip int) bool {
+	var q uint64
+	long := len(ukey) >= 8
+	if long {
+		q = binary.BigEndian.Uint64(ukey)
+	}
+	for {
+		if skip > 0 {
+			skip--
+		} else if k := i.key; long && len(k) >= base.TrailerLen+8 {
+			if a := binary.BigEndian.Uint64(k); a > q {
+				return true
+			} else if a == q && compareKey(k, ukey, trailer) >= 0 {
+				return true
+			}
+		} else if compareKey(k, ukey, trailer) >= 0 {
+			return true
+		}
+		off := i.nextOffset
+		if off >= i.restarts {
 			return false
 		}
-		if !i.decodeAt(i.nextOffset) {
+		if !i.decodeNextFast(off) && !i.decodeAt(off) {
 			return false
 		}
 	}
-	for compareKey(i.key, ukey, trailer) < 0 {
-		if i.nextOffset >= i.restarts {
-			return false
-		}
-		if !i.decodeAt(i.nextOffset) {
-			return false
-		}
+}
+
+// decodeNextFast decodes the entry at off, which follows the current one,
+// if it is of the usual shape (see scanGE), and reports whether it did;
+// when it did not, nothing changed.
+func (i *blockIter) decodeNextFast(off int) bool {
+	d := i.data
+	p := off + 3
+	if !i.keyInBuf || p+16 > len(d) {
+		return false
 	}
+	shared, unshared, vlen := int(d[off]), int(d[off+1]), int(d[off+2])
+	if (shared|unshared|vlen) >= 0x80 || shared == 0 || shared > len(i.key) || unshared > 16 ||
+		shared+unshared < base.TrailerLen || unshared+vlen > i.restarts-p || cap(i.keyBuf)-shared < 16 {
+		return false
+	}
+	kb := i.keyBuf[:shared+16]
+	*(*[16]byte)(kb[shared:]) = *(*[16]byte)(d[p:])
+	kb = kb[:shared+unshared]
+	if i.checkKeys && !base.Kind(kb[len(kb)-base.TrailerLen]).IsPoint() {
+		return false
+	}
+	keyEnd := p + unshared
+	valEnd := keyEnd + vlen
+	i.keyBuf, i.key = kb, kb
+	i.val = d[keyEnd:valEnd:valEnd]
+	i.offset, i.nextOffset = off, valEnd
 	return true
 }
 
