@@ -282,3 +282,32 @@ func TestLearnedRestartIntervals(t *testing.T) {
 		}
 	}
 }
+
+// TestLearnedFarOffsets checks that a table whose blocks lie past 4 GiB
+// (offsets the learned index cannot hold in 32 bits) takes its block
+// offsets from the index instead, and still finds every key.
+func TestLearnedFarOffsets(t *testing.T) {
+	x := &learnedIndex{blocks: make([]learnedBlock, 3)}
+	x.setOffsets(&indexArray{entries: []indexEntry{{handle: blockHandle{Offset: 0}}, {handle: blockHandle{Offset: 1 << 33}}}})
+	if !x.farOffsets {
+		t.Fatal("an offset past 4 GiB did not set farOffsets")
+	}
+
+	rng := rand.New(rand.NewPCG(7, 7))
+	keys := learnedtest.KeySets[0].Gen(rng, 20000)
+	m := model(entriesFor(rng, keys, true))
+	f, _ := writeTable(t, tableSpec{entries: m}, WriterOptions{Learned: &learned.Options{}})
+	r := openTable(t, f, ReaderOptions{Cache: newMapCache()})
+	defer r.Close()
+	if r.lidx == nil {
+		t.Fatalf("no model: %+v", r.Learned())
+	}
+	r.lidx.farOffsets = true
+	for _, k := range keys {
+		want, wantOK := m.get(k, base.SeqNumMax)
+		v, kind, seq, ok, err := r.Get(k, base.SeqNumMax)
+		if err != nil || ok != wantOK || ok && (kind != want.key.Kind() || seq != want.key.SeqNum() || !bytes.Equal(v, want.value)) {
+			t.Fatalf("Get(%x) = %v %s#%d %v, want %v %s", k, ok, kind, seq, err, wantOK, want.key)
+		}
+	}
+}

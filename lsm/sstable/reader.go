@@ -283,6 +283,9 @@ func (r *Reader) open(size int64) error {
 		if r.lidx, r.lreason, err = decodeLearned(b, len(r.index.entries), r.props.NumEntries, r.file, h.Offset); err != nil {
 			return err
 		}
+		if r.lidx != nil {
+			r.lidx.setOffsets(&r.index)
+		}
 	}
 	return nil
 }
@@ -467,6 +470,24 @@ func (r *Reader) dataBlock(h blockHandle, bufs *readBufs) ([]byte, error) {
 	return b, nil
 }
 
+// dataBlockAt is dataBlock for block i of the index, at offset off: a
+// lookup that knows the offset reads the index entry only on a cache miss.
+func (r *Reader) dataBlockAt(i int, off uint64) ([]byte, error) {
+	c := r.o.Cache
+	if c != nil {
+		if b := c.Get(r.o.CacheID, r.o.FileNum, off); b != nil {
+			return b, nil
+		}
+	}
+	h := r.index.entries[i].handle
+	b, err := r.readBlock(h, nil)
+	if err != nil || c == nil {
+		return b, err
+	}
+	c.Set(r.o.CacheID, r.o.FileNum, h.Offset, b)
+	return b, nil
+}
+
 var blockIterPool = sync.Pool{New: func() any { return new(blockIter) }}
 
 // Get returns the newest point entry of userKey with seq <= snap, of any
@@ -493,6 +514,7 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 		if w.i = r.index.seek(userKey, trailer); w.i == len(r.index.entries) {
 			return nil, 0, 0, false, nil
 		}
+		w.off = r.index.entries[w.i].handle.Offset
 	}
 	i, jlo, jhi, skip := w.i, w.jlo, w.jhi, w.skip
 	// A pooled block iterator keeps its key buffer across calls, so a Get
@@ -504,9 +526,11 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 	}()
 	// The first entry >= the search key is in block i or, if block i has
 	// none, first in block i+1.
-	for ; i < len(r.index.entries); i, jlo, jhi, skip = i+1, 0, -1, 0 {
-		h := r.index.entries[i].handle
-		b, err := r.dataBlock(h, nil)
+	for off := w.off; i < len(r.index.entries); i, jlo, jhi, skip = i+1, 0, -1, 0 {
+		if i != w.i {
+			off = r.index.entries[i].handle.Offset
+		}
+		b, err := r.dataBlockAt(i, off)
 		if err != nil {
 			return nil, 0, 0, false, err
 		}
@@ -515,10 +539,10 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 			// reads: start loading those lines and the restart array at
 			// once, so their misses overlap.
 			bi.sink += r.lidx.touch(b, &w)
-			err = bi.initWindow(b, true, r.file, h.Offset, w.numRestarts)
+			err = bi.initWindow(b, true, r.file, off, w.numRestarts)
 			w.numRestarts = 0
 		} else {
-			err = bi.init(b, true, r.file, h.Offset)
+			err = bi.init(b, true, r.file, off)
 		}
 		if err != nil {
 			return nil, 0, 0, false, err
