@@ -162,7 +162,16 @@ func (x *indexArray) seek(ukey []byte, trailer uint64) int {
 // below reports whether the separator of entry i is below (ukey, trailer)
 // in internal-key order: the first entry >= (ukey, trailer) lies in a
 // later block.
+//
+// As seek does, it compares the separator's 8-byte integer prefix first,
+// which is usually enough and reads one word of a dense array instead of
+// the entry and its key.
 func (x *indexArray) below(i int, ukey []byte, trailer uint64) bool {
+	if len(ukey) >= len(x.common)+8 && bytes.HasPrefix(ukey, x.common) {
+		if p, q := x.prefixes[i], binary.BigEndian.Uint64(ukey[len(x.common):]); p != q {
+			return p < q
+		}
+	}
 	e := &x.entries[i]
 	c := bytes.Compare(x.keys[e.keyStart:e.keyEnd], ukey)
 	return c < 0 || (c == 0 && e.trailer > trailer)
