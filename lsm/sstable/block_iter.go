@@ -3,6 +3,7 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 
 	"github.com/strata-db/strata/internal/base"
 )
@@ -448,24 +449,38 @@ func (i *blockIter) seekGEWithin(ukey []byte, trailer uint64, jlo, jhi, skip int
 // comparison; false when the block has none.
 //
 // It is the loop of every point lookup, so it compares the first 8 bytes
-// of the user keys as one integer (the search key's once), and decodes
+// of the keys as one integer (the search key's loaded once), and decodes
 // the usual entry (one-byte lengths, a shared prefix already in keyBuf, a
 // suffix of at most 16 bytes) inline; any other entry goes through
-// decodeAt, which checks and reports what is wrong.
+// decodeAt, which checks and reports what is wrong. It keeps the current
+// key's first 8 bytes as an integer, built from the shared prefix and the
+// entry's bytes in the block: loading them back from keyBuf right after
+// writing it would wait for the write (the load overlaps the copy only
+// in part, so the CPU cannot forward it).
 func (i *blockIter) scanGE(ukey []byte, trailer uint64, skip int) bool {
 	var q uint64
 	long := len(ukey) >= 8
 	if long {
 		q = binary.BigEndian.Uint64(ukey)
 	}
+	a := keyPrefix(i.key) // the current encoded key's first 8 bytes
 	for {
 		if skip > 0 {
 			skip--
 		} else if k := i.key; long && len(k) >= base.TrailerLen+8 {
-			if a := binary.BigEndian.Uint64(k); a > q {
+			// The user key has at least 8 bytes: a holds its first 8.
+			if a > q {
 				return true
-			} else if a == q && compareKey(k, ukey, trailer) >= 0 {
-				return true
+			}
+			if a == q {
+				if len(k) == base.TrailerLen+8 && len(ukey) == 8 {
+					// Equal user keys: the trailers decide.
+					if binary.LittleEndian.Uint64(k[8:]) <= trailer {
+						return true
+					}
+				} else if compareKey(k, ukey, trailer) >= 0 {
+					return true
+				}
 			}
 		} else if compareKey(k, ukey, trailer) >= 0 {
 			return true
@@ -474,38 +489,51 @@ func (i *blockIter) scanGE(ukey []byte, trailer uint64, skip int) bool {
 		if off >= i.restarts {
 			return false
 		}
-		if !i.decodeNextFast(off) && !i.decodeAt(off) {
+		if na, ok := i.decodeNextFast(off, a); ok {
+			a = na
+			continue
+		}
+		if !i.decodeAt(off) {
 			return false
 		}
+		a = keyPrefix(i.key)
 	}
 }
 
-// decodeNextFast decodes the entry at off, which follows the current one,
-// if it is of the usual shape (see scanGE), and reports whether it did;
-// when it did not, nothing changed.
-func (i *blockIter) decodeNextFast(off int) bool {
+// decodeNextFast decodes the entry at off, which follows the current one
+// (whose encoded key starts with the 8 bytes a), if it is of the usual
+// shape (see scanGE), and returns the new key's first 8 bytes. When it
+// does not (ok false), the current key's bytes past the entry's shared
+// prefix may have changed; decodeAt, which uses only that prefix, then
+// decodes the entry.
+func (i *blockIter) decodeNextFast(off int, a uint64) (uint64, bool) {
 	d := i.data
 	p := off + 3
 	if !i.keyInBuf || p+16 > len(d) {
-		return false
+		return 0, false
 	}
 	shared, unshared, vlen := int(d[off]), int(d[off+1]), int(d[off+2])
 	if (shared|unshared|vlen) >= 0x80 || shared == 0 || shared > len(i.key) || unshared > 16 ||
 		shared+unshared < base.TrailerLen || unshared+vlen > i.restarts-p || cap(i.keyBuf)-shared < 16 {
-		return false
+		return 0, false
 	}
 	kb := i.keyBuf[:shared+16]
 	*(*[16]byte)(kb[shared:]) = *(*[16]byte)(d[p:])
 	kb = kb[:shared+unshared]
 	if i.checkKeys && !base.Kind(kb[len(kb)-base.TrailerLen]).IsPoint() {
-		return false
+		return 0, false
+	}
+	if shared < 8 {
+		// The first shared bytes of the old key, then the suffix (the
+		// key has at least 8 bytes, so the suffix fills the rest).
+		a = a&^(math.MaxUint64>>(8*shared)) | binary.BigEndian.Uint64(d[p:])>>(8*shared)
 	}
 	keyEnd := p + unshared
 	valEnd := keyEnd + vlen
 	i.keyBuf, i.key = kb, kb
 	i.val = d[keyEnd:valEnd:valEnd]
 	i.offset, i.nextOffset = off, valEnd
-	return true
+	return a, true
 }
 
 // SeekLT moves to the last entry < (ukey, trailer) in internal-key order.
