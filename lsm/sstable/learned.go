@@ -243,8 +243,11 @@ func (x *learnedIndex) window(index *indexArray, ukey []byte, trailer uint64) wi
 	// The key's first entry, if present, lies in [lo, hi]: in block i or,
 	// when the window spans blocks, in the first of them whose separator
 	// is not below the search key.
+	// (blocks[n].start, the entry count, is above hi: the loop stops at
+	// the last block.)
 	i := x.block(lo)
-	for last := x.block(hi); i < last && index.below(i, ukey, trailer); i++ {
+	for x.blocks[i+1].start <= uint32(hi) && index.below(i, ukey, trailer) {
+		i++
 	}
 	start, end := x.blocks[i].start, x.blocks[i+1].start
 	first := int(uint32(max(lo, int(start))) - start)
