@@ -210,8 +210,8 @@ func (i *blockIter) decodeAt(off int) bool {
 			kb = kb[:int(shared)+int(unshared)]
 		} else {
 			kb = append(kb, i.data[p:keyEnd]...)
-			if cap(kb) < len(kb)+16 {
-				kb = append(make([]byte, 0, 2*len(kb)+16), kb...)
+			if cap(kb) < len(kb)+keySlack {
+				kb = append(make([]byte, 0, 2*len(kb)+keySlack), kb...)
 			}
 		}
 		i.keyBuf = kb
@@ -451,7 +451,7 @@ func (i *blockIter) seekGEWithin(ukey []byte, trailer uint64, jlo, jhi, skip int
 // It is the loop of every point lookup, so it compares the first 8 bytes
 // of the keys as one integer (the search key's loaded once), and decodes
 // the usual entry (one-byte lengths, a shared prefix already in keyBuf, a
-// suffix of at most 16 bytes) inline; any other entry goes through
+// suffix of at most keySlack bytes) inline; any other entry goes through
 // decodeAt, which checks and reports what is wrong. It keeps the current
 // key's first 8 bytes as an integer, built from the shared prefix and the
 // entry's bytes in the block: loading them back from keyBuf right after
@@ -500,6 +500,12 @@ func (i *blockIter) scanGE(ukey []byte, trailer uint64, skip int) bool {
 	}
 }
 
+// keySlack is the size of the copy decodeNextFast moves a key suffix
+// with, and the spare capacity decodeAt keeps in keyBuf for it: 32 bytes
+// cover the suffix of a 16-byte user key that shares little with the
+// previous one (as db_bench's keys do) and its 8-byte trailer.
+const keySlack = 32
+
 // decodeNextFast decodes the entry at off, which follows the current one
 // (whose encoded key starts with the 8 bytes a), if it is of the usual
 // shape (see scanGE), and returns the new key's first 8 bytes. When it
@@ -509,16 +515,16 @@ func (i *blockIter) scanGE(ukey []byte, trailer uint64, skip int) bool {
 func (i *blockIter) decodeNextFast(off int, a uint64) (uint64, bool) {
 	d := i.data
 	p := off + 3
-	if !i.keyInBuf || p+16 > len(d) {
+	if !i.keyInBuf || p+keySlack > len(d) {
 		return 0, false
 	}
 	shared, unshared, vlen := int(d[off]), int(d[off+1]), int(d[off+2])
-	if (shared|unshared|vlen) >= 0x80 || shared == 0 || shared > len(i.key) || unshared > 16 ||
-		shared+unshared < base.TrailerLen || unshared+vlen > i.restarts-p || cap(i.keyBuf)-shared < 16 {
+	if (shared|unshared|vlen) >= 0x80 || shared == 0 || shared > len(i.key) || unshared > keySlack ||
+		shared+unshared < base.TrailerLen || unshared+vlen > i.restarts-p || cap(i.keyBuf)-shared < keySlack {
 		return 0, false
 	}
-	kb := i.keyBuf[:shared+16]
-	*(*[16]byte)(kb[shared:]) = *(*[16]byte)(d[p:])
+	kb := i.keyBuf[:shared+keySlack]
+	*(*[keySlack]byte)(kb[shared:]) = *(*[keySlack]byte)(d[p:])
 	kb = kb[:shared+unshared]
 	if i.checkKeys && !base.Kind(kb[len(kb)-base.TrailerLen]).IsPoint() {
 		return 0, false
