@@ -3,6 +3,7 @@ package sstable
 import (
 	"bytes"
 	"encoding/binary"
+	"math"
 
 	"github.com/strata-db/strata/internal/base"
 )
@@ -36,6 +37,10 @@ type blockIter struct {
 	cache    []cachedEntry
 	cacheBuf []byte
 	cacheIdx int
+
+	// sink takes the sum touchWindow returns, so that its loads are not
+	// optimized away.
+	sink uint64
 
 	err      error
 	file     string
@@ -75,6 +80,59 @@ func (i *blockIter) init(data []byte, checkKeys bool, file string, blockOff uint
 	}
 	return nil
 }
+
+// initWindow is init for a block whose restart count the caller knows:
+// it places the restart array from numRestarts rather than from the
+// block's last bytes, so that the loads of the restart points need not
+// wait for those bytes (which it still checks). A block whose count
+// differs is read as init reads it.
+func (i *blockIter) initWindow(data []byte, checkKeys bool, file string, blockOff uint64, numRestarts int) error {
+	n := len(data)
+	if numRestarts < 1 || n < 4+4*numRestarts {
+		return i.init(data, checkKeys, file, blockOff)
+	}
+	restarts := n - 4 - 4*numRestarts
+	if binary.LittleEndian.Uint32(data[n-4:]) != uint32(numRestarts) || binary.LittleEndian.Uint32(data[restarts:]) != 0 {
+		return i.init(data, checkKeys, file, blockOff)
+	}
+	i.data = data
+	i.checkKeys = checkKeys
+	i.file = file
+	i.blockOff = blockOff
+	i.err = nil
+	i.key, i.val = nil, nil
+	i.keyInBuf = false
+	i.offset, i.nextOffset = 0, 0
+	i.clearCache()
+	i.restarts, i.numRestarts = restarts, numRestarts
+	return nil
+}
+
+// touchWindow loads one byte of the block's last cache line and of each
+// line of [from, to) (byte offsets, clamped to the block and to
+// maxWindowLines lines) and returns their sum. Nothing waits for these
+// loads, so the CPU fetches the lines at once: a lookup that knows where
+// in a block it will read calls it first, and its misses then overlap
+// instead of following one another.
+func touchWindow(data []byte, from, to int) uint64 {
+	n := len(data)
+	if n == 0 {
+		return 0
+	}
+	s := uint64(data[n-1])
+	from = min(max(from, 0), n-1)
+	to = min(max(to, from), n, from+maxWindowLines*64)
+	for p := from &^ 63; p < to; p += 64 {
+		s += uint64(data[p])
+	}
+	return s
+}
+
+// maxWindowLines bounds the cache lines touchWindow loads: the scan from a
+// restart point to a key reads about 8 entries, and loading more lines
+// than that measured slower (they compete for the CPU's outstanding-miss
+// slots and evict other data).
+const maxWindowLines = 8
 
 func (i *blockIter) corrupt(off int, format string, args ...any) error {
 	args = append([]any{off}, args...)
@@ -141,13 +199,23 @@ func (i *blockIter) decodeAt(off int) bool {
 		i.key = i.data[p:keyEnd:keyEnd]
 		i.keyInBuf = false
 	} else {
-		if i.keyInBuf {
-			i.keyBuf = i.keyBuf[:shared]
-		} else {
+		if !i.keyInBuf {
 			i.keyBuf = append(i.keyBuf[:0], i.key[:shared]...)
 		}
-		i.keyBuf = append(i.keyBuf, i.data[p:keyEnd]...)
-		i.key = i.keyBuf
+		kb := i.keyBuf[:shared]
+		if unshared <= 16 && cap(kb)-int(shared) >= 16 && len(i.data)-p >= 16 {
+			// Most suffixes are short: move 16 bytes at once rather than
+			// call memmove. The bytes past the suffix are cut off.
+			*(*[16]byte)(kb[shared : shared+16]) = *(*[16]byte)(i.data[p:])
+			kb = kb[:int(shared)+int(unshared)]
+		} else {
+			kb = append(kb, i.data[p:keyEnd]...)
+			if cap(kb) < len(kb)+keySlack {
+				kb = append(make([]byte, 0, 2*len(kb)+keySlack), kb...)
+			}
+		}
+		i.keyBuf = kb
+		i.key = kb
 		i.keyInBuf = true
 	}
 	if i.checkKeys && !i.checkKey(off, i.key) {
@@ -344,6 +412,17 @@ func (i *blockIter) seekGEWithin(ukey []byte, trailer uint64, jlo, jhi, skip int
 	} else {
 		jlo = min(max(jlo, 0), i.numRestarts-1)
 		jhi = min(max(jhi, jlo), i.numRestarts-1)
+		// Load the entries at the window's first two restart points at
+		// once: the search reads the second, the scan may start at
+		// either.
+		if a, ok := i.restartOffset(jlo); ok {
+			i.sink += uint64(i.data[a])
+		}
+		if jhi > jlo {
+			if a, ok := i.restartOffset(jlo + 1); ok {
+				i.sink += uint64(i.data[a])
+			}
+		}
 		j, ok = i.searchRestartsIn(ukey, trailer, jlo+1, jhi+1)
 		if j-1 != jlo {
 			skip = 0 // the skipped entries lie before restart j-1
@@ -362,23 +441,105 @@ func (i *blockIter) seekGEWithin(ukey []byte, trailer uint64, jlo, jhi, skip int
 	if !i.decodeAt(start) {
 		return false
 	}
-	for ; skip > 0; skip-- {
-		if i.nextOffset >= i.restarts {
-			return false
-		}
-		if !i.decodeAt(i.nextOffset) {
-			return false
-		}
+	return i.scanGE(ukey, trailer, skip)
+}
+
+// scanGE moves forward from the current entry to the first entry >=
+// (ukey, trailer), taking the first skip entries as below it without a
+// comparison; false when the block has none.
+//
+// It is the loop of every point lookup, so it compares the first 8 bytes
+// of the keys as one integer (the search key's loaded once), and decodes
+// the usual entry (one-byte lengths, a shared prefix already in keyBuf, a
+// suffix of at most keySlack bytes) inline; any other entry goes through
+// decodeAt, which checks and reports what is wrong. It keeps the current
+// key's first 8 bytes as an integer, built from the shared prefix and the
+// entry's bytes in the block: loading them back from keyBuf right after
+// writing it would wait for the write (the load overlaps the copy only
+// in part, so the CPU cannot forward it).
+func (i *blockIter) scanGE(ukey []byte, trailer uint64, skip int) bool {
+	var q uint64
+	long := len(ukey) >= 8
+	if long {
+		q = binary.BigEndian.Uint64(ukey)
 	}
-	for compareKey(i.key, ukey, trailer) < 0 {
-		if i.nextOffset >= i.restarts {
+	a := keyPrefix(i.key) // the current encoded key's first 8 bytes
+	for {
+		if skip > 0 {
+			skip--
+		} else if k := i.key; long && len(k) >= base.TrailerLen+8 {
+			// The user key has at least 8 bytes: a holds its first 8.
+			if a > q {
+				return true
+			}
+			if a == q {
+				if len(k) == base.TrailerLen+8 && len(ukey) == 8 {
+					// Equal user keys: the trailers decide.
+					if binary.LittleEndian.Uint64(k[8:]) <= trailer {
+						return true
+					}
+				} else if compareKey(k, ukey, trailer) >= 0 {
+					return true
+				}
+			}
+		} else if compareKey(k, ukey, trailer) >= 0 {
+			return true
+		}
+		off := i.nextOffset
+		if off >= i.restarts {
 			return false
 		}
-		if !i.decodeAt(i.nextOffset) {
+		if na, ok := i.decodeNextFast(off, a); ok {
+			a = na
+			continue
+		}
+		if !i.decodeAt(off) {
 			return false
 		}
+		a = keyPrefix(i.key)
 	}
-	return true
+}
+
+// keySlack is the size of the copy decodeNextFast moves a key suffix
+// with, and the spare capacity decodeAt keeps in keyBuf for it: 32 bytes
+// cover the suffix of a 16-byte user key that shares little with the
+// previous one (as db_bench's keys do) and its 8-byte trailer.
+const keySlack = 32
+
+// decodeNextFast decodes the entry at off, which follows the current one
+// (whose encoded key starts with the 8 bytes a), if it is of the usual
+// shape (see scanGE), and returns the new key's first 8 bytes. When it
+// does not (ok false), the current key's bytes past the entry's shared
+// prefix may have changed; decodeAt, which uses only that prefix, then
+// decodes the entry.
+func (i *blockIter) decodeNextFast(off int, a uint64) (uint64, bool) {
+	d := i.data
+	p := off + 3
+	if !i.keyInBuf || p+keySlack > len(d) {
+		return 0, false
+	}
+	shared, unshared, vlen := int(d[off]), int(d[off+1]), int(d[off+2])
+	if (shared|unshared|vlen) >= 0x80 || shared == 0 || shared > len(i.key) || unshared > keySlack ||
+		shared+unshared < base.TrailerLen || unshared+vlen > i.restarts-p || cap(i.keyBuf)-shared < keySlack {
+		return 0, false
+	}
+	kb := i.keyBuf[:shared+keySlack]
+	*(*[keySlack]byte)(kb[shared:]) = *(*[keySlack]byte)(d[p:])
+	kb = kb[:shared+unshared]
+	if i.checkKeys && !base.Kind(kb[len(kb)-base.TrailerLen]).IsPoint() {
+		return 0, false
+	}
+	if shared < 8 {
+		// The first shared bytes of the old key, then the suffix (the
+		// key has at least 8 bytes, so the suffix fills the rest).
+		a = a&^(math.MaxUint64>>(8*shared)) | binary.BigEndian.Uint64(d[p:])>>(8*shared)
+	}
+	keyEnd := p + unshared
+	valEnd := keyEnd + vlen
+	i.keyBuf, i.key = kb, kb
+	i.val = d[keyEnd:valEnd:valEnd]
+	i.offset, i.nextOffset = off, valEnd
+	return a, true
 }
 
 // SeekLT moves to the last entry < (ukey, trailer) in internal-key order.

@@ -61,6 +61,45 @@ func TestBlockIterModel(t *testing.T) {
 	}
 }
 
+// TestBlockIterInitWindow checks that a block opened with initWindow, told
+// the right restart count or a wrong one and any byte range, searches as
+// one opened with init.
+func TestBlockIterInitWindow(t *testing.T) {
+	for _, ri := range []int{1, 3, 16} {
+		for _, n := range []int{1, 17, 300} {
+			t.Run(fmt.Sprintf("ri=%d/n=%d", ri, n), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(ri), uint64(n)))
+				m := model(genEntries(rng, n, false))
+				w := newBlockWriter(ri)
+				for _, e := range m {
+					w.add(e.key.AppendEncoded(nil), e.value)
+				}
+				b := w.finish()
+				nr := (len(m) + ri - 1) / ri
+				for _, claim := range []int{nr, nr - 1, nr + 1, 0, -1, 1 << 30} {
+					from := rng.IntN(len(b)+200) - 100
+					to := from + rng.IntN(len(b)+200) - 100
+					var it blockIter
+					if s := touchWindow(b, from, to); s >= 256*(maxWindowLines+1) {
+						t.Fatalf("touchWindow sum %d", s)
+					}
+					if err := it.initWindow(b, true, "test", 0, claim); err != nil {
+						t.Fatalf("claim %d: %v", claim, err)
+					}
+					if it.numRestarts != nr {
+						t.Fatalf("claim %d: %d restarts, want %d", claim, it.numRestarts, nr)
+					}
+					for range 50 {
+						k := probeKey(rng, m)
+						ok, pos := it.SeekGE(k, seekTrailer), m.seekGE(k)
+						checkAt(t, m, &blockIterAdapter{it: &it, valid: ok}, ok, pos, fmt.Sprintf("claim %d: SeekGE(%q)", claim, k))
+					}
+				}
+			})
+		}
+	}
+}
+
 type blockIterAdapter struct {
 	it    *blockIter
 	valid bool
@@ -111,6 +150,9 @@ func TestBlockIterCorrupt(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var it blockIter
 			err := it.init(b, true, "f.sst", 123)
+			if werr := it.initWindow(b, true, "f.sst", 123, 5); (werr == nil) != (err == nil) {
+				t.Fatalf("initWindow: %v, init: %v", werr, err)
+			}
 			if err == nil {
 				for ok := it.First(); ok; ok = it.Next() {
 				}

@@ -83,8 +83,14 @@
 // one; across a block boundary, the index separator between them picks
 // the block), and the restart interval maps the window to one or two
 // restart intervals of that block, which are all the block search
-// touches. A key the model places outside the table is absent without a
-// block read. Without a model, Get binary-searches the flattened index and
+// touches. The reader keeps each block's first position and file offset
+// side by side, so the block cache is asked without reading the index.
+// The block counts also give the block's restart count and, scaled by the
+// block's size, roughly where the window's entries lie, so the lookup
+// loads the block's restart array and those cache lines at once rather
+// than one after another (a block in the block cache is usually not in
+// the CPU's caches: these misses are most of a lookup). A key the model
+// places outside the table is absent without a block read. Without a model, Get binary-searches the flattened index and
 // then the block's restart points:
 //
 //	key --filter--> model --> [lo, hi] --block counts--> block b, restarts j..j'

@@ -1,6 +1,7 @@
 package sstable
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
@@ -157,6 +158,14 @@ func checkFuzzedTable(t *testing.T, data []byte) {
 // footer) whose only data block is the given bytes, so that fuzzing reaches
 // the data-block decoders behind the checksums.
 func tableAround(block []byte, c Compression) []byte {
+	return tableAroundLearned(block, c, nil, 0)
+}
+
+// tableAroundLearned is tableAround with a learned-index block (when
+// learnedBlock is not nil) and properties claiming numEntries entries, so
+// that the learned index's checks of the table pass whatever the data
+// block holds.
+func tableAroundLearned(block []byte, c Compression, learnedBlock []byte, numEntries uint64) []byte {
 	var buf []byte
 	put := func(b []byte, typ Compression) blockHandle {
 		h := blockHandle{Offset: uint64(len(buf)), Length: uint64(len(b))}
@@ -174,11 +183,79 @@ func tableAround(block []byte, c Compression) []byte {
 	iw.add(base.MakeInternalKey([]byte("zzzz"), base.SeqNumMax, base.KindMax).AppendEncoded(nil), dh.append(nil))
 	ih := put(iw.finish(), NoCompression)
 	seal(ih)
-	ph := put((&Properties{}).encode(), NoCompression)
+	var meta metaIndex
+	if learnedBlock != nil {
+		lh := put(learnedBlock, NoCompression)
+		seal(lh)
+		meta = append(meta, metaEntry{MetaLearnedName, lh})
+	}
+	ph := put((&Properties{NumEntries: numEntries}).encode(), NoCompression)
 	seal(ph)
-	mh := put(metaIndex{{MetaPropertiesName, ph}}.encode(), NoCompression)
+	meta = append(meta, metaEntry{MetaPropertiesName, ph})
+	mh := put(meta.encode(), NoCompression)
 	seal(mh)
 	return append(buf, footer{metaIndex: mh, index: ih, version: formatVersion}.encode()...)
+}
+
+// FuzzLearnedDataBlock puts fuzzed bytes in the only data block of a table
+// whose learned index says the block holds the 200 keys its model was
+// fitted to: the learned lookup (a restart count taken from the index,
+// cache lines loaded at estimated offsets, the inline entry decoder) must
+// report corruption, never fault, whatever the block holds.
+func FuzzLearnedDataBlock(f *testing.F) {
+	const n = 200
+	key := func(i int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)*1000+7) }
+	tf := newTestFile(f)
+	w := NewWriter(tf, WriterOptions{BlockSize: 1 << 20, Learned: &learned.Options{MaxShare: 1}}) // a small table: a model larger than 1%
+	for i := range n {
+		if err := w.Add(base.MakeInternalKey(key(i), base.SeqNum(i+1), base.KindSet), []byte("v")); err != nil {
+			f.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		f.Fatal(err)
+	}
+	r := openTable(f, tf.reopen(f), ReaderOptions{})
+	lb, found, err := r.MetaBlock(MetaLearnedName)
+	if err != nil || !found || !r.Learned().Present {
+		f.Fatalf("no learned index: %v %v %+v", found, err, r.Learned())
+	}
+	r.Close()
+	good := newBlockWriter(16)
+	for i := range n {
+		good.add(base.MakeInternalKey(key(i), base.SeqNum(i+1), base.KindSet).AppendEncoded(nil), []byte("v"))
+	}
+	goodBlock := bytes.Clone(good.finish())
+	f.Add(goodBlock)
+	f.Add(sampleBlock(200, 16))
+	f.Add(sampleBlock(40, 3))
+	f.Add([]byte{0, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, block []byte) {
+		data := tableAroundLearned(block, NoCompression, lb, n)
+		r, err := NewReader(readOnly(t, data), int64(len(data)), ReaderOptions{Cache: newMapCache()})
+		if err != nil {
+			if !errors.Is(err, base.ErrCorruption) {
+				t.Fatalf("NewReader error %v is not a corruption", err)
+			}
+			return
+		}
+		defer r.Close()
+		if !r.Learned().Present {
+			t.Fatalf("learned index not used: %+v", r.Learned())
+		}
+		intact := bytes.Equal(block, goodBlock)
+		for _, i := range []int{0, 1, 15, 16, 17, 100, 199} {
+			for j, k := range [][]byte{key(i), key(i)[:7], append(key(i), 0)} {
+				_, _, _, found, err := r.Get(k, base.SeqNumMax)
+				if err != nil && !errors.Is(err, base.ErrCorruption) {
+					t.Fatalf("Get error %v is not a corruption", err)
+				}
+				if intact && (err != nil || found != (j == 0)) {
+					t.Fatalf("intact block: Get(%x) = %v, %v", k, found, err)
+				}
+			}
+		}
+	})
 }
 
 func TestTableAround(t *testing.T) {

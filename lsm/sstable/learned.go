@@ -3,6 +3,7 @@ package sstable
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
@@ -68,9 +69,10 @@ func (lw *learnedWriter) blockDone(entries uint64) {
 // filter are written.
 func (lw *learnedWriter) finish(tableSize uint64) []byte {
 	m, reason := lw.b.Finish()
-	// The position-to-block map takes 6 to 8 bytes per block; the
-	// model may take at most MaxShare of the table (1% by default).
-	if m != nil && float64(m.Size()+8*len(lw.counts)) > lw.maxShare*float64(tableSize) {
+	// The position-to-block map takes 12 to 16 bytes per block in
+	// memory (see learnedIndex); the model may take at most MaxShare of
+	// the table (1% by default).
+	if m != nil && float64(m.Size()+12*len(lw.counts)) > lw.maxShare*float64(tableSize) {
 		m, reason = nil, learned.ReasonTooLarge
 	}
 	if m == nil {
@@ -90,13 +92,25 @@ func (lw *learnedWriter) finish(tableSize uint64) []byte {
 type learnedIndex struct {
 	model     *learned.Model
 	restartIv int
-	// starts[i] is the position of block i's first entry; starts[n] is the
-	// table's entry count.
-	starts []uint32
+	// ivShift is log2(restartIv) when restartIv is a power of two (the
+	// default, 16), else -1: a lookup divides by shifting.
+	ivShift int
+	// blocks[i] holds the position of block i's first entry and the
+	// block's offset in the file (the block cache's key); blocks[n].start
+	// is the table's entry count. A lookup finds both in one cache line,
+	// without reading the index's entries. Offsets take 32 bits: in a
+	// table whose blocks reach past 4 GiB, farOffsets is set and the
+	// offsets come from the index.
+	blocks     []learnedBlock
+	farOffsets bool
 	// blockOf[p >> shift] is the block holding position p rounded down to a
 	// multiple of 1 << shift.
 	blockOf []uint32
 	shift   uint
+}
+
+type learnedBlock struct {
+	start, off uint32
 }
 
 // decodeLearned parses a learned-index block. idx is nil when the block
@@ -134,7 +148,7 @@ func decodeLearned(b []byte, numBlocks int, numEntries uint64, file string, off 
 	if nb != uint64(numBlocks) || entries != numEntries || entries > learned.MaxPosition {
 		return nil, 0, bad("%d blocks of %d entries, the table has %d of %d", nb, entries, numBlocks, numEntries)
 	}
-	x := &learnedIndex{restartIv: int(riv), starts: make([]uint32, nb+1)}
+	x := &learnedIndex{restartIv: int(riv), blocks: make([]learnedBlock, nb+1)}
 	var sum uint64
 	for i := range nb {
 		c, n := binary.Uvarint(b)
@@ -142,29 +156,46 @@ func decodeLearned(b []byte, numBlocks int, numEntries uint64, file string, off 
 			return nil, 0, bad("bad entry count of block %d", i)
 		}
 		b = b[n:]
-		x.starts[i] = uint32(sum)
+		x.blocks[i].start = uint32(sum)
 		sum += c
 	}
 	if sum != entries {
 		return nil, 0, bad("blocks hold %d entries, not %d", sum, entries)
 	}
-	x.starts[nb] = uint32(sum)
+	x.blocks[nb].start = uint32(sum)
 	if x.model, err = learned.Decode(b); err != nil {
 		return nil, 0, bad("%v", err)
 	}
 	if uint64(x.model.LastPosition()) >= entries {
 		return nil, 0, bad("model reaches position %d of %d entries", x.model.LastPosition(), entries)
 	}
+	x.ivShift = -1
+	if riv&(riv-1) == 0 {
+		x.ivShift = bits.TrailingZeros64(riv)
+	}
 	x.buildBlockOf()
 	return x, learned.ReasonNone, nil
+}
+
+// setOffsets copies the data blocks' offsets from the index (which
+// decodeLearned checked has as many entries as the model has blocks).
+func (x *learnedIndex) setOffsets(index *indexArray) {
+	for i := range index.entries {
+		off := index.entries[i].handle.Offset
+		if off > math.MaxUint32 {
+			x.farOffsets = true
+			return
+		}
+		x.blocks[i].off = uint32(off)
+	}
 }
 
 // buildBlockOf makes the position-to-block table: one slot per the
 // smallest power of two at or above the mean block's entry count, so a
 // lookup steps over one or two block starts.
 func (x *learnedIndex) buildBlockOf() {
-	n := len(x.starts) - 1
-	total := uint64(x.starts[n])
+	n := len(x.blocks) - 1
+	total := uint64(x.blocks[n].start)
 	mean := max(total/uint64(max(n, 1)), 1)
 	x.shift = uint(bits.Len64(mean - 1))
 	slots := (total >> x.shift) + 1
@@ -172,7 +203,7 @@ func (x *learnedIndex) buildBlockOf() {
 	blk := 0
 	for s := range x.blockOf {
 		p := uint32(uint64(s) << x.shift)
-		for blk+1 < n && x.starts[blk+1] <= p {
+		for blk+1 < n && x.blocks[blk+1].start <= p {
 			blk++
 		}
 		x.blockOf[s] = uint32(blk)
@@ -182,15 +213,88 @@ func (x *learnedIndex) buildBlockOf() {
 // block returns the data block holding position p (p < entries).
 func (x *learnedIndex) block(p int) int {
 	b := int(x.blockOf[p>>x.shift])
-	for x.starts[b+1] <= uint32(p) {
+	for x.blocks[b+1].start <= uint32(p) {
 		b++
 	}
 	return b
 }
 
+// window is where a point lookup searches: block i, its restart
+// intervals [jlo, jhi] (jhi < 0: all of them), skipping the first skip
+// entries from restart point jlo. With a learned index it also holds the
+// block's restart count and the entries the search reads, about [from,
+// to) counted from the block's first; ok is false when the model places
+// the key outside the table.
+type window struct {
+	i, jlo, jhi, skip int
+	off               uint64 // block i's offset in the file
+	numRestarts       int
+	from, to          int
+	ok                bool
+}
+
+// window maps the model's prediction for (ukey, trailer) to a block and
+// its restart intervals.
+func (x *learnedIndex) window(index *indexArray, ukey []byte, trailer uint64) window {
+	lo, hi, ok := x.model.Predict(ukey)
+	if !ok {
+		return window{jhi: -1}
+	}
+	// The key's first entry, if present, lies in [lo, hi]: in block i or,
+	// when the window spans blocks, in the first of them whose separator
+	// is not below the search key.
+	// (blocks[n].start, the entry count, is above hi: the loop stops at
+	// the last block.)
+	i := x.block(lo)
+	for x.blocks[i+1].start <= uint32(hi) && index.below(i, ukey, trailer) {
+		i++
+	}
+	start, end := x.blocks[i].start, x.blocks[i+1].start
+	first := int(uint32(max(lo, int(start))) - start)
+	last := int(uint32(min(hi, int(end)-1)) - start)
+	jlo := x.interval(first)
+	return window{
+		i:           i,
+		off:         x.offset(index, i),
+		jlo:         jlo,
+		jhi:         x.interval(last),
+		skip:        first - jlo*x.restartIv,
+		numRestarts: x.interval(int(end-start)-1) + 1,
+		from:        jlo * x.restartIv,
+		to:          last + 2,
+		ok:          true,
+	}
+}
+
+// offset returns the file offset of block i.
+func (x *learnedIndex) offset(index *indexArray, i int) uint64 {
+	if x.farOffsets {
+		return index.entries[i].handle.Offset
+	}
+	return uint64(x.blocks[i].off)
+}
+
+// interval returns the restart interval of the entry with ordinal p (p >=
+// 0) in its block.
+func (x *learnedIndex) interval(p int) int {
+	if x.ivShift >= 0 {
+		return p >> x.ivShift
+	}
+	return p / x.restartIv
+}
+
+// touch starts loading the lines of block b (block w.i) that the search
+// of w reads: its last line, which holds the restart array, and the
+// window's entries, placed by scaling their ordinals by the block's mean
+// entry size (close enough to be mostly right). See touchWindow.
+func (x *learnedIndex) touch(b []byte, w *window) uint64 {
+	per := len(b) / int(x.blocks[w.i+1].start-x.blocks[w.i].start)
+	return touchWindow(b, w.from*per, w.to*per)
+}
+
 // size returns the memory the learned index holds, in bytes.
 func (x *learnedIndex) size() int {
-	return x.model.Size() + 4*len(x.starts) + 4*len(x.blockOf)
+	return x.model.Size() + 8*len(x.blocks) + 4*len(x.blockOf)
 }
 
 // LearnedStats counts what the learned indexes of a set of Readers (a

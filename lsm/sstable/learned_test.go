@@ -235,3 +235,79 @@ func TestLearnedBlockDecode(t *testing.T) {
 		t.Fatalf("oversized model: %x", b)
 	}
 }
+
+// TestLearnedRestartIntervals checks lookups through the learned index
+// for restart intervals that are and are not powers of two (the window
+// arithmetic shifts for the former and divides for the others), and for
+// small blocks, so that windows often span blocks.
+func TestLearnedRestartIntervals(t *testing.T) {
+	for _, riv := range []int{1, 3, 5, 16, 100} {
+		for _, blockSize := range []int{256, 4096} {
+			t.Run(fmt.Sprintf("riv=%d/block=%d", riv, blockSize), func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(uint64(riv), uint64(blockSize)))
+				keys := learnedtest.KeySets[0].Gen(rng, 5000)
+				m := model(entriesFor(rng, keys, true))
+				f, _ := writeTable(t, tableSpec{entries: m}, WriterOptions{
+					BlockRestartInterval: riv,
+					BlockSize:            blockSize,
+					Learned:              &learned.Options{ErrorBound: 8, MaxShare: 1}, // small blocks: a large block map
+				})
+				r := openTable(t, f, ReaderOptions{Cache: newMapCache()})
+				defer r.Close()
+				if !r.Learned().Present {
+					t.Fatalf("no model: %+v", r.Learned())
+				}
+				var maxSeq base.SeqNum
+				for _, e := range m {
+					maxSeq = max(maxSeq, e.key.SeqNum())
+				}
+				check := func(uk []byte, snap base.SeqNum) {
+					want, wantOK := m.get(uk, snap)
+					v, kind, seq, ok, err := r.Get(uk, snap)
+					if err != nil {
+						t.Fatalf("Get(%x, %d): %v", uk, snap, err)
+					}
+					if ok != wantOK || ok && (kind != want.key.Kind() || seq != want.key.SeqNum() || !bytes.Equal(v, want.value)) {
+						t.Fatalf("Get(%x, %d) = %v %s#%d, want %v %s", uk, snap, ok, kind, seq, wantOK, want.key)
+					}
+				}
+				for _, k := range keys {
+					check(k, base.SeqNumMax)
+					check(k, base.SeqNum(rng.Uint64N(uint64(maxSeq)+1)))
+				}
+				for _, k := range absentProbes(rng, keys, 1000) {
+					check(k, base.SeqNumMax)
+				}
+			})
+		}
+	}
+}
+
+// TestLearnedFarOffsets checks that a table whose blocks lie past 4 GiB
+// (offsets the learned index cannot hold in 32 bits) takes its block
+// offsets from the index instead, and still finds every key.
+func TestLearnedFarOffsets(t *testing.T) {
+	x := &learnedIndex{blocks: make([]learnedBlock, 3)}
+	x.setOffsets(&indexArray{entries: []indexEntry{{handle: blockHandle{Offset: 0}}, {handle: blockHandle{Offset: 1 << 33}}}})
+	if !x.farOffsets {
+		t.Fatal("an offset past 4 GiB did not set farOffsets")
+	}
+
+	rng := rand.New(rand.NewPCG(7, 7))
+	keys := learnedtest.KeySets[0].Gen(rng, 20000)
+	m := model(entriesFor(rng, keys, true))
+	f, _ := writeTable(t, tableSpec{entries: m}, WriterOptions{Learned: &learned.Options{}})
+	r := openTable(t, f, ReaderOptions{Cache: newMapCache()})
+	defer r.Close()
+	if r.lidx == nil {
+		t.Fatalf("no model: %+v", r.Learned())
+	}
+	r.lidx.farOffsets = true
+	for _, k := range keys {
+		want, wantOK := m.get(k, base.SeqNumMax)
+		v, kind, seq, ok, err := r.Get(k, base.SeqNumMax)
+		if err != nil || ok != wantOK || ok && (kind != want.key.Kind() || seq != want.key.SeqNum() || !bytes.Equal(v, want.value)) {
+			t.Fatalf("Get(%x) = %v %s#%d %v, want %v %s", k, ok, kind, seq, err, wantOK, want.key)
+		}
+	}
+}

@@ -162,7 +162,16 @@ func (x *indexArray) seek(ukey []byte, trailer uint64) int {
 // below reports whether the separator of entry i is below (ukey, trailer)
 // in internal-key order: the first entry >= (ukey, trailer) lies in a
 // later block.
+//
+// As seek does, it compares the separator's 8-byte integer prefix first,
+// which is usually enough and reads one word of a dense array instead of
+// the entry and its key.
 func (x *indexArray) below(i int, ukey []byte, trailer uint64) bool {
+	if len(ukey) >= len(x.common)+8 && bytes.HasPrefix(ukey, x.common) {
+		if p, q := x.prefixes[i], binary.BigEndian.Uint64(ukey[len(x.common):]); p != q {
+			return p < q
+		}
+	}
 	e := &x.entries[i]
 	c := bytes.Compare(x.keys[e.keyStart:e.keyEnd], ukey)
 	return c < 0 || (c == 0 && e.trailer > trailer)
@@ -282,6 +291,9 @@ func (r *Reader) open(size int64) error {
 		}
 		if r.lidx, r.lreason, err = decodeLearned(b, len(r.index.entries), r.props.NumEntries, r.file, h.Offset); err != nil {
 			return err
+		}
+		if r.lidx != nil {
+			r.lidx.setOffsets(&r.index)
 		}
 	}
 	return nil
@@ -467,6 +479,24 @@ func (r *Reader) dataBlock(h blockHandle, bufs *readBufs) ([]byte, error) {
 	return b, nil
 }
 
+// dataBlockAt is dataBlock for block i of the index, at offset off: a
+// lookup that knows the offset reads the index entry only on a cache miss.
+func (r *Reader) dataBlockAt(i int, off uint64) ([]byte, error) {
+	c := r.o.Cache
+	if c != nil {
+		if b := c.Get(r.o.CacheID, r.o.FileNum, off); b != nil {
+			return b, nil
+		}
+	}
+	h := r.index.entries[i].handle
+	b, err := r.readBlock(h, nil)
+	if err != nil || c == nil {
+		return b, err
+	}
+	c.Set(r.o.CacheID, r.o.FileNum, h.Offset, b)
+	return b, nil
+}
+
 var blockIterPool = sync.Pool{New: func() any { return new(blockIter) }}
 
 // Get returns the newest point entry of userKey with seq <= snap, of any
@@ -474,38 +504,28 @@ var blockIterPool = sync.Pool{New: func() any { return new(blockIter) }}
 // value is read-only and stays valid after the call: it aliases a cached
 // or freshly read block, never a reused buffer.
 func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
+	snap = min(snap, base.SeqNumMax)
+	trailer := uint64(base.MakeTrailer(snap, base.KindMax))
 	if r.hasFilter && !r.filter.mayContain(filterHash(userKey)) {
 		return nil, 0, 0, false, nil
 	}
-	snap = min(snap, base.SeqNumMax)
-	trailer := uint64(base.MakeTrailer(snap, base.KindMax))
-	// The restart points of block i to search: all of them unless the
-	// learned index narrows them to [jlo, jhi].
-	var i, skip int
-	jlo, jhi := 0, -1
+	// The block and restart points to search: all of the block's restart
+	// points unless the learned index narrows them.
+	var w window
 	if x := r.lidx; x != nil {
 		r.o.LearnedStats.hit()
-		lo, hi, ok := x.model.Predict(userKey)
-		if !ok {
+		if w = x.window(&r.index, userKey, trailer); !w.ok {
 			return nil, 0, 0, false, nil
 		}
-		// The key's first entry, if present, lies in [lo, hi]: in block i
-		// or, when the window spans blocks, in the first of them whose
-		// separator is not below the search key.
-		i = x.block(lo)
-		for last := x.block(hi); i < last && r.index.below(i, userKey, trailer); i++ {
-		}
-		start, end := x.starts[i], x.starts[i+1]
-		first := int(uint32(max(lo, int(start))) - start)
-		jlo, skip = first/x.restartIv, first%x.restartIv
-		jhi = int(uint32(min(hi, int(end)-1))-start) / x.restartIv
 	} else {
+		w.jhi = -1
 		r.o.LearnedStats.fallback()
-		i = r.index.seek(userKey, trailer)
-		if i == len(r.index.entries) {
+		if w.i = r.index.seek(userKey, trailer); w.i == len(r.index.entries) {
 			return nil, 0, 0, false, nil
 		}
+		w.off = r.index.entries[w.i].handle.Offset
 	}
+	i, jlo, jhi, skip := w.i, w.jlo, w.jhi, w.skip
 	// A pooled block iterator keeps its key buffer across calls, so a Get
 	// on a cached block does not allocate.
 	bi := blockIterPool.Get().(*blockIter)
@@ -515,13 +535,25 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 	}()
 	// The first entry >= the search key is in block i or, if block i has
 	// none, first in block i+1.
-	for ; i < len(r.index.entries); i, jlo, jhi, skip = i+1, 0, -1, 0 {
-		h := r.index.entries[i].handle
-		b, err := r.dataBlock(h, nil)
+	for off := w.off; i < len(r.index.entries); i, jlo, jhi, skip = i+1, 0, -1, 0 {
+		if i != w.i {
+			off = r.index.entries[i].handle.Offset
+		}
+		b, err := r.dataBlockAt(i, off)
 		if err != nil {
 			return nil, 0, 0, false, err
 		}
-		if err := bi.init(b, true, r.file, h.Offset); err != nil {
+		if w.numRestarts > 0 {
+			// The learned index knows where in the block the search
+			// reads: start loading those lines and the restart array at
+			// once, so their misses overlap.
+			bi.sink += r.lidx.touch(b, &w)
+			err = bi.initWindow(b, true, r.file, off, w.numRestarts)
+			w.numRestarts = 0
+		} else {
+			err = bi.init(b, true, r.file, off)
+		}
+		if err != nil {
 			return nil, 0, 0, false, err
 		}
 		if bi.seekGEWithin(userKey, trailer, jlo, jhi, skip) {
