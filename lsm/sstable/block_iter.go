@@ -56,15 +56,7 @@ type cachedEntry struct {
 // init points the iterator at a block. data must stay unchanged while the
 // iterator uses it. file and blockOff are used in error messages.
 func (i *blockIter) init(data []byte, checkKeys bool, file string, blockOff uint64) error {
-	i.data = data
-	i.checkKeys = checkKeys
-	i.file = file
-	i.blockOff = blockOff
-	i.err = nil
-	i.key, i.val = nil, nil
-	i.keyInBuf = false
-	i.offset, i.nextOffset = 0, 0
-	i.clearCache()
+	i.reset(data, checkKeys, file, blockOff)
 	i.restarts, i.numRestarts = 0, 0
 	if len(data) < 4 {
 		return i.corrupt(0, "block of %d bytes is shorter than its restart count", len(data))
@@ -95,6 +87,14 @@ func (i *blockIter) initWindow(data []byte, checkKeys bool, file string, blockOf
 	if binary.LittleEndian.Uint32(data[n-4:]) != uint32(numRestarts) || binary.LittleEndian.Uint32(data[restarts:]) != 0 {
 		return i.init(data, checkKeys, file, blockOff)
 	}
+	i.reset(data, checkKeys, file, blockOff)
+	i.restarts, i.numRestarts = restarts, numRestarts
+	return nil
+}
+
+// reset points the iterator at data, before any entry, for init and
+// initWindow to place the restart array.
+func (i *blockIter) reset(data []byte, checkKeys bool, file string, blockOff uint64) {
 	i.data = data
 	i.checkKeys = checkKeys
 	i.file = file
@@ -104,8 +104,6 @@ func (i *blockIter) initWindow(data []byte, checkKeys bool, file string, blockOf
 	i.keyInBuf = false
 	i.offset, i.nextOffset = 0, 0
 	i.clearCache()
-	i.restarts, i.numRestarts = restarts, numRestarts
-	return nil
 }
 
 // touchWindow loads one byte of the block's last cache line and of each

@@ -10,6 +10,17 @@ import (
 	"github.com/strata-db/strata/internal/base"
 )
 
+// modelBlock returns n random sorted entries and a block of them with
+// restart interval ri.
+func modelBlock(rng *rand.Rand, ri, n int) (model, []byte) {
+	m := model(genEntries(rng, n, false))
+	w := newBlockWriter(ri)
+	for _, e := range m {
+		w.add(e.key.AppendEncoded(nil), e.value)
+	}
+	return m, w.finish()
+}
+
 // TestBlockIterModel drives a blockIter over random blocks and compares
 // every move with the sorted entries.
 func TestBlockIterModel(t *testing.T) {
@@ -17,13 +28,9 @@ func TestBlockIterModel(t *testing.T) {
 		for _, n := range []int{0, 1, 2, 17, 300} {
 			t.Run(fmt.Sprintf("ri=%d/n=%d", ri, n), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(ri), uint64(n)))
-				m := model(genEntries(rng, n, false))
-				w := newBlockWriter(ri)
-				for _, e := range m {
-					w.add(e.key.AppendEncoded(nil), e.value)
-				}
+				m, b := modelBlock(rng, ri, n)
 				var it blockIter
-				if err := it.init(w.finish(), true, "test", 0); err != nil {
+				if err := it.init(b, true, "test", 0); err != nil {
 					t.Fatal(err)
 				}
 				bi := &blockIterAdapter{it: &it}
@@ -69,12 +76,7 @@ func TestBlockIterInitWindow(t *testing.T) {
 		for _, n := range []int{1, 17, 300} {
 			t.Run(fmt.Sprintf("ri=%d/n=%d", ri, n), func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(ri), uint64(n)))
-				m := model(genEntries(rng, n, false))
-				w := newBlockWriter(ri)
-				for _, e := range m {
-					w.add(e.key.AppendEncoded(nil), e.value)
-				}
-				b := w.finish()
+				m, b := modelBlock(rng, ri, n)
 				nr := (len(m) + ri - 1) / ri
 				for _, claim := range []int{nr, nr - 1, nr + 1, 0, -1, 1 << 30} {
 					from := rng.IntN(len(b)+200) - 100
