@@ -278,3 +278,18 @@ func requireRecs(t testing.TB, want, got []kv, msgAndArgs ...any) {
 		}
 	}
 }
+
+// requireGets reads every record of recs through r at its pointer in ptrs
+// and checks its value.
+func requireGets(t testing.TB, r *Reader, recs []kv, ptrs []Pointer) {
+	t.Helper()
+	for i, p := range ptrs {
+		v, err := r.Get(p, recs[i].key)
+		if err != nil {
+			t.Fatalf("record %d at %s: %v", i, p, err)
+		}
+		if !bytes.Equal(recs[i].value, v) {
+			t.Fatalf("record %d at %s: wrong value", i, p)
+		}
+	}
+}

@@ -121,11 +121,7 @@ func TestWriterLargeRecords(t *testing.T) {
 	data, ptrs := buildFile(t, recs, true)
 	r, _, err := openBytes(data, ReaderOptions{})
 	require.NoError(t, err)
-	for i, p := range ptrs {
-		v, err := r.Get(p, recs[i].key)
-		require.NoError(t, err)
-		require.Equal(t, recs[i].value, v)
-	}
+	requireGets(t, r, recs, ptrs)
 	got, _, err := scanAll(r)
 	require.NoError(t, err)
 	requireRecs(t, recs, got)
@@ -176,11 +172,7 @@ func TestWriterAlignedWrites(t *testing.T) {
 	require.Len(t, data, offset)
 	r, _, err := openBytes(data, ReaderOptions{})
 	require.NoError(t, err)
-	for i, p := range ptrs {
-		v, err := r.Get(p, recs[i].key)
-		require.NoError(t, err)
-		require.Equal(t, recs[i].value, v)
-	}
+	requireGets(t, r, recs, ptrs)
 }
 
 // TestWriterBufferGrows: a Writer that receives little holds a small
@@ -280,11 +272,7 @@ func TestUnfinishedFile(t *testing.T) {
 	r, _, err := openBytes(data, ReaderOptions{})
 	require.NoError(t, err)
 	require.False(t, r.Finished())
-	for i, p := range ptrs {
-		v, err := r.Get(p, recs[i].key)
-		require.NoError(t, err)
-		require.Equal(t, recs[i].value, v)
-	}
+	requireGets(t, r, recs, ptrs)
 	got, gotPtrs, err := scanAll(r)
 	require.NoError(t, err)
 	requireRecs(t, recs, got)
