@@ -93,13 +93,18 @@ func (s *S3Store) Compose(ctx context.Context, name string, parts []Part) (int64
 	if copied == 0 || len(plan) > s3MaxParts {
 		return 0, composeThrough(ctx, s, name, parts)
 	}
+	sizes := map[string]int64{} // one HEAD per source object
 	for _, p := range plan {
 		// The server checks ranges against the source's size, but an
 		// answer to a bad range differs among servers: check first.
 		if p.copy != nil {
-			n, err := s.size(ctx, p.copy.Object)
-			if err != nil {
-				return 0, err
+			n, ok := sizes[p.copy.Object]
+			if !ok {
+				var err error
+				if n, err = s.size(ctx, p.copy.Object); err != nil {
+					return 0, err
+				}
+				sizes[p.copy.Object] = n
 			}
 			if p.copy.Offset+p.copy.Length > n {
 				return 0, fmt.Errorf("checkpoint: compose %s: range %d+%d outside %s's %d bytes", name, p.copy.Offset, p.copy.Length, p.copy.Object, n)
