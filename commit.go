@@ -11,13 +11,19 @@ import (
 	"github.com/strata-db/strata/vlog"
 )
 
-// The commit pipeline is a queue of writers. The writer at the head is the
-// leader: it takes the head of the queue as a group (up to maxGroupBytes),
-// gives the group's batches their sequence numbers, writes them to the WAL
-// with one write and at most one sync, applies them to the memtable,
-// publishes the new visible sequence number, and wakes the group. Writers
-// that arrive while a leader works wait and are committed by the next
-// leader, so concurrent writers share WAL writes and syncs.
+// The commit pipeline is a queue of writers. A writer that finds the queue
+// empty is the leader: it takes the head of the queue as a group (up to
+// maxGroupBytes), gives the group's batches their sequence numbers, writes
+// them to the WAL with one write and at most one sync, applies them to the
+// memtable, publishes the new visible sequence number, and wakes the group.
+// Writers that arrive while a leader works wait, so concurrent writers
+// share WAL writes and syncs. When its group is done, the leader commits
+// the writes that queued meanwhile too (up to maxLeaderRounds more groups,
+// stopping at a write that syncs or another operation), and only then hands
+// the lead to the head of the queue: that writer is parked, and once woken
+// it waits for a P, which with every P busy (more writing goroutines than
+// cores) took a median of 25 us and a p99 of milliseconds, holding up every
+// writer behind it.
 //
 // INVARIANT: only the leader touches wal, lastSeq and d.mem's contents, and
 // only the leader replaces d.mem (under d.mu).
@@ -71,8 +77,10 @@ type commitWriter struct {
 	// ingest is opIngest's tables.
 	ingest []*externalTable
 	done   bool
-	err    error
-	cond   sync.Cond
+	// lead: the writer is the queue's head and leads (set under mu).
+	lead bool
+	err  error
+	cond sync.Cond
 }
 
 var writerPool = sync.Pool{New: func() any { return &commitWriter{} }}
@@ -123,9 +131,10 @@ func (d *DB) runWriter(w *commitWriter) error {
 	c := &d.commit
 	c.mu.Lock()
 	c.queue = append(c.queue, w)
-	if c.queue[0] != w {
+	w.lead = len(c.queue) == 1
+	if !w.lead {
 		start := latencyNow()
-		for !w.done && c.queue[0] != w {
+		for !w.done && !w.lead {
 			w.cond.Wait()
 		}
 		d.stats.latency.commitWait.since(start)
@@ -136,41 +145,56 @@ func (d *DB) runWriter(w *commitWriter) error {
 		writerPool.Put(w)
 		return err
 	}
-	// Leader: take a group from the head of the queue.
-	group := c.group[:0]
-	size := 0
-	for _, x := range c.queue {
-		if len(group) > 0 && (x.op != opWrite || group[0].op != opWrite || size+x.batch.Size() > maxGroupBytes) {
+	// Leader: take a group from the head of the queue; then, while writers
+	// queued meanwhile, commit them too (see commitPipeline).
+	for round := 0; ; round++ {
+		group := c.group[:0]
+		size := 0
+		for _, x := range c.queue {
+			if round > 0 && (x.op != opWrite || x.sync) {
+				break // theirs to lead: a sync or an operation
+			}
+			if len(group) > 0 && (x.op != opWrite || group[0].op != opWrite || size+x.batch.Size() > maxGroupBytes) {
+				break
+			}
+			group = append(group, x)
+			if x.batch != nil {
+				size += x.batch.Size()
+			}
+		}
+		if len(group) > 0 {
+			c.group = group
+			c.mu.Unlock()
+			err := d.commitGroup(group)
+			c.mu.Lock()
+			for _, x := range group {
+				x.err, x.done = err, true
+				if x != w {
+					x.cond.Signal()
+				}
+			}
+			n := copy(c.queue, c.queue[len(group):])
+			clear(c.queue[n:])
+			c.queue = c.queue[:n]
+			clear(c.group)
+		}
+		if len(c.queue) == 0 {
 			break
 		}
-		group = append(group, x)
-		if x.batch != nil {
-			size += x.batch.Size()
+		if len(group) == 0 || round == maxLeaderRounds {
+			c.queue[0].lead = true
+			c.queue[0].cond.Signal()
+			break
 		}
 	}
-	c.group = group
-	c.mu.Unlock()
-
-	err := d.commitGroup(group)
-
-	c.mu.Lock()
-	for _, x := range group {
-		x.err, x.done = err, true
-		if x != w {
-			x.cond.Signal()
-		}
-	}
-	n := copy(c.queue, c.queue[len(group):])
-	clear(c.queue[n:])
-	c.queue = c.queue[:n]
-	if n > 0 {
-		c.queue[0].cond.Signal()
-	}
-	clear(c.group)
+	err := w.err
 	c.mu.Unlock()
 	writerPool.Put(w)
 	return err
 }
+
+// maxLeaderRounds bounds the groups one leader commits in a row.
+const maxLeaderRounds = 4
 
 // commitGroup runs on the leader.
 func (d *DB) commitGroup(group []*commitWriter) error {
