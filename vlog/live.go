@@ -3,8 +3,11 @@ package vlog
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -27,37 +30,92 @@ import (
 // without waiting for a write of up to 2 MiB (which, when the page cache
 // allocates a huge page for it, can take milliseconds, with every writer
 // of the commit pipeline queued behind it). Sync and Finish wait for them.
+//
+// Get takes no lock that Add takes (see liveView): with readers under a
+// read lock, Add (on the commit pipeline's leader) waited for them, and
+// readers arriving meanwhile parked behind it; a parked goroutine, once
+// woken, waits for a processor, which with every processor busy took tens
+// of microseconds to milliseconds, every writer queued behind the leader.
 type LiveWriter struct {
-	mu   sync.RWMutex // guards w's buffer and written, and the fields below, against Get and the flusher
+	mu   sync.RWMutex // guards w, the fields below, and the buffers' contents past what view publishes
 	cond *sync.Cond   // on mu: pending shrank, or the flusher should look again
-	// fileMu keeps the file open while Get reads it without mu: Get takes
-	// it (shared) before it lets go of mu, closing the file takes it
-	// (exclusive) with mu held. So a pread, or a reader the scheduler
-	// sets aside in the middle of one, never holds up Add.
-	fileMu sync.RWMutex
-	w      *Writer
-	name   string
+	// fileMu keeps the file open while Get reads it: Get takes it (shared)
+	// and checks fileClosed; closing the file takes it (exclusive).
+	fileMu     sync.RWMutex
+	fileClosed bool // guarded by fileMu
+	w          *Writer
+	name       string
 	// meta describes the file once Finish has returned; after that Get
 	// refuses and the caller reads through a Reader.
-	meta *manifest.VlogMetadata
+	meta atomic.Pointer[manifest.VlogMetadata]
 
 	// pending are the buffers handed off and not yet written, in file
 	// order: together they hold the file's bytes [fileEnd, w.written).
-	pending []pendingWrite
-	// fileEnd is the end of what the flusher has written to the file.
-	fileEnd uint64
-	// free holds written buffers for reuse.
+	pending []*liveBuf
+	// free holds written buffers for reuse, each past a grace period (no
+	// reader can still copy from it; see synchronize).
 	free [][]byte
 	// flushing: the flusher goroutine runs; stop: it should end once
 	// pending is empty.
 	flushing, stop bool
 	// aborted: Abort has run; Get refuses.
 	aborted bool
+	// reused counts buffers taken from free (for tests).
+	reused int
+
+	// What Get reads without mu. view is replaced (under mu) whenever the
+	// buffers change, and its current buffer's length grows with each Add;
+	// fileEnd is the end of what the flusher has written to the file (it
+	// only grows, and grows before a written buffer leaves the view); size
+	// is w.Size() as of the last Add.
+	view    atomic.Pointer[liveView]
+	fileEnd atomic.Uint64
+	size    atomic.Uint64
+	// Readers count themselves in readers[epoch&1] while they copy from a
+	// view's buffers (enter, exit); synchronize waits them out before a
+	// buffer is reused.
+	epoch   atomic.Uint64
+	readers [2]paddedCount
 }
 
-type pendingWrite struct {
+// liveView is what Get sees of the buffers: immutable but for cur.n.
+type liveView struct {
+	pending []*liveBuf // as LiveWriter.pending when the view was made
+	cur     *liveBuf   // the Writer's buffer; nil once finished or aborted
+}
+
+// copyAt copies into dst what b holds of the file's bytes from off on,
+// if it holds the byte at off, and returns how many it copied.
+func (b *liveBuf) copyAt(dst []byte, off uint64) int {
+	if end := b.off + b.n.Load(); len(dst) > 0 && off >= b.off && off < end {
+		return copy(dst, b.b[off-b.off:end-b.off])
+	}
+	return 0
+}
+
+// missingErr is Get's error for a record whose bytes from rec[n] on are
+// in no buffer of the view and not in the file.
+func (l *LiveWriter) missingErr(p Pointer, n int) error {
+	l.mu.RLock()
+	werr := l.w.err
+	l.mu.RUnlock()
+	if werr != nil {
+		return fmt.Errorf("vlog: reading %s at offset %d: %w", l.name, p.Offset, werr)
+	}
+	return base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s: bytes from %d neither written nor buffered", p, p.Offset+uint64(n))
+}
+
+// liveBuf is a buffer holding the file's bytes from off on: b[:n] are
+// final (n only grows, and a buffer is reused only past a grace period).
+type liveBuf struct {
 	off uint64
 	b   []byte
+	n   atomic.Uint64
+}
+
+type paddedCount struct {
+	n atomic.Int64
+	_ [56]byte
 }
 
 // maxPending bounds the buffers waiting for the flusher: Add waits beyond.
@@ -70,6 +128,7 @@ func NewLiveWriter(f vfs.File, num base.FileNum) *LiveWriter {
 	l.cond = sync.NewCond(&l.mu)
 	l.w.handoff = l.handoff
 	l.w.newBuf = l.newBuf
+	l.publishLocked()
 	return l
 }
 
@@ -79,6 +138,7 @@ func (l *LiveWriter) newBuf() []byte {
 	if n := len(l.free); n > 0 {
 		b := l.free[n-1]
 		l.free = l.free[:n-1]
+		l.reused++
 		return b[:0]
 	}
 	return make([]byte, 0, writerBufStart)
@@ -88,7 +148,12 @@ func (l *LiveWriter) newBuf() []byte {
 // waits while maxPending buffers are queued already. l.mu held (by Add,
 // Sync or Finish, on the appending goroutine).
 func (l *LiveWriter) handoff(off uint64, b []byte) {
-	l.pending = append(l.pending, pendingWrite{off, b})
+	pb := &liveBuf{off: off, b: b}
+	pb.n.Store(uint64(len(b)))
+	l.pending = append(l.pending, pb)
+	// Readers see b as pending, and the Writer's new buffer, before the
+	// lock can go (in Wait below, or to the flusher).
+	l.publishLocked()
 	if !l.flushing {
 		l.flushing = true
 		go l.flushLoop()
@@ -96,6 +161,70 @@ func (l *LiveWriter) handoff(off uint64, b []byte) {
 	l.cond.Broadcast()
 	for len(l.pending) > maxPending && l.w.err == nil {
 		l.cond.Wait()
+	}
+}
+
+// publishLocked brings the view up to date with the Writer: a new view if
+// its buffers changed, else the current buffer's new length; then size.
+// l.mu held.
+func (l *LiveWriter) publishLocked() {
+	buf := l.w.buf
+	v := l.view.Load()
+	if v == nil || !l.viewCurrent(v, buf) {
+		nv := &liveView{pending: slices.Clone(l.pending)}
+		if !l.ended() {
+			nv.cur = &liveBuf{off: l.w.written, b: buf[:cap(buf)]}
+			nv.cur.n.Store(uint64(len(buf)))
+		}
+		l.view.Store(nv)
+	} else if v.cur != nil {
+		v.cur.n.Store(uint64(len(buf)))
+	}
+	l.size.Store(l.w.Size())
+}
+
+// ended: Finish has finished the file or Abort abandoned it. l.mu held.
+func (l *LiveWriter) ended() bool { return l.meta.Load() != nil || l.aborted }
+
+// viewCurrent reports whether v shows the LiveWriter's buffers as they
+// are: the same pending buffers, and buf, at the same offset, as its
+// current one. l.mu held.
+func (l *LiveWriter) viewCurrent(v *liveView, buf []byte) bool {
+	if !slices.Equal(v.pending, l.pending) {
+		return false
+	}
+	if l.ended() || v.cur == nil {
+		return l.ended() && v.cur == nil
+	}
+	return v.cur.off == l.w.written && cap(v.cur.b) == cap(buf) &&
+		unsafe.SliceData(v.cur.b) == unsafe.SliceData(buf)
+}
+
+// enter counts a reader in, returning the epoch to exit with. A reader
+// between enter and exit may copy from any buffer of a view it loaded.
+func (l *LiveWriter) enter() uint64 {
+	for {
+		e := l.epoch.Load()
+		l.readers[e&1].n.Add(1)
+		if l.epoch.Load() == e {
+			return e
+		}
+		// A grace period began meanwhile and may not have counted us:
+		// enter in the new epoch.
+		l.readers[e&1].n.Add(-1)
+	}
+}
+
+func (l *LiveWriter) exit(e uint64) { l.readers[e&1].n.Add(-1) }
+
+// synchronize waits until every reader that entered before it was called
+// has exited, so that a buffer no view published since holds can be
+// reused. Only the flusher calls it (grace periods do not overlap). A
+// reader copies a record at most, so the wait is short.
+func (l *LiveWriter) synchronize() {
+	e := l.epoch.Add(1) - 1
+	for l.readers[e&1].n.Load() != 0 {
+		runtime.Gosched()
 	}
 }
 
@@ -126,18 +255,25 @@ func (l *LiveWriter) flushLoop() {
 				l.w.err = fmt.Errorf("vlog: writing %s: %w", l.name, err)
 			}
 			l.pending = nil
+			l.publishLocked()
 			l.cond.Broadcast()
 			continue
 		}
-		if len(l.pending) == 0 || l.pending[0].off != p.off {
+		if len(l.pending) == 0 || l.pending[0] != p {
 			continue // Abort dropped the queue meanwhile
 		}
-		l.fileEnd = p.off + uint64(len(p.b))
+		// The bytes are in the file before the buffer leaves the view.
+		l.fileEnd.Store(p.off + uint64(len(p.b)))
 		l.pending = l.pending[1:]
+		l.publishLocked()
+		l.cond.Broadcast()
 		if len(l.free) < maxPending {
+			// Reused only once no reader can still copy from it.
+			l.mu.Unlock()
+			l.synchronize()
+			l.mu.Lock()
 			l.free = append(l.free, p.b)
 		}
-		l.cond.Broadcast()
 	}
 }
 
@@ -163,17 +299,15 @@ func (l *LiveWriter) stopLocked() {
 func (l *LiveWriter) FileNum() base.FileNum { return l.w.fileNum }
 
 // Size returns the bytes appended so far (header included).
-func (l *LiveWriter) Size() uint64 {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.w.Size()
-}
+func (l *LiveWriter) Size() uint64 { return l.size.Load() }
 
 // Add appends a record, as Writer.Add.
 func (l *LiveWriter) Add(key, value []byte) (Pointer, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.w.Add(key, value)
+	p, err := l.w.Add(key, value)
+	l.publishLocked()
+	return p, err
 }
 
 // Sync writes the buffered records to the file and syncs it: every pointer
@@ -201,6 +335,7 @@ func (l *LiveWriter) Sync() error {
 func (l *LiveWriter) Finish() (*manifest.VlogMetadata, error) {
 	l.mu.Lock()
 	err := l.w.writeFooter()
+	l.publishLocked()
 	l.drainLocked()
 	l.stopLocked()
 	l.mu.Unlock()
@@ -219,16 +354,19 @@ func (l *LiveWriter) Finish() (*manifest.VlogMetadata, error) {
 	defer l.mu.Unlock()
 	l.fileMu.Lock()
 	err = l.w.closeFile()
+	l.fileClosed = true
 	l.fileMu.Unlock()
 	if err != nil {
 		return nil, err
 	}
 	w := l.w
-	l.meta = &manifest.VlogMetadata{FileNum: w.fileNum, Size: w.Size(), Records: w.Count(), ValueBytes: w.ValueBytes()}
+	meta := &manifest.VlogMetadata{FileNum: w.fileNum, Size: w.Size(), Records: w.Count(), ValueBytes: w.ValueBytes()}
+	l.meta.Store(meta)
 	// A finished LiveWriter stays known (its metadata) while the file
 	// lives; its buffer is not needed any more.
 	w.buf = nil
-	return l.meta, nil
+	l.publishLocked()
+	return meta, nil
 }
 
 // Abort closes the file without finishing it; the caller removes it.
@@ -237,17 +375,32 @@ func (l *LiveWriter) Abort() {
 	defer l.mu.Unlock()
 	l.pending = nil
 	l.aborted = true
+	l.publishLocked()
 	l.stopLocked()
 	l.fileMu.Lock()
 	defer l.fileMu.Unlock()
+	l.fileClosed = true
 	l.w.Abort()
 }
 
 // Finished returns the file's metadata once Finish has returned, or nil.
-func (l *LiveWriter) Finished() *manifest.VlogMetadata {
+func (l *LiveWriter) Finished() *manifest.VlogMetadata { return l.meta.Load() }
+
+// testHookBeforeCopy, if set, runs in Get between loading the view and
+// fileEnd and copying from the view's buffers.
+var testHookBeforeCopy func()
+
+// endedErr is Get's error once the file is finished or abandoned. It
+// takes l.mu, which Finish holds from closing the file until its
+// metadata is set: so once Get has said the file is finished, Finished
+// returns its metadata.
+func (l *LiveWriter) endedErr() error {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.meta
+	if l.aborted {
+		return errAborted
+	}
+	return errFinished
 }
 
 // errFinished is returned by Get on a finished LiveWriter, errAborted on
@@ -259,14 +412,18 @@ var (
 
 // Get reads the value p locates and appends it to dst, verified like
 // Reader.Get verifies it; with dst nil the result is a fresh slice. It
-// reads from the buffer what has not reached the file. After Finish it
+// reads from the buffers what has not reached the file. After Finish it
 // fails: read through a Reader then (Finished gives the metadata).
 //
-// Only the copy from the buffers holds the lock Add takes; the file is
-// read, and the record verified, without it.
+// It takes no lock that Add takes: it copies from the buffers a view
+// publishes, inside an epoch that keeps them from reuse, and reads the
+// file under fileMu, which keeps it open.
 func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 	if p.Length < minRecordLen {
 		return nil, base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s shorter than a record", p)
+	}
+	if p.FileNum != l.w.fileNum {
+		return nil, base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s is not into this file", p)
 	}
 	// The record is read into dst's spare room (grown if need be), and its
 	// value then moved to where dst ends: no buffer of its own.
@@ -274,49 +431,44 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 	dst = slices.Grow(dst, int(p.Length))
 	rec := dst[base0 : base0+int(p.Length)]
 
-	l.mu.RLock()
-	if l.meta != nil || l.aborted {
-		l.mu.RUnlock()
-		if l.aborted {
-			return nil, errAborted
-		}
-		return nil, errFinished
+	e := l.enter()
+	v := l.view.Load()
+	if v.cur == nil {
+		l.exit(e)
+		return nil, l.endedErr()
 	}
-	w := l.w
-	if p.FileNum != w.fileNum {
-		l.mu.RUnlock()
-		return nil, base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s is not into this file", p)
-	}
-	size := w.Size()
-	if p.Offset < HeaderLen || p.Offset > size || uint64(p.Length) > size-p.Offset {
-		l.mu.RUnlock()
+	if size := l.size.Load(); p.Offset < HeaderLen || p.Offset > size || uint64(p.Length) > size-p.Offset {
+		l.exit(e)
 		return nil, base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s outside the records [%d, %d)", p, HeaderLen, size)
 	}
 	// rec[:m] is in the file, written by the flusher: those bytes do not
-	// change. The rest is copied from the buffers waiting for the
-	// flusher, then from the Writer's own.
+	// change. The rest is copied from the buffers, in file order: fileEnd
+	// is loaded after the view, so a buffer the view lacks is in the file.
 	var m int
-	if p.Offset < l.fileEnd {
-		m = int(min(uint64(p.Length), l.fileEnd-p.Offset))
+	if fe := l.fileEnd.Load(); p.Offset < fe {
+		m = int(min(uint64(p.Length), fe-p.Offset))
+	}
+	if testHookBeforeCopy != nil {
+		testHookBeforeCopy()
 	}
 	n := m
-	for _, pw := range l.pending {
-		off := p.Offset + uint64(n)
-		if n == len(rec) || off >= pw.off+uint64(len(pw.b)) {
-			continue
-		}
-		n += copy(rec[n:], pw.b[off-pw.off:])
+	for _, b := range v.pending {
+		n += b.copyAt(rec[n:], p.Offset+uint64(n))
 	}
+	n += v.cur.copyAt(rec[n:], p.Offset+uint64(n))
+	l.exit(e)
 	if n < len(rec) {
-		start := p.Offset + uint64(n) - w.written
-		copy(rec[n:], w.buf[start:start+uint64(len(rec)-n)])
+		// Every byte below size is in the file or a buffer of the view,
+		// unless a write of the flusher failed and dropped its buffers.
+		return nil, l.missingErr(p, n)
 	}
 	if m > 0 {
-		l.fileMu.RLock() // before mu goes: the file stays open
-	}
-	l.mu.RUnlock()
-	if m > 0 {
-		got, err := w.f.ReadAt(rec[:m], int64(p.Offset))
+		l.fileMu.RLock()
+		if l.fileClosed {
+			l.fileMu.RUnlock()
+			return nil, l.endedErr()
+		}
+		got, err := l.w.f.ReadAt(rec[:m], int64(p.Offset))
 		l.fileMu.RUnlock()
 		if got != m {
 			if err == nil {
@@ -325,10 +477,10 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 			return nil, fmt.Errorf("vlog: reading %s at offset %d: %w", l.name, p.Offset, err)
 		}
 	}
-	r := Reader{fileNum: w.fileNum, name: l.name}
-	v, err := r.verify(rec, p, key)
+	r := Reader{fileNum: l.w.fileNum, name: l.name}
+	val, err := r.verify(rec, p, key)
 	if err != nil {
 		return nil, err
 	}
-	return append(dst[:base0], v...), nil // v lies after base0: a move down
+	return append(dst[:base0], val...), nil // v lies after base0: a move down
 }
