@@ -1,10 +1,12 @@
 package strata
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -42,7 +44,12 @@ func readFile(t *testing.T, fs vfs.FS, name string) []byte {
 
 func filesOfType(t *testing.T, fs vfs.FS, typ base.FileType) []string {
 	t.Helper()
-	names, err := fs.List("db")
+	return filesOfTypeIn(t, fs, "db", typ)
+}
+
+func filesOfTypeIn(t *testing.T, fs vfs.FS, dir string, typ base.FileType) []string {
+	t.Helper()
+	names, err := fs.List(dir)
 	require.NoError(t, err)
 	var out []string
 	for _, n := range names {
@@ -164,6 +171,83 @@ func TestCorruptSSTable(t *testing.T) {
 		}
 		require.True(t, noticed, "%s: corruption went unnoticed", where)
 		db.Close()
+	}
+}
+
+// TestCorruptSSTableMapped is TestCorruptSSTable on the disk, where
+// tables are mapped and point lookups through the learned index read
+// their blocks in place, verifying only the restart intervals they search
+// (lsm/sstable's getInPlace): every read returns the right value or fails
+// with ErrCorruption naming the table, and reading everything notices
+// every flip.
+func TestCorruptSSTableMapped(t *testing.T) {
+	dir := t.TempDir() + "/db"
+	opts := &Options{FS: vfs.Default, Compression: "none", CacheSize: -1}
+	db, err := Open(dir, opts)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(5, 5))
+	m := model{}
+	for i := range 1000 {
+		// Keys the learned index fits: big-endian integers.
+		k := string(binary.BigEndian.AppendUint64([]byte("k"), uint64(i)*7919))
+		v := make([]byte, 20+rng.IntN(80))
+		for j := range v {
+			v[j] = byte('a' + rng.IntN(26))
+		}
+		require.NoError(t, db.Set([]byte(k), v, NoSync))
+		m[k] = string(v)
+	}
+	require.NoError(t, db.Flush())
+	getAll(t, db, m, "", "intact")
+	li := db.Metrics().LearnedIndex
+	require.Equal(t, 1, li.Tables, "the table has no model")
+	require.Greater(t, li.InPlace, uint64(len(m)/2), "lookups did not read the table in place: %s", li)
+	require.NoError(t, db.Close())
+
+	tables := filesOfTypeIn(t, vfs.Default, dir, base.FileTypeTable)
+	require.Len(t, tables, 1)
+	table := tables[0]
+	path := dir + "/" + table
+	file, err := os.OpenFile(path, os.O_RDWR, 0)
+	require.NoError(t, err)
+	defer file.Close()
+	st, err := file.Stat()
+	require.NoError(t, err)
+	size := st.Size()
+	// A third of TestCorruptSSTable's flips: each opens the database on
+	// the disk.
+	for off := int64(0); off < size; off += 3 * flipStep(size) {
+		where := fmt.Sprintf("flip at %d of %d", off, size)
+		var b [1]byte
+		_, err := file.ReadAt(b[:], off)
+		require.NoError(t, err)
+		_, err = file.WriteAt([]byte{b[0] ^ 0x20}, off)
+		require.NoError(t, err)
+		db, err := Open(dir, opts)
+		if err != nil {
+			requireCorruption(t, err, table, where)
+			require.GreaterOrEqual(t, off, size-56, "%s: Open failed for a flip outside the footer", where)
+		} else {
+			noticed := getAll(t, db, m, table, where) > 0
+			it, err := db.NewIter(nil)
+			if err != nil {
+				requireCorruption(t, err, table, where)
+				noticed = true
+			} else {
+				for ok := it.First(); ok; ok = it.Next() {
+					require.Equal(t, m[string(it.Key())], string(it.Value()), "%s: scan returned a wrong value", where)
+				}
+				if err := it.Error(); err != nil {
+					requireCorruption(t, err, table, where)
+					noticed = true
+				}
+				it.Close()
+			}
+			require.True(t, noticed, "%s: corruption went unnoticed", where)
+			require.NoError(t, db.Close())
+		}
+		_, err = file.WriteAt(b[:], off)
+		require.NoError(t, err)
 	}
 }
 

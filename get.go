@@ -3,9 +3,11 @@ package strata
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/vfs"
 	"github.com/strata-db/strata/vlog"
 )
 
@@ -205,6 +207,15 @@ func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []b
 	if h.rangeDels != nil {
 		*tomb = max(*tomb, h.rangeDels.MaxCovering(key, snap))
 	}
+	// The entry may alias the table's mapping (see sstable.Reader.Get):
+	// resolve reads it with faults caught, so that a table truncated
+	// behind the DB's back is corruption, not a crash.
+	defer func() {
+		if err == vfs.ErrMappedFault {
+			err, done = base.CorruptionErrorf(base.MakeFilename(base.FileTypeTable, f.FileNum), -1, "%v", err), true
+		}
+	}()
+	defer vfs.EndMapped(vfs.BeginMapped(), &err)
 	val, kind, seq, found, err := h.reader.Get(key, snap)
 	if err != nil {
 		return nil, err, true
@@ -213,6 +224,9 @@ func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []b
 		return nil, nil, false
 	}
 	value, err = d.resolve(v, key, val, kind, seq, *tomb, f, expect, dst, keyOnly)
+	if expect != nil && value != nil {
+		value = slices.Clone(value) // metadata, which may alias the mapping
+	}
 	return value, err, true
 }
 

@@ -36,7 +36,7 @@ func TestMetricsString(t *testing.T) {
 	m.WriteStalls, m.StallDuration, m.SlowdownDuration = 2, 250*time.Millisecond, 40*time.Millisecond
 	m.BlockCache.Size, m.BlockCache.Capacity, m.BlockCache.Hits, m.BlockCache.Misses = 8<<20, 64<<20, 3, 1
 	m.TablesOpen, m.Snapshots, m.VisibleSeq = 12, 1, 4242
-	m.LearnedIndex = LearnedIndexMetrics{Tables: 9, Without: 3, Segments: 4200, Bytes: 98 << 10, TableBytes: 31 << 20, Hits: 1000, Fallbacks: 20}
+	m.LearnedIndex = LearnedIndexMetrics{Tables: 9, Without: 3, Segments: 4200, Bytes: 98 << 10, TableBytes: 31 << 20, Hits: 1000, Fallbacks: 20, InPlace: 900}
 	m.ValueLogs.Live, m.ValueLogs.Garbage, m.ValueLogs.BytesWritten, m.ValueLogs.Open = 40<<20, 24<<20, 96<<20, 2
 	m.ValueLogs.Reads = 77
 	m.ValueLogs.List = []ValueLogMetrics{
@@ -71,7 +71,7 @@ writes: user 100.0 MiB, write-amp 4.36
         total  436.0 MiB           4.36
 stalls: 2 (250ms), slowed 40ms
 block cache: 8.0 MiB / 64.0 MiB, hit rate 75.0%
-learned index: 9 tables (3 without), 4200 segments, 98.0 KiB (0.31% of 31.0 MiB), 1000 hits, 20 fallbacks
+learned index: 9 tables (3 without), 4200 segments, 98.0 KiB (0.31% of 31.0 MiB), 1000 hits (900 in place), 20 fallbacks
 tables open: 12, snapshots: 1, visible seq: 4242
       latency  count    mean     p50     p90     p99   p99.9
        commit   1000  59.5µs  59.4µs  99.3µs   112µs   114µs

@@ -517,7 +517,7 @@ func TestOpenRefusesNewerTableFormat(t *testing.T) {
 	// The footer's format version (u32 at 40 of its 56 bytes) and the
 	// checksum over what precedes it, so only the version is "wrong".
 	foot := data[len(data)-56:]
-	binary.LittleEndian.PutUint32(foot[40:], 3)
+	binary.LittleEndian.PutUint32(foot[40:], 4)
 	binary.LittleEndian.PutUint32(foot[44:], uint32(xxhash.Sum64(foot[:44])))
 	f, err := fs.Create(name)
 	require.NoError(t, err)
@@ -527,6 +527,6 @@ func TestOpenRefusesNewerTableFormat(t *testing.T) {
 	require.NoError(t, f.Close())
 	_, err = Open("db", opts)
 	require.ErrorIs(t, err, ErrCorruption)
-	require.Contains(t, err.Error(), "unsupported format version 3")
+	require.Contains(t, err.Error(), "unsupported format version 4")
 	require.Contains(t, err.Error(), table)
 }

@@ -134,8 +134,12 @@ type LearnedIndexMetrics struct {
 	// position-to-block maps take. TableBytes is the size of those tables.
 	Segments, Bytes, TableBytes int64
 	// Hits counts point lookups in a table that went through its model;
-	// Fallbacks those that binary-searched a table's index.
-	Hits, Fallbacks uint64
+	// Fallbacks those that binary-searched a table's index. InPlace counts
+	// the hits that read the table's block from its memory mapping,
+	// verifying only the restart intervals they searched, instead of
+	// going through the block cache (tables with a model on a filesystem
+	// that maps files; see lsm/sstable).
+	Hits, Fallbacks, InPlace uint64
 }
 
 // Share returns the models' memory as a share of their tables' size.
@@ -148,9 +152,9 @@ func (m LearnedIndexMetrics) Share() float64 {
 
 // String prints the metrics on one line.
 func (m LearnedIndexMetrics) String() string {
-	return fmt.Sprintf("%d tables (%d without), %d segments, %s (%.2f%% of %s), %d hits, %d fallbacks",
+	return fmt.Sprintf("%d tables (%d without), %d segments, %s (%.2f%% of %s), %d hits (%d in place), %d fallbacks",
 		m.Tables, m.Without, m.Segments, humanBytes(uint64(max(m.Bytes, 0))), 100*m.Share(),
-		humanBytes(uint64(max(m.TableBytes, 0))), m.Hits, m.Fallbacks)
+		humanBytes(uint64(max(m.TableBytes, 0))), m.Hits, m.InPlace, m.Fallbacks)
 }
 
 func (tc *tableCache) learnedMetrics() LearnedIndexMetrics {
@@ -158,6 +162,6 @@ func (tc *tableCache) learnedMetrics() LearnedIndexMetrics {
 	return LearnedIndexMetrics{
 		Tables: int(s.Tables), Without: int(s.Without),
 		Segments: s.Segments, Bytes: s.Bytes, TableBytes: s.TableBytes,
-		Hits: s.Hits, Fallbacks: s.Fallbacks,
+		Hits: s.Hits, Fallbacks: s.Fallbacks, InPlace: s.InPlace,
 	}
 }

@@ -17,9 +17,19 @@ import (
 // the decoded entries of that restart interval in a cache, so a run of Prev
 // calls costs about one entry decode each.
 type blockIter struct {
-	data        []byte
-	restarts    int // offset of the restart array: entries live in data[:restarts]
+	data []byte
+	// restarts is where the entries end: they live in data[:restarts].
+	// It is the offset of the restart array, restartArr, except for a
+	// window read in place (see Reader.getInPlace), where it is the end
+	// of the window's verified intervals.
+	restarts    int
+	restartArr  int
 	numRestarts int
+	// For a block read in place: sumsAt is the offset of its interval
+	// checksums (0 otherwise), and verified the last restart interval
+	// verified so far; restarts is where that interval ends. See
+	// verifyInterval.
+	sumsAt, verified int
 	// checkKeys is set for data blocks: every key must be an encoded
 	// internal key of a point kind.
 	checkKeys bool
@@ -57,16 +67,21 @@ type cachedEntry struct {
 // iterator uses it. file and blockOff are used in error messages.
 func (i *blockIter) init(data []byte, checkKeys bool, file string, blockOff uint64) error {
 	i.reset(data, checkKeys, file, blockOff)
-	i.restarts, i.numRestarts = 0, 0
+	i.restarts, i.restartArr, i.numRestarts = 0, 0, 0
 	if len(data) < 4 {
 		return i.corrupt(0, "block of %d bytes is shorter than its restart count", len(data))
 	}
-	n := uint64(binary.LittleEndian.Uint32(data[len(data)-4:]))
-	if n == 0 || n*4+4 > uint64(len(data)) {
+	word := binary.LittleEndian.Uint32(data[len(data)-4:])
+	n, per := uint64(word&^sumsFlag), uint64(4)
+	if word&sumsFlag != 0 {
+		per = 8 // a restart offset and an interval checksum each
+	}
+	if n == 0 || n*per+4 > uint64(len(data)) {
 		return i.corrupt(len(data)-4, "bad restart count %d for a %d-byte block", n, len(data))
 	}
 	i.numRestarts = int(n)
-	i.restarts = len(data) - 4 - 4*int(n)
+	i.restarts = len(data) - 4 - int(per*n)
+	i.restartArr = i.restarts
 	if r0 := binary.LittleEndian.Uint32(data[i.restarts:]); r0 != 0 {
 		return i.corrupt(i.restarts, "first restart point is %d, not 0", r0)
 	}
@@ -80,15 +95,21 @@ func (i *blockIter) init(data []byte, checkKeys bool, file string, blockOff uint
 // differs is read as init reads it.
 func (i *blockIter) initWindow(data []byte, checkKeys bool, file string, blockOff uint64, numRestarts int) error {
 	n := len(data)
-	if numRestarts < 1 || n < 4+4*numRestarts {
+	if numRestarts < 1 || n < 4+8*numRestarts {
 		return i.init(data, checkKeys, file, blockOff)
 	}
 	restarts := n - 4 - 4*numRestarts
-	if binary.LittleEndian.Uint32(data[n-4:]) != uint32(numRestarts) || binary.LittleEndian.Uint32(data[restarts:]) != 0 {
+	word := binary.LittleEndian.Uint32(data[n-4:])
+	if word == uint32(numRestarts)|sumsFlag {
+		restarts -= 4 * numRestarts
+	} else if word != uint32(numRestarts) {
+		return i.init(data, checkKeys, file, blockOff)
+	}
+	if binary.LittleEndian.Uint32(data[restarts:]) != 0 {
 		return i.init(data, checkKeys, file, blockOff)
 	}
 	i.reset(data, checkKeys, file, blockOff)
-	i.restarts, i.numRestarts = restarts, numRestarts
+	i.restarts, i.restartArr, i.numRestarts = restarts, restarts, numRestarts
 	return nil
 }
 
@@ -103,7 +124,64 @@ func (i *blockIter) reset(data []byte, checkKeys bool, file string, blockOff uin
 	i.key, i.val = nil, nil
 	i.keyInBuf = false
 	i.offset, i.nextOffset = 0, 0
+	i.sumsAt, i.verified = 0, -1
 	i.clearCache()
+}
+
+// checkIntervalSums verifies every restart interval of a block that
+// carries interval checksums (init placed the arrays); a block without
+// them passes.
+func (i *blockIter) checkIntervalSums() error {
+	n := len(i.data)
+	if n < 4 || binary.LittleEndian.Uint32(i.data[n-4:])&sumsFlag == 0 {
+		return nil
+	}
+	sums := i.restartArr + 4*i.numRestarts
+	for j := range i.numRestarts {
+		p, ok := i.restartOffset(j)
+		if !ok {
+			return i.err
+		}
+		q := i.restartArr
+		if j+1 < i.numRestarts {
+			if q, ok = i.restartOffset(j + 1); !ok {
+				return i.err
+			}
+		}
+		if q <= p {
+			return i.corrupt(i.restartArr+4*j, "restart point %d at %d is not before the next (%d)", j, p, q)
+		}
+		if got, want := intervalSum(i.data[p:q]), binary.LittleEndian.Uint32(i.data[sums+4*j:]); got != want {
+			return i.corrupt(p, "restart interval %d: checksum %#08x, stored %#08x", j, got, want)
+		}
+	}
+	return nil
+}
+
+// verifyInterval checks restart interval j of a block read in place
+// against its checksum and makes it the end of what the iterator reads:
+// restarts becomes its end. j is the interval a search starts in, or the
+// one after the last verified. False, with err unset, when the interval
+// is out of order or does not verify: the caller reads the block the
+// ordinary way, which reports what is wrong.
+func (i *blockIter) verifyInterval(j int) bool {
+	if j < 0 || j >= i.numRestarts || (i.verified >= 0 && j != i.verified+1) {
+		return false
+	}
+	arr := i.restartArr
+	p := int(binary.LittleEndian.Uint32(i.data[arr+4*j:]))
+	q := arr
+	if j+1 < i.numRestarts {
+		q = int(binary.LittleEndian.Uint32(i.data[arr+4*(j+1):]))
+	}
+	if (j == 0 && p != 0) || (i.verified >= 0 && p != i.restarts) || q <= p || q > arr {
+		return false
+	}
+	if intervalSum(i.data[p:q]) != binary.LittleEndian.Uint32(i.data[i.sumsAt+4*j:]) {
+		return false
+	}
+	i.restarts, i.verified = q, j
+	return true
 }
 
 // touchWindow loads one byte of the block's last cache line and of each
@@ -146,9 +224,9 @@ func (i *blockIter) clearCache() {
 
 // restartOffset returns the offset of restart point j (0 <= j < numRestarts).
 func (i *blockIter) restartOffset(j int) (int, bool) {
-	off := int(binary.LittleEndian.Uint32(i.data[i.restarts+4*j:]))
+	off := int(binary.LittleEndian.Uint32(i.data[i.restartArr+4*j:]))
 	if off >= i.restarts {
-		i.corrupt(i.restarts+4*j, "restart point %d at %d is past the entries (%d)", j, off, i.restarts)
+		i.corrupt(i.restartArr+4*j, "restart point %d at %d is past the entries (%d)", j, off, i.restarts)
 		return 0, false
 	}
 	return off, true
@@ -370,7 +448,7 @@ func (i *blockIter) Prev() bool {
 	lo, hi := 0, i.numRestarts
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
-		if int(binary.LittleEndian.Uint32(i.data[i.restarts+4*mid:])) < target {
+		if int(binary.LittleEndian.Uint32(i.data[i.restartArr+4*mid:])) < target {
 			lo = mid + 1
 		} else {
 			hi = mid
@@ -435,6 +513,15 @@ func (i *blockIter) seekGEWithin(ukey []byte, trailer uint64, jlo, jhi, skip int
 			return false
 		}
 	}
+	if i.sumsAt != 0 && !i.verifyInterval(max(j-1, 0)) {
+		// Read in place: the scan reads only verified intervals. The
+		// restart keys the search compared are safe to have read
+		// unverified: the last one it went past is the first key of
+		// this interval (verified now, and the keys before it are
+		// smaller), and one that sent it left at worst starts the scan
+		// early.
+		return false
+	}
 	i.key, i.keyInBuf = nil, false
 	if !i.decodeAt(start) {
 		return false
@@ -484,7 +571,7 @@ func (i *blockIter) scanGE(ukey []byte, trailer uint64, skip int) bool {
 			return true
 		}
 		off := i.nextOffset
-		if off >= i.restarts {
+		if off >= i.restarts && (i.sumsAt == 0 || !i.verifyInterval(i.verified+1)) {
 			return false
 		}
 		if na, ok := i.decodeNextFast(off, a); ok {
@@ -635,6 +722,9 @@ func forEachEntry(b []byte, file string, off uint64, cmp func(a, b []byte) int, 
 	}
 	var it blockIter
 	if err := it.init(b, false, file, off); err != nil {
+		return err
+	}
+	if err := it.checkIntervalSums(); err != nil {
 		return err
 	}
 	var prev []byte

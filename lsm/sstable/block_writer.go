@@ -1,6 +1,9 @@
 package sstable
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
 
 // Block format, shared by data, index and meta blocks:
 //
@@ -21,13 +24,29 @@ import "encoding/binary"
 // holds at least one offset (0), even in an empty block. Data, index and
 // range-del blocks hold encoded internal keys; the properties and meta-index
 // blocks hold plain names.
+//
+// A data block of a table with a learned index (format version 3) also
+// carries a checksum of each restart interval, so that a point lookup can
+// read a window of the block in place and verify just the bytes it reads;
+// the high bit of the count word says so:
+//
+//	+---------+-----------+-----+-----------+-------+-----+---------------------+
+//	| entries | restart 0 | ... | restart n | sum 0 | ... | n | 1<<31 (u32 LE)  |
+//	+---------+-----------+-----+-----------+-------+-----+---------------------+
+//
+// sum j = CRC-32 (IEEE) of the entry bytes [restart j, restart j+1) (the last
+// interval ends where the restart array begins). The block's own checksum
+// (in its trailer) still covers all of it.
 type blockWriter struct {
 	restartInterval int
-	buf             []byte
-	restarts        []uint32
-	counter         int // entries since the last restart point
-	nEntries        int
-	prevKey         []byte
+	// sums: finish appends the interval checksums (data blocks of tables
+	// with a learned index).
+	sums     bool
+	buf      []byte
+	restarts []uint32
+	counter  int // entries since the last restart point
+	nEntries int
+	prevKey  []byte
 }
 
 func newBlockWriter(restartInterval int) blockWriter {
@@ -69,14 +88,42 @@ func (w *blockWriter) add(key, value []byte) {
 }
 
 // estimatedSize is the size finish would return now.
-func (w *blockWriter) estimatedSize() int { return len(w.buf) + 4*len(w.restarts) + 4 }
+func (w *blockWriter) estimatedSize() int {
+	n := len(w.buf) + 4*len(w.restarts) + 4
+	if w.sums {
+		n += 4 * len(w.restarts)
+	}
+	return n
+}
 
-// finish appends the restart array and returns the block. The result is
-// valid until the next reset or add.
+// finish appends the restart array (and the interval checksums) and
+// returns the block. The result is valid until the next reset or add.
 func (w *blockWriter) finish() []byte {
+	end := len(w.buf)
 	for _, r := range w.restarts {
 		w.buf = binary.LittleEndian.AppendUint32(w.buf, r)
 	}
-	w.buf = binary.LittleEndian.AppendUint32(w.buf, uint32(len(w.restarts)))
+	count := uint32(len(w.restarts))
+	if w.sums {
+		for j, r := range w.restarts {
+			next := end
+			if j+1 < len(w.restarts) {
+				next = int(w.restarts[j+1])
+			}
+			w.buf = binary.LittleEndian.AppendUint32(w.buf, intervalSum(w.buf[r:next]))
+		}
+		count |= sumsFlag
+	}
+	w.buf = binary.LittleEndian.AppendUint32(w.buf, count)
 	return w.buf
 }
+
+// sumsFlag marks, in a block's count word, a block that carries interval
+// checksums.
+const sumsFlag = 1 << 31
+
+// intervalSum is the checksum of one restart interval's entry bytes:
+// CRC-32 with the IEEE polynomial, which Go computes by carry-less
+// multiplication 3-4x faster than CRC-32C on the few hundred bytes of an
+// interval (a point lookup verifies one or two).
+func intervalSum(b []byte) uint32 { return crc32.ChecksumIEEE(b) }

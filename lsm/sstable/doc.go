@@ -101,6 +101,13 @@
 // snapshot) continues to the end of the block and into the next, as the
 // binary path does, so the answer never depends on the window.
 //
+// In a mapped table with a model, whose data blocks carry a checksum of
+// each restart interval (format version 3, see block_writer.go), Get reads
+// an uncompressed block in place: it verifies the interval its scan
+// starts in, and each one the scan enters, instead of copying the block
+// into the block cache and checksumming all of it; anything unexpected
+// sends it down the ordinary path (inplace.go).
+//
 // The footer layout is in format.go.
 //
 // # Reading
@@ -108,7 +115,9 @@
 // A Reader reads blocks with ReadAt, or, with ReaderOptions.Map, copies
 // them from a read-only mapping of the file (no system call per block;
 // the file is immutable). Either way a block is verified before use and
-// the block cache gets a copy it owns, never the mapping. A fault from a
+// the block cache gets a copy it owns, never the mapping. Point lookups
+// read in place (above) are the exception: they verify the intervals they
+// read and may return a value that aliases the mapping. A fault from a
 // file truncated under its mapping is caught and reported as corruption.
 //
 // # Errors

@@ -63,10 +63,13 @@ const (
 	footerLen    = 2*maxHandleLen + 4 + 4 + 8
 	footerSumOff = 2*maxHandleLen + 4
 	footerMagic  = "\x89STRATA\n"
-	// formatVersion is written in every footer. Version 2 tables may hold
-	// entries with metadata (kinds SETM and VPTRM: an expiry ahead of the
-	// value or pointer); a reader of version 2 reads version 1 too.
-	formatVersion = 2
+	// formatVersion is the newest version written in footers. Version 2
+	// tables may hold entries with metadata (kinds SETM and VPTRM: an
+	// expiry ahead of the value or pointer); version 3 tables (those with
+	// a learned index) have data blocks with interval checksums (see
+	// block_writer.go); other tables are written as version 2. A reader
+	// of version 3 reads 1 and 2 too.
+	formatVersion = 3
 	// minFormatVersion is the oldest version this build reads.
 	minFormatVersion = 1
 )

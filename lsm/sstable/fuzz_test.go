@@ -200,8 +200,9 @@ func tableAroundLearned(block []byte, c Compression, learnedBlock []byte, numEnt
 // FuzzLearnedDataBlock puts fuzzed bytes in the only data block of a table
 // whose learned index says the block holds the 200 keys its model was
 // fitted to: the learned lookup (a restart count taken from the index,
-// cache lines loaded at estimated offsets, the inline entry decoder) must
-// report corruption, never fault, whatever the block holds.
+// cache lines loaded at estimated offsets, the inline entry decoder, and
+// reading the block in place with its interval checksums) must report
+// corruption, never fault, whatever the block holds.
 func FuzzLearnedDataBlock(f *testing.F) {
 	const n = 200
 	key := func(i int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)*1000+7) }
@@ -222,6 +223,7 @@ func FuzzLearnedDataBlock(f *testing.F) {
 	}
 	r.Close()
 	good := newBlockWriter(16)
+	good.sums = true
 	for i := range n {
 		good.add(base.MakeInternalKey(key(i), base.SeqNum(i+1), base.KindSet).AppendEncoded(nil), []byte("v"))
 	}
@@ -243,16 +245,36 @@ func FuzzLearnedDataBlock(f *testing.F) {
 		if !r.Learned().Present {
 			t.Fatalf("learned index not used: %+v", r.Learned())
 		}
+		// The same table as if mapped: lookups read the block in place
+		// (heap memory stands in for the mapping).
+		var st LearnedStats
+		rm, err := NewReader(readOnly(t, data), int64(len(data)), ReaderOptions{LearnedStats: &st})
+		if err != nil {
+			t.Fatalf("second open: %v", err)
+		}
+		defer rm.Close()
+		rm.mapped = data
 		intact := bytes.Equal(block, goodBlock)
-		for _, i := range []int{0, 1, 15, 16, 17, 100, 199} {
-			for j, k := range [][]byte{key(i), key(i)[:7], append(key(i), 0)} {
-				_, _, _, found, err := r.Get(k, base.SeqNumMax)
-				if err != nil && !errors.Is(err, base.ErrCorruption) {
-					t.Fatalf("Get error %v is not a corruption", err)
+		for _, rd := range []*Reader{r, rm} {
+			for _, i := range []int{0, 1, 15, 16, 17, 100, 199} {
+				for j, k := range [][]byte{key(i), key(i)[:7], append(key(i), 0)} {
+					_, _, _, found, err := rd.Get(k, base.SeqNumMax)
+					if err != nil && !errors.Is(err, base.ErrCorruption) {
+						t.Fatalf("Get error %v is not a corruption", err)
+					}
+					if intact && (err != nil || found != (j == 0)) {
+						t.Fatalf("intact block: Get(%x) = %v, %v", k, found, err)
+					}
 				}
-				if intact && (err != nil || found != (j == 0)) {
-					t.Fatalf("intact block: Get(%x) = %v, %v", k, found, err)
-				}
+			}
+		}
+		if intact {
+			st = LearnedStats{}
+			for _, i := range []int{0, 1, 15, 16, 17, 100, 199} {
+				rm.Get(key(i), base.SeqNumMax)
+			}
+			if got := st.Metrics(); got.InPlace != 7 {
+				t.Fatalf("intact block: %d of 7 lookups of present keys in place", got.InPlace)
 			}
 		}
 	})

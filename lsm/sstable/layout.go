@@ -96,5 +96,12 @@ func BlockRestarts(data []byte) int {
 	if len(data) < 4 {
 		return 0
 	}
-	return int(binary.LittleEndian.Uint32(data[len(data)-4:]))
+	return int(binary.LittleEndian.Uint32(data[len(data)-4:]) &^ sumsFlag)
+}
+
+// BlockHasIntervalSums reports whether a decoded block carries a checksum
+// of each restart interval (data blocks of format version 3 tables with a
+// learned index).
+func BlockHasIntervalSums(data []byte) bool {
+	return len(data) >= 4 && binary.LittleEndian.Uint32(data[len(data)-4:])&sumsFlag != 0
 }

@@ -103,6 +103,9 @@ type learnedIndex struct {
 	// offsets come from the index.
 	blocks     []learnedBlock
 	farOffsets bool
+	// inPlace: the data blocks lie back to back, so a lookup can read a
+	// block from the table's mapping knowing only blocks[i] and blocks[i+1].
+	inPlace bool
 	// blockOf[p >> shift] is the block holding position p rounded down to a
 	// multiple of 1 << shift.
 	blockOf []uint32
@@ -178,15 +181,29 @@ func decodeLearned(b []byte, numBlocks int, numEntries uint64, file string, off 
 }
 
 // setOffsets copies the data blocks' offsets from the index (which
-// decodeLearned checked has as many entries as the model has blocks).
+// decodeLearned checked has as many entries as the model has blocks), and
+// sets blocks[n].off to where the last block's trailer ends. inPlace is
+// set when the blocks lie back to back, so that block i is the bytes
+// [blocks[i].off, blocks[i+1].off), trailer included (as the writer lays
+// them out).
 func (x *learnedIndex) setOffsets(index *indexArray) {
+	n := len(index.entries)
+	x.inPlace = n > 0
 	for i := range index.entries {
-		off := index.entries[i].handle.Offset
-		if off > math.MaxUint32 {
-			x.farOffsets = true
+		h := index.entries[i].handle
+		end := h.Offset + h.Length + blockTrailerLen
+		if end > math.MaxUint32 {
+			x.farOffsets, x.inPlace = true, false
 			return
 		}
-		x.blocks[i].off = uint32(off)
+		x.blocks[i].off = uint32(h.Offset)
+		if i+1 < n && index.entries[i+1].handle.Offset != end {
+			x.inPlace = false
+		}
+	}
+	if n > 0 {
+		last := index.entries[n-1].handle
+		x.blocks[n].off = uint32(last.Offset + last.Length + blockTrailerLen)
 	}
 }
 
@@ -311,7 +328,7 @@ const (
 )
 
 type learnedStripe struct {
-	hits, fallbacks atomic.Uint64
+	hits, fallbacks, inPlace atomic.Uint64
 	// Gauges of the open Readers, changed at open and Close.
 	tables, without, segments, bytes, tableBytes atomic.Int64
 	_                                            [8]byte
@@ -332,6 +349,12 @@ func (s *LearnedStats) hit() {
 	}
 }
 
+func (s *LearnedStats) servedInPlace() {
+	if s != nil {
+		s.stripe().inPlace.Add(1)
+	}
+}
+
 func (s *LearnedStats) fallback() {
 	if s != nil {
 		s.stripe().fallbacks.Add(1)
@@ -349,8 +372,10 @@ type LearnedMetrics struct {
 	// tables that have them.
 	Segments, Bytes, TableBytes int64
 	// Hits counts point lookups a model served; Fallbacks those that
-	// binary-searched the index of a table without one.
-	Hits, Fallbacks uint64
+	// binary-searched the index of a table without one. InPlace counts
+	// the hits that read their window from the table's mapping (see
+	// Reader.getInPlace) rather than through the block cache.
+	Hits, Fallbacks, InPlace uint64
 }
 
 // Metrics sums the stripes.
@@ -363,6 +388,7 @@ func (s *LearnedStats) Metrics() LearnedMetrics {
 		st := &s.stripes[i]
 		m.Hits += st.hits.Load()
 		m.Fallbacks += st.fallbacks.Load()
+		m.InPlace += st.inPlace.Load()
 		m.Tables += st.tables.Load()
 		m.Without += st.without.Load()
 		m.Segments += st.segments.Load()
@@ -378,8 +404,8 @@ func (m LearnedMetrics) String() string {
 	if m.TableBytes > 0 {
 		share = 100 * float64(m.Bytes) / float64(m.TableBytes)
 	}
-	return fmt.Sprintf("%d tables with a model (%d without), %d segments, %d bytes (%.2f%% of their tables), %d hits, %d fallbacks",
-		m.Tables, m.Without, m.Segments, m.Bytes, share, m.Hits, m.Fallbacks)
+	return fmt.Sprintf("%d tables with a model (%d without), %d segments, %d bytes (%.2f%% of their tables), %d hits (%d in place), %d fallbacks",
+		m.Tables, m.Without, m.Segments, m.Bytes, share, m.Hits, m.InPlace, m.Fallbacks)
 }
 
 // noteOpen adds (sign 1) or removes (sign -1) a Reader's learned index

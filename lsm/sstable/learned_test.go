@@ -88,6 +88,10 @@ func TestLearnedKeySets(t *testing.T) {
 					defer r.Close()
 					plain := openTable(t, f.reopen(t), ReaderOptions{DisableLearned: true})
 					defer plain.Close()
+					// The same table on disk, mapped: lookups read its
+					// windows in place.
+					var st LearnedStats
+					mapped, _ := openDiskTable(t, f.contents(t), ReaderOptions{Map: true, LearnedStats: &st})
 					if plain.Learned().Present || plain.Learned().Reason != learned.ReasonDisabled {
 						t.Fatalf("model used though disabled: %+v", plain.Learned())
 					}
@@ -115,7 +119,7 @@ func TestLearnedKeySets(t *testing.T) {
 					}
 					check := func(uk []byte, snap base.SeqNum) {
 						want, wantOK := m.get(uk, snap)
-						for _, rd := range []*Reader{r, plain} {
+						for _, rd := range []*Reader{r, plain, mapped} {
 							v, kind, seq, ok, err := rd.Get(uk, snap)
 							if err != nil {
 								t.Fatalf("Get(%x, %d): %v", uk, snap, err)
@@ -131,6 +135,9 @@ func TestLearnedKeySets(t *testing.T) {
 					}
 					for _, k := range absentProbes(rng, keys, 3000) {
 						check(k, base.SeqNumMax)
+					}
+					if got := st.Metrics(); info.Present && (got.InPlace == 0 || got.InPlace < got.Hits*3/4) {
+						t.Fatalf("%d of %d learned lookups read in place", got.InPlace, got.Hits)
 					}
 				})
 			}

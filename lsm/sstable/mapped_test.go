@@ -2,11 +2,14 @@ package sstable
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/strata-db/strata/index/learned"
+	"github.com/strata-db/strata/index/learned/learnedtest"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/vfs"
 )
@@ -48,31 +51,40 @@ func TestMappedTable(t *testing.T) {
 
 // TestMappedTableTruncated truncates a mapped table under its Reader:
 // block reads past the new end must fail as corruption, not crash.
+// With a learned index, lookups read blocks in place from the mapping.
 func TestMappedTableTruncated(t *testing.T) {
-	rng := rand.New(rand.NewPCG(22, 22))
-	spec := tableSpec{entries: genEntries(rng, 5000, false)}
-	f, _ := writeTable(t, spec, WriterOptions{BlockSize: 256})
-	r, path := openDiskTable(t, f.contents(t), ReaderOptions{Map: true})
-	if err := os.Truncate(path, 0); err != nil {
-		t.Fatal(err)
-	}
-	failed := 0
-	for _, e := range spec.entries[len(spec.entries)/2:] {
-		_, _, _, _, err := r.Get(e.key.UserKey, base.SeqNumMax)
-		if err != nil {
-			if !errors.Is(err, base.ErrCorruption) {
-				t.Fatalf("Get after truncation: %v is not corruption", err)
+	for _, lo := range []*learned.Options{nil, {MaxShare: 1}} { // small blocks: a large block map
+		t.Run(fmt.Sprintf("learned=%v", lo != nil), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(22, 22))
+			keys := learnedtest.KeySets[0].Gen(rng, 5000)
+			spec := tableSpec{entries: entriesFor(rng, keys, false)}
+			f, _ := writeTable(t, spec, WriterOptions{BlockSize: 256, Learned: lo})
+			r, path := openDiskTable(t, f.contents(t), ReaderOptions{Map: true})
+			if r.Learned().Present != (lo != nil) {
+				t.Fatalf("model: %+v", r.Learned())
 			}
-			failed++
-		}
-	}
-	if failed == 0 {
-		t.Fatal("no Get noticed the truncation")
-	}
-	it := r.NewIter()
-	for ok := it.First(); ok; ok = it.Next() {
-	}
-	if err := it.Close(); !errors.Is(err, base.ErrCorruption) {
-		t.Fatalf("scan after truncation: %v", err)
+			if err := os.Truncate(path, 0); err != nil {
+				t.Fatal(err)
+			}
+			failed := 0
+			for _, e := range spec.entries[len(spec.entries)/2:] {
+				_, _, _, _, err := r.Get(e.key.UserKey, base.SeqNumMax)
+				if err != nil {
+					if !errors.Is(err, base.ErrCorruption) {
+						t.Fatalf("Get after truncation: %v is not corruption", err)
+					}
+					failed++
+				}
+			}
+			if failed == 0 {
+				t.Fatal("no Get noticed the truncation")
+			}
+			it := r.NewIter()
+			for ok := it.First(); ok; ok = it.Next() {
+			}
+			if err := it.Close(); !errors.Is(err, base.ErrCorruption) {
+				t.Fatalf("scan after truncation: %v", err)
+			}
+		})
 	}
 }

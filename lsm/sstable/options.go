@@ -38,8 +38,10 @@ type WriterOptions struct {
 	Compression Compression
 	// Learned, when set, fits a learned index (package learned) over the
 	// table's user keys as they are added and stores it, or the reason the
-	// key set was refused, in the MetaLearnedName block. Default nil: no
-	// learned index and no block.
+	// key set was refused, in the MetaLearnedName block; the data blocks
+	// then carry a checksum of each restart interval, so that lookups can
+	// read them in place, and the table is of format version 3. Default
+	// nil: no learned index and no block (format version 2).
 	Learned *learned.Options
 }
 

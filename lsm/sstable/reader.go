@@ -502,7 +502,11 @@ var blockIterPool = sync.Pool{New: func() any { return new(blockIter) }}
 // Get returns the newest point entry of userKey with seq <= snap, of any
 // point kind (deletes included). It does not consider range tombstones.
 // value is read-only and stays valid after the call: it aliases a cached
-// or freshly read block, never a reused buffer.
+// or freshly read block, or, for a mapped table, the mapping (valid until
+// Close), never a reused buffer. A caller that reads a value of a mapped
+// table after Get returns should do so between vfs.BeginMapped and
+// vfs.EndMapped, as Get does, so that a file truncated behind the
+// Reader's back is an error rather than a crash.
 func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
 	snap = min(snap, base.SeqNumMax)
 	trailer := uint64(base.MakeTrailer(snap, base.KindMax))
@@ -512,10 +516,23 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 	// The block and restart points to search: all of the block's restart
 	// points unless the learned index narrows them.
 	var w window
+	// A pooled block iterator keeps its key buffer across calls, so a Get
+	// on a cached block does not allocate.
+	bi := blockIterPool.Get().(*blockIter)
+	defer func() {
+		bi.data, bi.key, bi.val = nil, nil, nil
+		blockIterPool.Put(bi)
+	}()
 	if x := r.lidx; x != nil {
 		r.o.LearnedStats.hit()
 		if w = x.window(&r.index, userKey, trailer); !w.ok {
 			return nil, 0, 0, false, nil
+		}
+		if x.inPlace && r.mapped != nil {
+			if v, kind, seq, found, ok := r.getInPlace(bi, &w, userKey, trailer); ok {
+				r.o.LearnedStats.servedInPlace()
+				return v, kind, seq, found, nil
+			}
 		}
 	} else {
 		w.jhi = -1
@@ -526,13 +543,6 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 		w.off = r.index.entries[w.i].handle.Offset
 	}
 	i, jlo, jhi, skip := w.i, w.jlo, w.jhi, w.skip
-	// A pooled block iterator keeps its key buffer across calls, so a Get
-	// on a cached block does not allocate.
-	bi := blockIterPool.Get().(*blockIter)
-	defer func() {
-		bi.data, bi.key, bi.val = nil, nil, nil
-		blockIterPool.Put(bi)
-	}()
 	// The first entry >= the search key is in block i or, if block i has
 	// none, first in block i+1.
 	for off := w.off; i < len(r.index.entries); i, jlo, jhi, skip = i+1, 0, -1, 0 {

@@ -128,6 +128,9 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 	w.props.Compression = w.o.Compression.String()
 	if w.o.Learned != nil {
 		w.learned = newLearnedWriter(*w.o.Learned, w.o.BlockRestartInterval)
+		// Its point lookups read data blocks in place, verifying just the
+		// restart intervals they read (see Reader.getInPlace).
+		w.data.sums = true
 	}
 	return w
 }
@@ -433,7 +436,13 @@ func (w *Writer) finish() error {
 	if err != nil {
 		return err
 	}
-	ft := footer{metaIndex: mh, index: ih, version: formatVersion}.encode()
+	version := uint32(formatVersion)
+	if !w.data.sums {
+		// Nothing of version 3 in it: builds that read up to version 2
+		// read it too.
+		version = 2
+	}
+	ft := footer{metaIndex: mh, index: ih, version: version}.encode()
 	if _, err := w.bw.Write(ft); err != nil {
 		return fmt.Errorf("sstable: write: %w", err)
 	}
