@@ -535,7 +535,23 @@ func (d *DB) rotateMemTable(need int) error {
 		d.opts.EventListener.writeStallBegin(WriteStallInfo{Reason: reason})
 		start := time.Now()
 		d.mu.Lock()
-		for d.stallReasonLocked() != "" && d.bgErr == nil {
+		for d.bgErr == nil {
+			now := d.stallReasonLocked()
+			if now == "" {
+				break
+			}
+			if now != reason {
+				// The wait goes on for another reason (the frozen
+				// memtables were flushed, and L0 is now full): a stall of
+				// its own, so that listeners see why writers wait.
+				reason = now
+				d.stats.writeStalls.Add(1)
+				d.mu.Unlock()
+				d.opts.EventListener.writeStallEnd()
+				d.opts.EventListener.writeStallBegin(WriteStallInfo{Reason: reason})
+				d.mu.Lock()
+				continue
+			}
 			d.cond.Wait()
 		}
 		d.stats.stallNanos.Add(int64(time.Since(start)))

@@ -12,7 +12,9 @@ type EventListener struct {
 	CompactionBegin func(CompactionInfo)
 	CompactionEnd   func(CompactionInfo)
 	// WriteStallBegin and WriteStallEnd bracket a period in which writers
-	// wait for flushes or compactions to catch up.
+	// wait for flushes or compactions to catch up. When the wait goes on
+	// for another reason (frozen memtables flushed, L0 now full), the
+	// stall ends and a new one begins with that reason.
 	WriteStallBegin func(WriteStallInfo)
 	WriteStallEnd   func()
 	// BackgroundError reports a flush or compaction failure. Writes fail

@@ -69,3 +69,86 @@ func TestWritesStallAtL0Limit(t *testing.T) {
 	require.Positive(t, m.StallDuration)
 	require.NoError(t, db.Close())
 }
+
+// TestWriteStallReasonChanges: a stall that begins because the frozen
+// memtables wait for a flush, and goes on, once they are flushed, because
+// L0 is full, ends and begins again with the new reason, so that a
+// listener sees why writers wait. (Reporting only the first reason once
+// hung TestWritesStallAtL0Limit on a loaded machine: its listener waits
+// for an L0 stall to let compactions go.)
+func TestWriteStallReasonChanges(t *testing.T) {
+	var holdFlushes atomic.Bool
+	flushGate, compactGate := make(chan struct{}), make(chan struct{})
+	var compactOnce sync.Once
+	releaseCompactions := func() { compactOnce.Do(func() { close(compactGate) }) }
+	defer releaseCompactions()
+	reasons := make(chan string, 100)
+	var begins, ends atomic.Int32
+	listener := &EventListener{
+		FlushBegin: func(FlushInfo) {
+			if holdFlushes.Load() {
+				<-flushGate
+			}
+		},
+		CompactionBegin: func(CompactionInfo) { <-compactGate },
+		WriteStallBegin: func(i WriteStallInfo) {
+			begins.Add(1)
+			reasons <- i.Reason
+		},
+		WriteStallEnd: func() { ends.Add(1) },
+	}
+	opts := &Options{FS: vfs.NewMem(), MemTableSize: 16 << 10, L0CompactionThreshold: 2,
+		L0SlowdownWritesThreshold: 6, L0StopWritesThreshold: 6, EventListener: listener}
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	value := make([]byte, 200)
+	key := 0
+	put := func() error {
+		key++
+		return db.Set([]byte{byte(key >> 16), byte(key >> 8), byte(key)}, value, NoSync)
+	}
+	// Five tables in L0; compactions are held.
+	for range 5 {
+		require.NoError(t, put())
+		require.NoError(t, db.Flush())
+	}
+	require.EqualValues(t, 5, db.l0Files.Load())
+	// Flushes are held too: the memtables fill and writers stall on them.
+	holdFlushes.Store(true)
+	done := make(chan error, 1)
+	go func() {
+		for range 2000 {
+			if err := put(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- nil
+	}()
+	next := func(want string) {
+		t.Helper()
+		select {
+		case got := <-reasons:
+			require.Equal(t, want, got)
+		case err := <-done:
+			t.Fatalf("writes finished (%v) before a stall on %s", err, want)
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no stall on %s", want)
+		}
+	}
+	next("memtables")
+	// The flushes bring L0 to the stop threshold: the same wait goes on,
+	// for L0.
+	close(flushGate)
+	next("L0 files")
+	releaseCompactions()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("writes did not resume after compactions were released")
+	}
+	require.NoError(t, db.Close())
+	require.Equal(t, begins.Load(), ends.Load(), "stall begins and ends unpaired")
+	require.GreaterOrEqual(t, db.Metrics().WriteStalls, uint64(2))
+}
