@@ -147,31 +147,41 @@ func TestCorruptSSTable(t *testing.T) {
 		where := fmt.Sprintf("flip at %d of %d", off, size)
 		o := *opts
 		o.FS = flipByte(t, fs, name, off)
-		db, err := Open("db", &o)
-		if err != nil {
-			// Open reads every table's footer: a damaged footer fails it.
-			requireCorruption(t, err, table, where)
-			require.GreaterOrEqual(t, off, size-56, "%s: Open failed for a flip outside the footer", where)
-			continue
+		checkFlippedTable(t, "db", &o, m, table, off, size, where)
+	}
+}
+
+// checkFlippedTable opens the database in dir, whose table (size bytes)
+// has a byte flipped at off: Open fails with ErrCorruption naming it only
+// for a flip in the footer; otherwise every read returns the right value
+// or ErrCorruption naming the table, a scan returns no wrong value, and
+// the gets and the scan together notice the flip.
+func checkFlippedTable(t *testing.T, dir string, opts *Options, m model, table string, off, size int64, where string) {
+	t.Helper()
+	db, err := Open(dir, opts)
+	if err != nil {
+		// Open reads every table's footer: a damaged footer fails it.
+		requireCorruption(t, err, table, where)
+		require.GreaterOrEqual(t, off, size-56, "%s: Open failed for a flip outside the footer", where)
+		return
+	}
+	noticed := getAll(t, db, m, table, where) > 0
+	it, err := db.NewIter(nil)
+	if err != nil {
+		requireCorruption(t, err, table, where)
+		noticed = true
+	} else {
+		for ok := it.First(); ok; ok = it.Next() {
+			require.Equal(t, m[string(it.Key())], string(it.Value()), "%s: scan returned a wrong value", where)
 		}
-		noticed := getAll(t, db, m, table, where) > 0
-		it, err := db.NewIter(nil)
-		if err != nil {
+		if err := it.Error(); err != nil {
 			requireCorruption(t, err, table, where)
 			noticed = true
-		} else {
-			for ok := it.First(); ok; ok = it.Next() {
-				require.Equal(t, m[string(it.Key())], string(it.Value()), "%s: scan returned a wrong value", where)
-			}
-			if err := it.Error(); err != nil {
-				requireCorruption(t, err, table, where)
-				noticed = true
-			}
-			it.Close()
 		}
-		require.True(t, noticed, "%s: corruption went unnoticed", where)
-		db.Close()
+		it.Close()
 	}
+	require.True(t, noticed, "%s: corruption went unnoticed", where)
+	require.NoError(t, db.Close())
 }
 
 // TestCorruptSSTableMapped is TestCorruptSSTable on the disk, where
@@ -223,29 +233,7 @@ func TestCorruptSSTableMapped(t *testing.T) {
 		require.NoError(t, err)
 		_, err = file.WriteAt([]byte{b[0] ^ 0x20}, off)
 		require.NoError(t, err)
-		db, err := Open(dir, opts)
-		if err != nil {
-			requireCorruption(t, err, table, where)
-			require.GreaterOrEqual(t, off, size-56, "%s: Open failed for a flip outside the footer", where)
-		} else {
-			noticed := getAll(t, db, m, table, where) > 0
-			it, err := db.NewIter(nil)
-			if err != nil {
-				requireCorruption(t, err, table, where)
-				noticed = true
-			} else {
-				for ok := it.First(); ok; ok = it.Next() {
-					require.Equal(t, m[string(it.Key())], string(it.Value()), "%s: scan returned a wrong value", where)
-				}
-				if err := it.Error(); err != nil {
-					requireCorruption(t, err, table, where)
-					noticed = true
-				}
-				it.Close()
-			}
-			require.True(t, noticed, "%s: corruption went unnoticed", where)
-			require.NoError(t, db.Close())
-		}
+		checkFlippedTable(t, dir, opts, m, table, off, size, where)
 		_, err = file.WriteAt(b[:], off)
 		require.NoError(t, err)
 	}
