@@ -138,24 +138,27 @@ func (i *blockIter) checkIntervalSums() error {
 	}
 	sums := i.restartArr + 4*i.numRestarts
 	for j := range i.numRestarts {
-		p, ok := i.restartOffset(j)
-		if !ok {
-			return i.err
-		}
-		q := i.restartArr
-		if j+1 < i.numRestarts {
-			if q, ok = i.restartOffset(j + 1); !ok {
-				return i.err
-			}
-		}
-		if q <= p {
-			return i.corrupt(i.restartArr+4*j, "restart point %d at %d is not before the next (%d)", j, p, q)
-		}
-		if got, want := intervalSum(i.data[p:q]), binary.LittleEndian.Uint32(i.data[sums+4*j:]); got != want {
-			return i.corrupt(p, "restart interval %d: checksum %#08x, stored %#08x", j, got, want)
+		if p, q, ok := i.interval(j, sums); !ok {
+			return i.corrupt(p, "restart interval %d [%d, %d): bounds out of order or checksum mismatch", j, p, q)
 		}
 	}
 	return nil
+}
+
+// interval returns the bounds [p, q) of restart interval j of a block
+// whose interval checksums start at sums, and whether the bounds are in
+// order and the interval's bytes match its checksum.
+func (i *blockIter) interval(j, sums int) (p, q int, ok bool) {
+	arr := i.restartArr
+	p = int(binary.LittleEndian.Uint32(i.data[arr+4*j:]))
+	q = arr
+	if j+1 < i.numRestarts {
+		q = int(binary.LittleEndian.Uint32(i.data[arr+4*(j+1):]))
+	}
+	if (j == 0 && p != 0) || q <= p || q > arr {
+		return p, q, false
+	}
+	return p, q, intervalSum(i.data[p:q]) == binary.LittleEndian.Uint32(i.data[sums+4*j:])
 }
 
 // verifyInterval checks restart interval j of a block read in place
@@ -168,16 +171,8 @@ func (i *blockIter) verifyInterval(j int) bool {
 	if j < 0 || j >= i.numRestarts || (i.verified >= 0 && j != i.verified+1) {
 		return false
 	}
-	arr := i.restartArr
-	p := int(binary.LittleEndian.Uint32(i.data[arr+4*j:]))
-	q := arr
-	if j+1 < i.numRestarts {
-		q = int(binary.LittleEndian.Uint32(i.data[arr+4*(j+1):]))
-	}
-	if (j == 0 && p != 0) || (i.verified >= 0 && p != i.restarts) || q <= p || q > arr {
-		return false
-	}
-	if intervalSum(i.data[p:q]) != binary.LittleEndian.Uint32(i.data[i.sumsAt+4*j:]) {
+	p, q, ok := i.interval(j, i.sumsAt)
+	if !ok || (i.verified >= 0 && p != i.restarts) {
 		return false
 	}
 	i.restarts, i.verified = q, j

@@ -1,8 +1,6 @@
 package sstable
 
 import (
-	"encoding/binary"
-
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/vfs"
 )
@@ -55,14 +53,14 @@ func (r *Reader) getInPlace(bi *blockIter, w *window, ukey []byte, trailer uint6
 	if Compression(blk[n]) != NoCompression {
 		return nil, 0, 0, false, false
 	}
+	// The block must have the restart count the block map implies and
+	// interval checksums: initWindow then places the restart array 8
+	// bytes a restart from the end (a restart offset and a checksum).
 	nr := w.numRestarts
-	if nr < 1 || n < 4+8*nr || binary.LittleEndian.Uint32(blk[n-4:]) != uint32(nr)|sumsFlag {
+	if bi.initWindow(blk[:n], true, r.file, start, nr) != nil || bi.numRestarts != nr || bi.restartArr != n-4-8*nr {
 		return nil, 0, 0, false, false
 	}
-	arr := n - 4 - 8*nr // the restart array; the sums follow it
-	bi.reset(blk[:n], true, r.file, start)
-	bi.restarts, bi.restartArr, bi.numRestarts = arr, arr, nr
-	bi.sumsAt = arr + 4*nr
+	bi.sumsAt = bi.restartArr + 4*nr // the sums follow the restart array
 	if !bi.seekGEWithin(ukey, trailer, w.jlo, w.jhi, w.skip) {
 		// Past the window (the entries of the key newer than the
 		// snapshot, or a key absent from the table), or an entry that

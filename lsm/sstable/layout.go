@@ -98,10 +98,3 @@ func BlockRestarts(data []byte) int {
 	}
 	return int(binary.LittleEndian.Uint32(data[len(data)-4:]) &^ sumsFlag)
 }
-
-// BlockHasIntervalSums reports whether a decoded block carries a checksum
-// of each restart interval (data blocks of format version 3 tables with a
-// learned index).
-func BlockHasIntervalSums(data []byte) bool {
-	return len(data) >= 4 && binary.LittleEndian.Uint32(data[len(data)-4:])&sumsFlag != 0
-}
