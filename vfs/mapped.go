@@ -31,3 +31,17 @@ func EndMapped(old bool, err *error) {
 		panic(r)
 	}
 }
+
+// MapAlign is the write size and alignment that lets a file written
+// once and then mapped (see MapFile) be mapped with huge pages: 2 MiB, the
+// huge page of amd64 and arm64. Linux filesystems whose page cache holds
+// large folios (ext4 and xfs on current kernels) cache a write of 2 MiB
+// at a 2 MiB-aligned offset as one huge folio, and a read-only mapping of
+// the file, placed 2 MiB-aligned by the kernel, maps each such folio with
+// one page-table entry. A random read of the mapping then misses the TLB
+// far less (one entry covers 512 times the bytes) and its page walk is
+// one level shorter. Written in smaller pieces, the same bytes are cached
+// in small folios and mapped 4 KiB at a time. Writers of immutable files
+// (value logs, tables) buffer whole chunks of MapAlign and write them at
+// multiples of it.
+const MapAlign = 2 << 20

@@ -14,18 +14,13 @@ import (
 // of its writes: the file sees writes that end on a multiple of this size
 // (except the last, and those cut short by a Sync), whatever the record
 // sizes, and so, in the usual run, writes of exactly this size at offsets
-// that are multiples of it.
-//
-// 2 MiB is the size of a huge page on amd64 and arm64. Linux filesystems
-// with large folios (ext4, xfs) cache a 2 MiB write at a 2 MiB-aligned
-// offset as one huge page, which a read-only mapping of the finished file
-// (see ReaderOptions.Map) maps with one page-table entry: a read of a
-// random value then takes no TLB miss and no page fault beyond one per
-// 2 MiB. Written in smaller pieces, the same file is cached in small
-// folios and mapped 4 KiB at a time, and a scan of values at random
-// places in the file paid a TLB miss and a share of a page fault per
-// value.
-const writerBufSize = 2 << 20
+// that are multiples of it. It is vfs.MapAlign, so that a finished file's
+// mapping (see ReaderOptions.Map) uses huge pages: a read of a random
+// value then takes no TLB miss and no page fault beyond one per 2 MiB.
+// Written in smaller pieces, the same file was mapped 4 KiB at a time,
+// and a scan of values at random places in the file paid a TLB miss and a
+// share of a page fault per value.
+const writerBufSize = vfs.MapAlign
 
 // writerBufStart is the buffer's first capacity: it doubles as records
 // fill it, up to writerBufSize, so that a value log that receives little

@@ -26,6 +26,7 @@ type testFile struct {
 	syncs    int
 	writeErr error // returned by Write, which then writes nothing
 	readErr  error // returned by ReadAt, which then reads nothing
+	writes   []int // the length of each Write
 }
 
 const testFileName = "test.sst"
@@ -114,6 +115,7 @@ func (f *testFile) Write(p []byte) (int, error) {
 	if f.writeErr != nil {
 		return 0, f.writeErr
 	}
+	f.writes = append(f.writes, len(p))
 	return f.File.Write(p)
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/strata-db/strata/index/learned"
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/vfs"
 )
 
 // model answers queries over the sorted entries of a table.
@@ -654,6 +655,51 @@ func TestConcurrentReaders(t *testing.T) {
 		for range 4 {
 			if err := <-errc; err != nil {
 				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestWriterAlignedWrites: a table reaches its file in writes of
+// vfs.MapAlign bytes (but the last), so that its mapping can use huge
+// pages; and a buffer a finished Writer gave back serves the next table
+// without carrying its bytes over.
+func TestWriterAlignedWrites(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var first []byte
+	for round := range 2 {
+		f := newTestFile(t)
+		w := NewWriter(f, WriterOptions{})
+		var want []kv
+		for i := 0; w.EstimatedSize() < 5*vfs.MapAlign/2; i++ {
+			e := kv{base.MakeInternalKey(fmt.Appendf(nil, "key%08d", i), 1, base.KindSet), randValue(rng, 10+rng.IntN(3000))}
+			if err := w.Add(e.key, e.value); err != nil {
+				t.Fatal(err)
+			}
+			want = append(want, e)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if len(f.writes) < 3 {
+			t.Fatalf("%d writes for a table of %d bytes", len(f.writes), w.Metadata().Size)
+		}
+		for i, n := range f.writes[:len(f.writes)-1] {
+			if n != vfs.MapAlign {
+				t.Fatalf("write %d of %d has %d bytes, want %d", i, len(f.writes), n, vfs.MapAlign)
+			}
+		}
+		data := f.contents(t)
+		if round == 0 {
+			first = data
+		} else if bytes.Equal(first[:vfs.MapAlign], data[:vfs.MapAlign]) {
+			t.Fatal("the second table begins with the first one's bytes")
+		}
+		r := openTable(t, readOnly(t, data), ReaderOptions{})
+		for _, e := range want {
+			v, _, _, found, err := r.Get(e.key.UserKey, base.SeqNumMax)
+			if err != nil || !found || !bytes.Equal(v, e.value) {
+				t.Fatalf("Get(%q) = %d bytes, found %v, %v; want %d bytes", e.key.UserKey, len(v), found, err, len(e.value))
 			}
 		}
 	}
