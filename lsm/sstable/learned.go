@@ -106,11 +106,22 @@ type learnedIndex struct {
 	// inPlace: the data blocks lie back to back, so a lookup can read a
 	// block from the table's mapping knowing only blocks[i] and blocks[i+1].
 	inPlace bool
-	// blockOf[p >> shift] is the block holding position p rounded down to a
-	// multiple of 1 << shift.
-	blockOf []uint32
+	// The block of position p is found from a first guess, at or before it,
+	// stepping over block starts in blocks. When the blocks hold nearly
+	// equal entry counts (as a table of keys and value pointers does), the
+	// guess is arithmetic: (p*mul)>>32 - back, off by at most maxInterpSteps
+	// blocks, and the lookup's one miss is on blocks. Otherwise blockOf[p >>
+	// shift] is the block holding position p rounded down to a multiple of
+	// 1 << shift, a second miss before the one on blocks.
+	mul     uint64
+	back    int
+	blockOf []uint32 // nil when the guess is arithmetic
 	shift   uint
 }
+
+// maxInterpSteps bounds the blocks an arithmetic guess may fall short by
+// (blocks entries are 8 bytes: a cache line holds 8).
+const maxInterpSteps = 4
 
 type learnedBlock struct {
 	start, off uint32
@@ -207,10 +218,40 @@ func (x *learnedIndex) setOffsets(index *indexArray) {
 	}
 }
 
-// buildBlockOf makes the position-to-block table: one slot per the
-// smallest power of two at or above the mean block's entry count, so a
-// lookup steps over one or two block starts.
+// buildBlockOf sets up how a position maps to its block: arithmetically
+// when the linear guess p*n/entries is never more than maxInterpSteps
+// blocks short of the block (after moving it back by its largest
+// overshoot); otherwise through a position-to-block table, one slot per
+// the smallest power of two at or above the mean block's entry count, so
+// a lookup steps over one or two block starts.
 func (x *learnedIndex) buildBlockOf() {
+	n := len(x.blocks) - 1
+	total := uint64(x.blocks[n].start)
+	if total > 0 && n > 0 {
+		x.mul = (uint64(n) << 32) / total
+		// The guess grows with p and the block is a step function of it:
+		// within block b the guess overshoots most at the block's last
+		// position and falls shortest at its first.
+		over, short := 0, 0
+		for b := range n {
+			over = max(over, x.guess(int(x.blocks[b+1].start)-1)-b)
+			short = max(short, b-x.guess(int(x.blocks[b].start)))
+		}
+		if over+short <= maxInterpSteps {
+			x.back = over
+			x.blockOf = nil
+			return
+		}
+	}
+	x.buildSlots()
+}
+
+// guess is the arithmetic first guess of position p's block, before
+// moving back.
+func (x *learnedIndex) guess(p int) int { return int((uint64(p) * x.mul) >> 32) }
+
+// buildSlots makes the position-to-block table (see buildBlockOf).
+func (x *learnedIndex) buildSlots() {
 	n := len(x.blocks) - 1
 	total := uint64(x.blocks[n].start)
 	mean := max(total/uint64(max(n, 1)), 1)
@@ -229,7 +270,12 @@ func (x *learnedIndex) buildBlockOf() {
 
 // block returns the data block holding position p (p < entries).
 func (x *learnedIndex) block(p int) int {
-	b := int(x.blockOf[p>>x.shift])
+	var b int
+	if x.blockOf == nil {
+		b = max(x.guess(p)-x.back, 0)
+	} else {
+		b = int(x.blockOf[p>>x.shift])
+	}
 	for x.blocks[b+1].start <= uint32(p) {
 		b++
 	}

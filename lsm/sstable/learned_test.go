@@ -2,6 +2,7 @@ package sstable
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -317,4 +318,81 @@ func TestLearnedFarOffsets(t *testing.T) {
 			t.Fatalf("Get(%x) = %v %s#%d %v, want %v %s", k, ok, kind, seq, err, wantOK, want.key)
 		}
 	}
+}
+
+// TestLearnedBlockMap checks the position-to-block map on every key set and
+// on a table whose blocks hold very different entry counts: for every
+// position, block returns the block holding it, whether the table's map is
+// the arithmetic guess or the slot table (both are checked on each table),
+// and the arithmetic guess is taken only where it holds.
+func TestLearnedBlockMap(t *testing.T) {
+	type table struct {
+		name    string
+		entries []kv
+	}
+	var tables []table
+	for _, ks := range learnedtest.KeySets {
+		rng := rand.New(rand.NewPCG(11, uint64(len(ks.Name))))
+		tables = append(tables, table{ks.Name, entriesFor(rng, ks.Gen(rng, 20000), true)})
+	}
+	// Runs of small and large values: blocks of a few entries and of
+	// hundreds.
+	rng := rand.New(rand.NewPCG(12, 13))
+	var uneven []kv
+	for i := range 20000 {
+		n := 9
+		if i/500%2 == 1 {
+			n = 900
+		}
+		k := binary.BigEndian.AppendUint64(nil, uint64(i)*7)
+		uneven = append(uneven, kv{base.MakeInternalKey(k, 1, base.KindSet), randValue(rng, n)})
+	}
+	tables = append(tables, table{"uneven", uneven})
+
+	modes := map[bool]int{}
+	for _, tb := range tables {
+		t.Run(tb.name, func(t *testing.T) {
+			f, _ := writeTable(t, tableSpec{entries: tb.entries}, WriterOptions{Learned: &learned.Options{}})
+			r := openTable(t, f, ReaderOptions{})
+			defer r.Close()
+			x := r.lidx
+			if x == nil {
+				t.Skipf("no model: %v", r.Learned().Reason)
+			}
+			n := len(x.blocks) - 1
+			check := func(mode string) {
+				for p := range int(x.blocks[n].start) {
+					want, _ := slices.BinarySearchFunc(x.blocks[1:], uint32(p), func(b learnedBlock, p uint32) int {
+						return cmp.Compare(b.start, p+1)
+					})
+					if got := x.block(p); got != want {
+						t.Fatalf("%s map: block(%d) = %d, want %d", mode, p, got, want)
+					}
+				}
+			}
+			arith := x.blockOf == nil
+			modes[arith]++
+			if arith {
+				check("arithmetic")
+				x.buildSlots()
+				check("slot")
+			} else {
+				check("slot")
+				// The guess must indeed fall short by more than the bound
+				// somewhere.
+				x.mul = (uint64(n) << 32) / uint64(x.blocks[n].start)
+				worst := 0
+				for b := range n {
+					worst = max(worst, x.guess(int(x.blocks[b+1].start)-1)-b+b-x.guess(int(x.blocks[b].start)))
+				}
+				if worst <= maxInterpSteps {
+					t.Fatalf("slot map although the guess is off by at most %d blocks", worst)
+				}
+			}
+		})
+	}
+	if modes[true] == 0 || modes[false] == 0 {
+		t.Fatalf("tables by map (arithmetic: true): %v; both maps must be exercised", modes)
+	}
+	t.Logf("tables by map (arithmetic: true): %v", modes)
 }
