@@ -225,25 +225,32 @@ func (x *learnedIndex) setOffsets(index *indexArray) {
 // the smallest power of two at or above the mean block's entry count, so
 // a lookup steps over one or two block starts.
 func (x *learnedIndex) buildBlockOf() {
-	n := len(x.blocks) - 1
-	total := uint64(x.blocks[n].start)
-	if total > 0 && n > 0 {
-		x.mul = (uint64(n) << 32) / total
-		// The guess grows with p and the block is a step function of it:
-		// within block b the guess overshoots most at the block's last
-		// position and falls shortest at its first.
-		over, short := 0, 0
-		for b := range n {
-			over = max(over, x.guess(int(x.blocks[b+1].start)-1)-b)
-			short = max(short, b-x.guess(int(x.blocks[b].start)))
-		}
-		if over+short <= maxInterpSteps {
-			x.back = over
-			x.blockOf = nil
-			return
-		}
+	if over, short, ok := x.guessSpread(); ok && over+short <= maxInterpSteps {
+		x.back = over
+		x.blockOf = nil
+		return
 	}
 	x.buildSlots()
+}
+
+// guessSpread sets mul and returns by how many blocks the arithmetic
+// guess overshoots and falls short at most; ok is false for a table
+// without entries.
+func (x *learnedIndex) guessSpread() (over, short int, ok bool) {
+	n := len(x.blocks) - 1
+	total := uint64(x.blocks[n].start)
+	if total == 0 || n == 0 {
+		return 0, 0, false
+	}
+	x.mul = (uint64(n) << 32) / total
+	// The guess grows with p and the block is a step function of it:
+	// within block b the guess overshoots most at the block's last
+	// position and falls shortest at its first.
+	for b := range n {
+		over = max(over, x.guess(int(x.blocks[b+1].start)-1)-b)
+		short = max(short, b-x.guess(int(x.blocks[b].start)))
+	}
+	return over, short, true
 }
 
 // guess is the arithmetic first guess of position p's block, before

@@ -378,15 +378,10 @@ func TestLearnedBlockMap(t *testing.T) {
 				check("slot")
 			} else {
 				check("slot")
-				// The guess must indeed fall short by more than the bound
+				// The guess must indeed be off by more than the bound
 				// somewhere.
-				x.mul = (uint64(n) << 32) / uint64(x.blocks[n].start)
-				worst := 0
-				for b := range n {
-					worst = max(worst, x.guess(int(x.blocks[b+1].start)-1)-b+b-x.guess(int(x.blocks[b].start)))
-				}
-				if worst <= maxInterpSteps {
-					t.Fatalf("slot map although the guess is off by at most %d blocks", worst)
+				if over, short, _ := x.guessSpread(); over+short <= maxInterpSteps {
+					t.Fatalf("slot map although the guess is off by at most %d blocks", over+short)
 				}
 			}
 		})
