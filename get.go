@@ -212,7 +212,7 @@ func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []b
 	// behind the DB's back is corruption, not a crash.
 	defer func() {
 		if err == vfs.ErrMappedFault {
-			err, done = base.CorruptionErrorf(base.MakeFilename(base.FileTypeTable, f.FileNum), -1, "%v", err), true
+			err, done = base.CorruptionErrorf(sourceName(f, ""), -1, "%v", err), true
 		}
 	}()
 	defer vfs.EndMapped(vfs.BeginMapped(), &err)
