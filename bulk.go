@@ -24,8 +24,10 @@ import "errors"
 //     and EndBulkLoad holds them back until the flush is done, so none
 //     can survive a crash that the load's writes do not.
 //   - A write with Sync during a load fails with ErrBulkLoadSync: it could
-//     not be durable when acknowledged. Close during a load flushes first,
-//     like EndBulkLoad.
+//     not be durable when acknowledged. "During" is decided in commit
+//     order, not when the write is called: a Sync write queued behind
+//     BeginBulkLoad is refused, one queued behind EndBulkLoad is logged and
+//     synced as usual. Close during a load flushes first, like EndBulkLoad.
 //
 // Reads see the load's writes as soon as they are acknowledged, as always.
 

@@ -81,6 +81,11 @@ type commitWriter struct {
 	batch *Batch
 	sync  bool
 	op    commitOp
+	// syncAsked: the caller asked for Sync (sync is false with the WAL
+	// off); such a write is refused during a bulk load, which the leader
+	// decides in commit order (refused then holds ErrBulkLoadSync).
+	syncAsked bool
+	refused   error
 	// repoint is opRepoint's work; its batch is built by the leader.
 	repoint *repointWork
 	// ingest is opIngest's tables.
@@ -135,9 +140,6 @@ type repointItem struct {
 // Its latency, from the call to the return, is the commit histogram's.
 func (d *DB) write(b *Batch, sync bool) error {
 	defer d.stats.latency.commit.since(latencyNow())
-	if sync && d.bulkLoad.Load() {
-		return ErrBulkLoadSync
-	}
 	if mb := d.writeBudget(); mb != nil {
 		mb.wait(d)
 	}
@@ -147,7 +149,7 @@ func (d *DB) write(b *Batch, sync bool) error {
 // writeOp runs one operation through the pipeline, in order with writes.
 func (d *DB) writeOp(b *Batch, sync bool, op commitOp) error {
 	w := writerPool.Get().(*commitWriter)
-	*w = commitWriter{batch: b, sync: sync && !d.opts.DisableWAL, op: op}
+	*w = commitWriter{batch: b, sync: sync && !d.opts.DisableWAL, syncAsked: sync, op: op}
 	w.cond.L = &d.commit.mu
 	return d.runWriter(w)
 }
@@ -208,6 +210,9 @@ func (d *DB) runWriter(w *commitWriter) error {
 			c.mu.Lock()
 			for _, x := range group {
 				x.err, x.done = err, true
+				if x.refused != nil {
+					x.err = x.refused
+				}
 				if x != w {
 					x.wake.Store(true)
 					x.cond.Signal()
@@ -279,13 +284,37 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 	if err := d.writableNow(); err != nil {
 		return err
 	}
+	// A write that asked for Sync during a bulk load is refused: the load
+	// skips the WAL, so it could not be durable when acknowledged. It is
+	// decided here, in commit order (the operations queued ahead of the
+	// group are done, so c.bulk is what they left): a Sync write queued
+	// behind BeginBulkLoad is refused, one queued behind EndBulkLoad is
+	// logged, whenever the callers made them.
+	if c.bulk && group[0].op == opWrite {
+		accepted := 0
+		for _, w := range group {
+			if w.syncAsked {
+				w.refused = ErrBulkLoadSync
+			} else {
+				accepted++
+			}
+		}
+		if accepted == 0 {
+			return nil
+		}
+	}
 	// batches are what the WAL and the memtable receive: the group's
 	// batches, or, with separation at commit, copies whose large values
 	// went to the active value log and left pointers.
 	batches := c.batches[:0]
 	need, values, syncWAL := 0, 0, false
+	var userBytes uint64
 	sepAtCommit := d.sepAtCommit && group[0].op == opWrite
 	for _, w := range group {
+		if w.refused != nil {
+			continue
+		}
+		userBytes += w.batch.userBytes
 		batches = append(batches, w.batch)
 		if sepAtCommit {
 			n, v := d.separatedMemSize(w.batch)
@@ -370,14 +399,14 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 		// until it is flushed (their pointers are then in a table).
 		d.pinForMemtable(mem, group[0].repoint.vlogs)
 	}
-	for i, w := range group {
-		if err := applyBatch(mem, batches[i], d.observer); err != nil {
+	for _, b := range batches {
+		if err := applyBatch(mem, b, d.observer); err != nil {
 			err = fmt.Errorf("strata: apply batch to memtable: %w", err)
 			d.reportBackgroundError(err)
 			return err
 		}
-		d.stats.userBytes.Add(w.batch.userBytes)
 	}
+	d.stats.userBytes.Add(userBytes)
 	clear(c.batches)
 	c.lastSeq = last
 	mem.maxSeq.Store(uint64(last))
