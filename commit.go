@@ -75,6 +75,7 @@ const (
 	opBulkBegin                 // start a bulk load: writes skip the WAL (bulk.go)
 	opBulkEnd                   // end it: freeze, flush and wait, then log writes again
 	opIngest                    // add external tables (ingest.go)
+	opSync                      // make every earlier write durable (sync.go)
 )
 
 type commitWriter struct {
@@ -272,6 +273,8 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 		return nil
 	case opBulkEnd:
 		return d.endBulkLoadLeader()
+	case opSync:
+		return d.syncOpLeader()
 	case opIngest:
 		return d.ingestLeader(group[0].ingest)
 	case opRepoint:
@@ -357,28 +360,9 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 			}
 			d.stats.walBytes.Add(uint64(len(b.repr)))
 		}
-		var syncStart int64 // the value log's and the WAL's sync
-		if syncWAL {
-			syncStart = latencyNow()
-		}
-		if err == nil && syncWAL {
-			// Older WALs and value logs first (see sealer).
-			err = d.waitAllSealed()
-		}
-		if err == nil && syncWAL && c.active != nil && !c.activeDirSynced {
-			if err = syncDirErr(d); err == nil {
-				c.activeDirSynced = true
-			}
-		}
-		if err == nil && syncWAL && c.active != nil {
-			// The values first: a synced WAL record must never point past
-			// what is durable in the value log.
-			err = c.active.Sync()
-		}
 		if err == nil {
 			if syncWAL {
-				err = c.wal.Sync()
-				d.stats.latency.walSync.since(syncStart)
+				err = d.syncLeader()
 			} else if err = c.wal.Flush(); err == nil {
 				// Flush only queued the bytes; the WAL flusher writes them.
 				d.scheduleWALFlush()
@@ -715,23 +699,35 @@ func (d *DB) maybeSlowDown(group []*commitWriter) {
 	d.stats.slowdownNanos.Add(int64(delay))
 }
 
-// Apply commits b atomically. b may be reused after Apply returns.
+// Apply commits b atomically. On success b is reset (Reset), so the same
+// batch can collect the next group of writes without applying these
+// again; on failure it keeps its operations and may be applied again.
+// An empty batch commits nothing; with Sync it still makes every write
+// acknowledged before it durable, as DB.Sync does.
 func (d *DB) Apply(b *Batch, o *WriteOptions) error {
 	if err := d.checkWritable(); err != nil {
 		return err
 	}
 	if b == nil || b.Empty() {
+		if o.sync() {
+			return d.Sync()
+		}
 		return nil
 	}
+	wb := b
 	if d.opts.DefaultTTL > 0 {
 		tb := batchPool.Get().(*Batch)
 		defer batchPool.Put(tb)
 		var err error
-		if b, err = d.withDefaultTTL(b, tb); err != nil {
+		if wb, err = d.withDefaultTTL(b, tb); err != nil {
 			return err
 		}
 	}
-	return d.write(b, o.sync())
+	if err := d.write(wb, o.sync()); err != nil {
+		return err
+	}
+	b.Reset()
+	return nil
 }
 
 var batchPool = sync.Pool{New: func() any { return &Batch{} }}
