@@ -317,7 +317,7 @@ func (d *DB) replayWALs(names []string) (*walReplay, error) {
 		}
 	}
 	slices.Sort(logs)
-	rp := &walReplay{d: d, ve: &manifest.VersionEdit{}, flushedSeq: lastSeq, maxSeq: lastSeq, logs: logs}
+	rp := &walReplay{d: d, ve: &manifest.VersionEdit{}, flushedSeq: lastSeq, nextSeq: lastSeq + 1, maxSeq: lastSeq, logs: logs}
 	for _, num := range logs {
 		if err := rp.replay(num); err != nil {
 			return nil, err
@@ -438,9 +438,13 @@ func (d *DB) start(names []string) {
 type walReplay struct {
 	d          *DB
 	ve         *manifest.VersionEdit
-	flushedSeq base.SeqNum // batches at or below it are already in tables
-	maxSeq     base.SeqNum // the largest sequence number replayed
-	mem        *memTable
+	flushedSeq base.SeqNum // entries at or below it are already in tables
+	// nextSeq is the sequence number the next batch must not pass: one
+	// past the last batch replayed or skipped (the manifest's last one,
+	// before the first).
+	nextSeq base.SeqNum
+	maxSeq  base.SeqNum // the largest sequence number replayed
+	mem     *memTable
 	// firstLog is the oldest WAL with writes in mem: it and every later WAL
 	// must stay until mem is flushed.
 	firstLog base.FileNum
@@ -531,6 +535,21 @@ func (r *walReplay) replay(num base.FileNum) error {
 		if seq == 0 {
 			return base.CorruptionErrorf(name, offset, "batch has sequence number 0")
 		}
+		if seq > r.nextSeq {
+			// Sequence numbers run on from batch to batch and from one WAL
+			// into the next; a gap means writes before this batch were
+			// lost (an older WAL's unsynced tail, which a power loss can
+			// drop cleanly on a record boundary while later bytes, of
+			// this WAL, reached the disk). Nothing from here on was
+			// synced: a WAL sync waits for every older WAL's (see
+			// sealer). Replaying it would recover writes without earlier
+			// ones, a state that never existed; the log ends here.
+			r.torn = true
+			d.opts.Logger.Warn("strata: WAL replay stopped at a gap in sequence numbers: earlier writes did not reach the disk",
+				"wal", name, "offset", offset, "want", r.nextSeq, "found", seq, "batches", batches)
+			return nil
+		}
+		r.nextSeq = max(r.nextSeq, seq+base.SeqNum(br.count))
 		if seq+base.SeqNum(br.count)-1 <= r.flushedSeq {
 			continue
 		}
@@ -552,6 +571,15 @@ func (r *walReplay) replay(num base.FileNum) error {
 			}
 			if !ok {
 				break
+			}
+			if seq <= r.flushedSeq {
+				// A replay before this one flushed the batch's first
+				// entries (a memtable filled in the middle of it) and
+				// crashed before the rest reached a table: they are in a
+				// table already. Applied again, merge operands would fold
+				// twice.
+				seq++
+				continue
 			}
 			ikey := base.MakeInternalKey(key, seq, kind)
 			if r.mem == nil {

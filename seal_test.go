@@ -79,9 +79,14 @@ func TestReplayStopsAtTornOlderWAL(t *testing.T) {
 			require.NoError(t, db.Close())
 			walNum := liveWAL(t, fs)
 			// The live WAL holds "base" (seq 1); rewrite it with "base" and
-			// a1, a2 (and a torn batch), and add a newer WAL with b1, b2.
+			// a1, a2 (and, torn, half of a batch of seq 4), and add a newer
+			// WAL with b1, b2, whose sequence numbers run on.
 			writeWAL(t, fs, walNum, 1, torn, "base", "a1", "a2")
-			writeWAL(t, fs, walNum+100, 5, false, "b1", "b2")
+			next := base.SeqNum(4)
+			if torn {
+				next = 5
+			}
+			writeWAL(t, fs, walNum+100, next, false, "b1", "b2")
 
 			db, err = Open("db", &Options{FS: fs})
 			require.NoError(t, err)
