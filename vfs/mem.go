@@ -25,6 +25,32 @@ type MemFS struct {
 	// directory node. Lock order: MemFS.mu before memNode.mu.
 	mu   sync.RWMutex
 	root *memNode
+	// pending are the directory changes not yet made durable by a sync of
+	// their directory, in the order they were made: what a journal may
+	// have committed before a crash (see CrashOptions.LeakMetadata).
+	pending []metaOp
+}
+
+// metaOp is one directory operation: one change, or two for a rename
+// (which a journal commits as one).
+type metaOp struct {
+	changes [2]dirChange
+	n       int
+}
+
+// dirChange sets name in dir to node, or removes it when node is nil.
+type dirChange struct {
+	dir  *memNode
+	name string
+	node *memNode
+}
+
+// logChangeLocked records a directory operation of one or two changes.
+// MemFS.mu held for writing.
+func (fs *MemFS) logChangeLocked(changes ...dirChange) {
+	op := metaOp{n: len(changes)}
+	copy(op.changes[:], changes)
+	fs.pending = append(fs.pending, op)
 }
 
 var _ FS = (*MemFS)(nil)
@@ -139,6 +165,7 @@ func (fs *MemFS) create(name string, excl bool) (File, error) {
 	default:
 		n = newFileNode()
 		dir.entries[base] = n
+		fs.logChangeLocked(dirChange{dir, base, n})
 	}
 	return &memFile{fs: fs, name: name, n: n, writable: true}, nil
 }
@@ -170,11 +197,28 @@ func (fs *MemFS) OpenDir(name string) (File, error) {
 	return &memFile{fs: fs, name: name, n: n}, nil
 }
 
-// syncDir makes the current entries of dir durable.
+// syncDir makes the current entries of dir durable, and drops its changes
+// from the pending ones.
 func (fs *MemFS) syncDir(dir *memNode) {
 	fs.lock()
 	defer fs.mu.Unlock()
 	dir.durableEntries = maps.Clone(dir.entries)
+	kept := fs.pending[:0]
+	for _, op := range fs.pending {
+		n := 0
+		for _, c := range op.changes[:op.n] {
+			if c.dir != dir {
+				op.changes[n] = c
+				n++
+			}
+		}
+		if op.n = n; n > 0 {
+			clear(op.changes[n:])
+			kept = append(kept, op)
+		}
+	}
+	clear(fs.pending[len(kept):])
+	fs.pending = kept
 }
 
 // Remove removes the named file or empty directory. Open handles keep
@@ -199,6 +243,7 @@ func (fs *MemFS) Remove(name string) error {
 		return &os.PathError{Op: "remove", Path: name, Err: syscall.ENOTEMPTY}
 	}
 	delete(dir.entries, base)
+	fs.logChangeLocked(dirChange{dir, base, nil})
 	return nil
 }
 
@@ -223,7 +268,11 @@ func (fs *MemFS) RemoveAll(name string) error {
 	if err != nil {
 		return &os.PathError{Op: "RemoveAll", Path: name, Err: err}
 	}
-	delete(dir.entries, parts[len(parts)-1])
+	base := parts[len(parts)-1]
+	if _, ok := dir.entries[base]; ok {
+		delete(dir.entries, base)
+		fs.logChangeLocked(dirChange{dir, base, nil})
+	}
 	return nil
 }
 
@@ -275,6 +324,7 @@ func (fs *MemFS) Rename(oldname, newname string) error {
 	}
 	delete(odir.entries, obase)
 	ndir.entries[nbase] = n
+	fs.logChangeLocked(dirChange{odir, obase, nil}, dirChange{ndir, nbase, n})
 	return nil
 }
 
@@ -306,6 +356,7 @@ func (fs *MemFS) Link(oldname, newname string) error {
 		return linkErr(syscall.EEXIST)
 	}
 	ndir.entries[nbase] = n
+	fs.logChangeLocked(dirChange{ndir, nbase, n})
 	return nil
 }
 
@@ -327,7 +378,9 @@ func (fs *MemFS) Mkdir(dir string, perm os.FileMode) error {
 	if _, ok := parent.entries[base]; ok {
 		return &os.PathError{Op: "mkdir", Path: dir, Err: syscall.EEXIST}
 	}
-	parent.entries[base] = newDirNode(perm)
+	d := newDirNode(perm)
+	parent.entries[base] = d
+	fs.logChangeLocked(dirChange{parent, base, d})
 	return nil
 }
 
@@ -348,6 +401,7 @@ func (fs *MemFS) MkdirAll(dir string, perm os.FileMode) error {
 		if !ok {
 			c = newDirNode(perm)
 			n.entries[p] = c
+			fs.logChangeLocked(dirChange{n, p, c})
 		}
 		n = c
 	}

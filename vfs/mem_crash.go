@@ -14,11 +14,29 @@ type CrashOptions struct {
 	// since its last sync, as a disk may have persisted some of it before
 	// power was lost. Off (the default), only synced data survives.
 	TornWrites bool
+	// ZeroedPages lets a file keep its size without its data: each 4 KiB
+	// page (PageSize, at offsets that are multiples of it) of the unsynced
+	// part a torn write keeps holds zeros instead, with probability 1/3,
+	// as on a filesystem that made the file's new size durable before its
+	// data (XFS, or ext4 without data=ordered). It implies TornWrites.
+	ZeroedPages bool
+	// LeakMetadata lets directory changes reach the disk without a sync
+	// of their directory, in the order they were made, as a journaling
+	// filesystem commits them: the clone holds a random prefix (none, all,
+	// or a uniform length between, as for torn writes) of the creations,
+	// removals, renames and links not yet made durable. A rename leaks as
+	// a whole. Off (the default), only synced directory entries survive.
+	LeakMetadata bool
 	// Rand chooses how much of each unsynced tail survives when TornWrites
-	// is set. Files are visited in sorted path order, so a seeded Rand makes
-	// a crash replay exactly. Nil means a source with a fixed seed.
+	// is set, which pages ZeroedPages zeroes and how many changes
+	// LeakMetadata keeps. Files are visited in sorted path order, so a
+	// seeded Rand makes a crash replay exactly. Nil means a source with a
+	// fixed seed.
 	Rand *rand.Rand
 }
+
+// PageSize is the unit of the pages CrashOptions.ZeroedPages zeroes.
+const PageSize = 4096
 
 // CrashClone returns a new MemFS holding what a machine would find after
 // power loss at this instant, and leaves fs untouched and usable.
@@ -54,32 +72,67 @@ func (fs *MemFS) CrashClone(opts CrashOptions) *MemFS {
 	fs.lock()
 	defer fs.mu.Unlock()
 	c := &crashCloner{
-		files: map[*memNode]*memNode{},
-		dirs:  map[*memNode]bool{},
+		files:  map[*memNode]*memNode{},
+		dirs:   map[*memNode]bool{},
+		zeroed: opts.ZeroedPages,
 	}
-	if opts.TornWrites {
-		c.rng = opts.Rand
-		if c.rng == nil {
-			c.rng = rand.New(rand.NewPCG(1, 2))
-		}
+	rng := opts.Rand
+	if rng == nil {
+		rng = rand.New(rand.NewPCG(1, 2))
+	}
+	if opts.TornWrites || opts.ZeroedPages {
+		c.rng = rng
+	}
+	if opts.LeakMetadata {
+		c.leaked = leakedEntries(fs.pending[:tornLen(rng, len(fs.pending))])
 	}
 	return &MemFS{root: c.dir(fs.root)}
+}
+
+// leakedEntries applies ops, in order, to the durable entries of the
+// directories they change, and returns those directories' entries after
+// them.
+func leakedEntries(ops []metaOp) map[*memNode]map[string]*memNode {
+	out := map[*memNode]map[string]*memNode{}
+	for _, op := range ops {
+		for _, c := range op.changes[:op.n] {
+			m, ok := out[c.dir]
+			if !ok {
+				m = maps.Clone(c.dir.durableEntries)
+				out[c.dir] = m
+			}
+			if c.node == nil {
+				delete(m, c.name)
+			} else {
+				m[c.name] = c.node
+			}
+		}
+	}
+	return out
 }
 
 // crashCloner copies the durable state of a tree. The source's MemFS.mu is
 // held throughout.
 type crashCloner struct {
-	rng   *rand.Rand // nil: no torn writes
-	files map[*memNode]*memNode
-	dirs  map[*memNode]bool // already cloned: guards against repeats and cycles
+	rng    *rand.Rand // nil: no torn writes
+	zeroed bool       // ZeroedPages
+	// leaked are the entries of directories that leaked changes (see
+	// CrashOptions.LeakMetadata), in place of their durable entries.
+	leaked map[*memNode]map[string]*memNode
+	files  map[*memNode]*memNode
+	dirs   map[*memNode]bool // already cloned: guards against repeats and cycles
 }
 
 func (c *crashCloner) dir(n *memNode) *memNode {
 	c.dirs[n] = true
 	out := newDirNode(n.perm)
 	out.modTime = n.modTime
-	for _, name := range slices.Sorted(maps.Keys(n.durableEntries)) {
-		child := n.durableEntries[name]
+	entries := n.durableEntries
+	if m, ok := c.leaked[n]; ok {
+		entries = m
+	}
+	for _, name := range slices.Sorted(maps.Keys(entries)) {
+		child := entries[name]
 		var cc *memNode
 		if child.isDir {
 			if c.dirs[child] {
@@ -101,18 +154,31 @@ func (c *crashCloner) file(n *memNode) *memNode {
 	}
 	n.mu.RLock()
 	var data []byte
+	synced := 0 // data[:synced] is durable
 	switch {
 	case c.rng == nil:
 		data = n.durable
+		synced = len(data)
 	case n.appendOnly:
 		data = n.data[:len(n.durable)+tornLen(c.rng, len(n.data)-len(n.durable))]
+		synced = len(n.durable)
 	case c.rng.IntN(2) == 0:
 		data = n.durable
+		synced = len(data)
 	default:
 		data = n.data[:tornLen(c.rng, len(n.data))]
 	}
 	cc := &memNode{perm: n.perm, modTime: n.modTime, appendOnly: true}
 	cc.data = slices.Clone(data)
+	if c.zeroed {
+		// Pages past the synced part may have reached the disk as a size
+		// without their data.
+		for p := synced / PageSize * PageSize; p < len(cc.data); p += PageSize {
+			if c.rng.IntN(3) == 0 {
+				clear(cc.data[max(p, synced):min(p+PageSize, len(cc.data))])
+			}
+		}
+	}
 	cc.durable = cc.data[:len(cc.data):len(cc.data)]
 	n.mu.RUnlock()
 	c.files[n] = cc

@@ -28,7 +28,11 @@
 // unsynced data is lost. Truncating an existing file with Create is not
 // durable until the file is synced. With CrashOptions.TornWrites, each file
 // also keeps a random prefix of the data written since its last sync (see
-// CrashClone for the exact rule).
+// CrashClone for the exact rule); with CrashOptions.ZeroedPages, some pages
+// of that prefix hold zeros instead of their data (the size reached the
+// disk, the data did not); with CrashOptions.LeakMetadata, a random prefix
+// of the directory changes not yet synced survives too, in the order they
+// were made, as a journal commits them.
 //
 // Otherwise MemFS behaves like a POSIX filesystem: hard links share one
 // file, handles see writes made through other handles, a removed file stays
