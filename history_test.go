@@ -8,17 +8,19 @@ import (
 	"testing"
 )
 
-// mutation is one change to a model: set k=v, delete k, or delete [k, end).
+// mutation is one change to a model: set k=v, delete k, delete [k, end),
+// or merge a ListAppend operand v into k.
 type mutation struct {
-	kind   byte // 's', 'd', 'r'
+	kind   byte // 's', 'd', 'r', 'm'
 	k, v   string
 	end    string
 	hasEnd bool
 }
 
-func mset(k, v []byte) mutation   { return mutation{kind: 's', k: string(k), v: string(v)} }
-func mdel(k []byte) mutation      { return mutation{kind: 'd', k: string(k)} }
-func mrange(a, b []byte) mutation { return mutation{kind: 'r', k: string(a), end: string(b)} }
+func mset(k, v []byte) mutation    { return mutation{kind: 's', k: string(k), v: string(v)} }
+func mdel(k []byte) mutation       { return mutation{kind: 'd', k: string(k)} }
+func mrange(a, b []byte) mutation  { return mutation{kind: 'r', k: string(a), end: string(b)} }
+func mmerge(k, op []byte) mutation { return mutation{kind: 'm', k: string(k), v: string(op)} }
 
 // apply changes m and calls touched (if not nil) before and after each key
 // it changes.
@@ -37,6 +39,9 @@ func (mu mutation) apply(m model, touched func(k string, after bool)) {
 		one(mu.k, func() { m[mu.k] = mu.v })
 	case 'd':
 		one(mu.k, func() { delete(m, mu.k) })
+	case 'm':
+		// A ListAppend operand: appended to the value's bytes.
+		one(mu.k, func() { m[mu.k] += mu.v })
 	case 'r':
 		var keys []string
 		for k := range m {
@@ -186,6 +191,17 @@ type writer struct {
 	// bulk: steps begin and end bulk loads (inBulk: one is under way),
 	// during which writes skip the WAL and are not synced.
 	bulk, inBulk bool
+	// merge: writes include ListAppend merge operands (the DB's Merger
+	// must be ListAppend).
+	merge bool
+	// rotate: steps freeze the memtable often (a rotation, as a full
+	// memtable does) and flush steps do only that, without waiting for
+	// the flush.
+	rotate bool
+	// beforeWait, if set, is called before every operation that may wait
+	// for the sealer (a Sync write, a flush, a compaction, a bulk load's
+	// end), so that a test holding back WAL syncs can let them go.
+	beforeWait func()
 }
 
 func (w *writer) key() []byte { return []byte(fmt.Sprintf("k%04d", w.rng.IntN(500))) }
@@ -205,7 +221,48 @@ func (w *writer) value() []byte {
 // step performs one random operation. On error it returns the op that
 // failed (it may or may not have reached the disk), unrecorded.
 func (w *writer) step() (pending *historyOp, err error) {
+	wait := func() {
+		if w.beforeWait != nil {
+			w.beforeWait()
+		}
+	}
+	if w.rotate && w.rng.IntN(12) == 0 {
+		return nil, w.db.writeOp(nil, false, opRotate)
+	}
+	if w.merge && w.rng.IntN(8) == 0 {
+		sync := w.rng.IntN(4) == 0 && !w.inBulk
+		if sync {
+			wait()
+		}
+		// Merges into a few hot keys, alone or in a batch of several:
+		// replay must apply each operand exactly once.
+		b := w.db.NewBatch()
+		var op historyOp
+		for i := 0; i < 1+w.rng.IntN(6); i++ {
+			k := []byte(fmt.Sprintf("k%04d", w.rng.IntN(8)))
+			v := w.value()
+			elem := ListElement(nil, v[:min(len(v), 1+w.rng.IntN(20))])
+			if err := b.Merge(k, elem); err != nil {
+				return nil, err
+			}
+			op.muts = append(op.muts, mmerge(k, elem))
+		}
+		op.desc = fmt.Sprintf("merge batch of %d", b.Len())
+		o := NoSync
+		if sync {
+			o = Sync
+		}
+		if err := w.db.Apply(b, o); err != nil {
+			return &op, err
+		}
+		w.h.add(op.desc, op.muts...)
+		if sync && w.wal {
+			w.h.markDurable()
+		}
+		return nil, nil
+	}
 	if w.bulk && w.rng.IntN(40) == 0 {
+		wait()
 		if !w.inBulk {
 			w.inBulk = true
 			return nil, w.db.BeginBulkLoad()
@@ -220,6 +277,7 @@ func (w *writer) step() (pending *historyOp, err error) {
 	o := NoSync
 	if sync {
 		o = Sync
+		wait()
 	}
 	var op historyOp
 	switch r := w.rng.IntN(100); {
@@ -253,6 +311,10 @@ func (w *writer) step() (pending *historyOp, err error) {
 		op.desc = fmt.Sprintf("batch of %d", b.Len())
 		err = w.db.Apply(b, o)
 	case r < 98:
+		if w.rotate {
+			return nil, w.db.writeOp(nil, false, opRotate)
+		}
+		wait()
 		err = w.db.Flush()
 		if err == nil {
 			w.h.markDurable()
@@ -263,6 +325,7 @@ func (w *writer) step() (pending *historyOp, err error) {
 		if string(a) > string(b) {
 			a, b = b, a
 		}
+		wait()
 		return nil, w.db.Compact(a, b)
 	}
 	if err != nil {
