@@ -37,6 +37,10 @@ type Merger interface {
 // operand, when Options.Merger is not set.
 var ErrNoMerger = errors.New("strata: merge operand without Options.Merger")
 
+// errNoMergerFor is ErrNoMerger for a read of key (the sentinel's prefix
+// once, then the key).
+func errNoMergerFor(key []byte) error { return fmt.Errorf("%w: key %q", ErrNoMerger, key) }
+
 // Merge records operand for key; reads see Options.Merger's combination of
 // the key's value and its operands.
 func (d *DB) Merge(key, operand []byte, o *WriteOptions) error {
