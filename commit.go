@@ -686,13 +686,19 @@ func (d *DB) maybeSlowDown(group []*commitWriter) {
 	d.stats.slowdownNanos.Add(int64(delay))
 }
 
-// Apply commits b atomically. b may be reused after Apply returns.
+// Apply commits b atomically. b may be reused after Apply returns. A batch
+// holding merge operands is refused whole without Options.Merger
+// (ErrNoMerger), or when the Merger's validation refuses one of them
+// (ErrInvalidOperand; see OperandValidator).
 func (d *DB) Apply(b *Batch, o *WriteOptions) error {
 	if err := d.checkWritable(); err != nil {
 		return err
 	}
 	if b == nil || b.Empty() {
 		return nil
+	}
+	if err := d.checkMerges(b); err != nil {
+		return err
 	}
 	if d.opts.DefaultTTL > 0 {
 		tb := batchPool.Get().(*Batch)
