@@ -1,6 +1,9 @@
 package strata
 
 import (
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/strata-db/strata/vfs"
@@ -74,5 +77,109 @@ func TestApplyMergeWithoutMerger(t *testing.T) {
 	b.Reset()
 	require.NoError(t, b.Set([]byte("a"), []byte("1")))
 	require.NoError(t, db.Apply(b, nil), "Reset forgets the operands")
+	require.NoError(t, db.Close())
+}
+
+// sumMerger adds 8-byte little-endian integers, as Counter does, but has no
+// ValidateOperand: a merger written before OperandValidator existed.
+type sumMerger struct{}
+
+var errNotAnInt = errors.New("not an 8-byte integer")
+
+func (sumMerger) Name() string { return "test.sum" }
+
+func (sumMerger) Merge(_, existing []byte, ops [][]byte) ([]byte, error) {
+	var n uint64
+	for i, v := range append([][]byte{existing}, ops...) {
+		if i == 0 && v == nil {
+			continue
+		}
+		if len(v) != 8 {
+			return nil, fmt.Errorf("%w: %d bytes", errNotAnInt, len(v))
+		}
+		n += binary.LittleEndian.Uint64(v)
+	}
+	return binary.LittleEndian.AppendUint64(nil, n), nil
+}
+
+func (m sumMerger) PartialMerge(key []byte, ops [][]byte) ([]byte, bool) {
+	v, err := m.Merge(key, nil, ops)
+	return v, err == nil
+}
+
+// TestMergeFoldFailureKeepsWriting: an operand the merger cannot merge
+// reaches the database (a merger without validation). Flushes,
+// compactions and a reopen that replays it from the WAL all succeed and
+// writes go on; reads of that key fail naming it, with the merger's error,
+// other keys read fine; a Set of the key heals it, and the next
+// compaction drops the bad operand.
+func TestMergeFoldFailureKeepsWriting(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, Merger: sumMerger{}}
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("c"), CounterDelta(1), nil))
+	require.NoError(t, db.Set([]byte("d"), CounterDelta(1), nil))
+	require.NoError(t, db.Merge([]byte("c"), []byte("abc"), nil))
+	require.NoError(t, db.Merge([]byte("d"), CounterDelta(2), nil))
+
+	counter := func(key string) int64 {
+		t.Helper()
+		v, err := db.Get([]byte(key))
+		require.NoError(t, err, key)
+		n, err := CounterValue(v)
+		require.NoError(t, err)
+		return n
+	}
+	broken := func(when string) {
+		t.Helper()
+		_, err := db.Get([]byte("c"))
+		require.ErrorIs(t, err, errNotAnInt, when)
+		require.NotErrorIs(t, err, ErrCorruption, when)
+		require.EqualError(t, err, `strata: merge of key "c": not an 8-byte integer: 3 bytes`, when)
+		snap := db.NewSnapshot()
+		_, err = snap.Get([]byte("c"))
+		require.ErrorIs(t, err, errNotAnInt, when)
+		require.NoError(t, snap.Close())
+		it, err := db.NewIter(nil)
+		require.NoError(t, err)
+		require.False(t, it.First(), when)
+		require.ErrorIs(t, it.Error(), errNotAnInt, when)
+		require.NoError(t, it.Close())
+		require.Equal(t, int64(3), counter("d"), when)
+	}
+	broken("in the memtable")
+
+	// The operand is only in the WAL: a reopen replays it and flushes it.
+	require.NoError(t, db.Close())
+	db, err = Open("db", opts)
+	require.NoError(t, err)
+	require.NoError(t, db.Flush())
+	broken("after a reopen and a flush")
+	require.NoError(t, db.Merge([]byte("c"), CounterDelta(5), nil))
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Compact(nil, nil))
+	broken("after a compaction")
+	require.NoError(t, db.Set([]byte("e"), CounterDelta(9), nil), "writes go on")
+	require.Equal(t, int64(9), counter("e"))
+
+	require.NoError(t, db.Set([]byte("c"), CounterDelta(7), nil))
+	require.Equal(t, int64(7), counter("c"))
+	require.NoError(t, db.Compact(nil, nil))
+	require.Equal(t, int64(7), counter("c"))
+	var entries uint64
+	for _, f := range currentVersion(db).Levels[6] {
+		h, err := db.tableCache.get(f)
+		require.NoError(t, err)
+		entries += h.reader.Properties().NumEntries
+		db.tableCache.release(h)
+	}
+	require.Equal(t, uint64(3), entries, "one entry per key: the bad operands are gone")
+	require.NoError(t, db.Close())
+
+	db, err = Open("db", opts)
+	require.NoError(t, err)
+	require.Equal(t, int64(7), counter("c"))
+	require.Equal(t, int64(3), counter("d"))
 	require.NoError(t, db.Close())
 }
