@@ -20,8 +20,9 @@ import (
 // Merger combines merge operands. Its methods must be safe for concurrent
 // use, deterministic, and must not retain their arguments.
 type Merger interface {
-	// Name identifies the merger; a database is meant to be reopened with
-	// the same one.
+	// Name identifies the merger. A database records the name of the
+	// merger it is first opened with, and Open refuses another
+	// (ErrMergerMismatch).
 	Name() string
 	// Merge returns the value of key given its value before the operands
 	// (existing; nil when the key had none: never written, deleted or

@@ -183,3 +183,78 @@ func TestMergeFoldFailureKeepsWriting(t *testing.T) {
 	require.Equal(t, int64(3), counter("d"))
 	require.NoError(t, db.Close())
 }
+
+// recordedMerger returns the merger name db's manifest records.
+func recordedMerger(db *DB) string { return currentVersion(db).MergerName }
+
+// TestMergerNameChecked: the database records the merger it is first
+// opened with; Open refuses another, read-only or not, and allows none.
+func TestMergerNameChecked(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs, Merger: ListAppend})
+	require.NoError(t, err)
+	require.Equal(t, "strata.ListAppend", recordedMerger(db))
+	require.NoError(t, db.Merge([]byte("k"), ListElement(nil, []byte("a")), nil))
+	require.NoError(t, db.Close())
+
+	for _, readOnly := range []bool{false, true} {
+		_, err = Open("db", &Options{FS: fs, Merger: Counter, ReadOnly: readOnly})
+		require.ErrorIs(t, err, ErrMergerMismatch, "read-only %t", readOnly)
+		require.EqualError(t, err, `strata: Options.Merger is not the merger the database records: the database records "strata.ListAppend", Options.Merger is "strata.Counter"`)
+	}
+
+	// Without a merger: it opens, reads of merge keys fail as before,
+	// and the record stays.
+	db, err = Open("db", &Options{FS: fs})
+	require.NoError(t, err)
+	require.Equal(t, "strata.ListAppend", recordedMerger(db))
+	_, err = db.Get([]byte("k"))
+	require.ErrorIs(t, err, ErrNoMerger)
+	require.NoError(t, db.Set([]byte("x"), []byte("1"), nil))
+	require.NoError(t, db.Compact(nil, nil))
+	require.NoError(t, db.Close())
+	_, err = Open("db", &Options{FS: fs, Merger: Counter})
+	require.ErrorIs(t, err, ErrMergerMismatch, "an open without a merger does not forget it")
+
+	db, err = Open("db", &Options{FS: fs, Merger: ListAppend})
+	require.NoError(t, err)
+	v, err := db.Get([]byte("k"))
+	require.NoError(t, err)
+	require.Equal(t, []string{"a"}, listOf(t, v))
+	require.NoError(t, db.Close())
+}
+
+// TestMergerNameRecordedLate: a database created without a merger (or by
+// a binary that did not record it) records the first one it is opened
+// with; a read-only open records nothing.
+func TestMergerNameRecordedLate(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("c"), CounterDelta(1), nil))
+	require.Empty(t, recordedMerger(db))
+	require.NoError(t, db.Close())
+
+	db, err = Open("db", &Options{FS: fs, Merger: Counter, ReadOnly: true})
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	db, err = Open("db", &Options{FS: fs, Merger: ListAppend, ReadOnly: true})
+	require.NoError(t, err, "nothing was recorded by the read-only open")
+	require.NoError(t, db.Close())
+
+	db, err = Open("db", &Options{FS: fs, Merger: Counter})
+	require.NoError(t, err)
+	require.Equal(t, "strata.Counter", recordedMerger(db))
+	require.NoError(t, db.Merge([]byte("c"), CounterDelta(2), nil))
+	require.NoError(t, db.Close())
+	_, err = Open("db", &Options{FS: fs, Merger: ListAppend})
+	require.ErrorIs(t, err, ErrMergerMismatch)
+	db, err = Open("db", &Options{FS: fs, Merger: Counter})
+	require.NoError(t, err)
+	v, err := db.Get([]byte("c"))
+	require.NoError(t, err)
+	n, err := CounterValue(v)
+	require.NoError(t, err)
+	require.Equal(t, int64(3), n)
+	require.NoError(t, db.Close())
+}
