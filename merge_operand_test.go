@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -256,5 +257,35 @@ func TestMergerNameRecordedLate(t *testing.T) {
 	n, err := CounterValue(v)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), n)
+	require.NoError(t, db.Close())
+}
+
+// TestCounterOperandFromOlderBinary: the issue's scenario as a database
+// written before validation holds it: a Counter operand of 3 bytes in the
+// WAL. Reopening replays and flushes it, compaction keeps it, writes go
+// on, reads of the key fail naming it, and a Set heals the key.
+func TestCounterOperandFromOlderBinary(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, Merger: Counter}
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("c"), CounterDelta(1), nil))
+	b := db.NewBatch()
+	require.NoError(t, b.add(base.KindMerge, []byte("c"), []byte("abc"), true)) // as Batch.Merge did, unchecked
+	require.NoError(t, db.Apply(b, nil))
+	require.NoError(t, db.Close())
+
+	db, err = Open("db", opts)
+	require.NoError(t, err)
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Compact(nil, nil))
+	require.NoError(t, db.Set([]byte("d"), CounterDelta(4), nil))
+	_, err = db.Get([]byte("c"))
+	require.EqualError(t, err, `strata: merge of key "c": counter operand of 3 bytes, want 8`)
+	require.NoError(t, db.Set([]byte("c"), CounterDelta(2), nil))
+	require.NoError(t, db.Compact(nil, nil))
+	v, err := db.Get([]byte("c"))
+	require.NoError(t, err)
+	require.Equal(t, CounterDelta(2), v)
 	require.NoError(t, db.Close())
 }
