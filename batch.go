@@ -32,6 +32,9 @@ type Batch struct {
 	count     uint32
 	memSize   int    // arena bytes the batch needs in a memtable
 	userBytes uint64 // key and value bytes, for write amplification
+	// merges counts the merge operands (DB.Apply checks them only when
+	// there are some).
+	merges uint32
 	// clock gives SetWithTTL the time (the DB's clock for a batch from
 	// DB.NewBatch; time.Now otherwise).
 	clock func() time.Time
@@ -119,6 +122,7 @@ func (b *Batch) Reset() {
 	b.count = 0
 	b.memSize = 0
 	b.userBytes = 0
+	b.merges = 0
 }
 
 func (b *Batch) setSeq(seq base.SeqNum) {

@@ -703,7 +703,10 @@ func (d *DB) maybeSlowDown(group []*commitWriter) {
 // batch can collect the next group of writes without applying these
 // again; on failure it keeps its operations and may be applied again.
 // An empty batch commits nothing; with Sync it still makes every write
-// acknowledged before it durable, as DB.Sync does.
+// acknowledged before it durable, as DB.Sync does. A batch holding merge
+// operands is refused whole without Options.Merger (ErrNoMerger), or when
+// the Merger's validation refuses one of them (ErrInvalidOperand; see
+// OperandValidator).
 func (d *DB) Apply(b *Batch, o *WriteOptions) error {
 	if err := d.checkWritable(); err != nil {
 		return err
@@ -713,6 +716,9 @@ func (d *DB) Apply(b *Batch, o *WriteOptions) error {
 			return d.Sync()
 		}
 		return nil
+	}
+	if err := d.checkMerges(b); err != nil {
+		return err
 	}
 	wb := b
 	if d.opts.DefaultTTL > 0 {

@@ -31,8 +31,8 @@ func TestGetAppend(t *testing.T) {
 				require.NoError(t, db.Flush())
 			}
 		}
-		require.NoError(t, db.Merge([]byte("list"), []byte("x"), NoSync))
-		require.NoError(t, db.Merge([]byte("list"), []byte("y"), NoSync))
+		require.NoError(t, db.Merge([]byte("list"), ListElement(nil, []byte("x")), NoSync))
+		require.NoError(t, db.Merge([]byte("list"), ListElement(nil, []byte("y")), NoSync))
 		check := func() {
 			buf := make([]byte, 3, 1024)
 			copy(buf, "pre")

@@ -20,7 +20,7 @@ import (
 func (i *Iterator) mergeForward(k base.InternalKey, v []byte) bool {
 	m := i.db.opts.Merger
 	if m == nil {
-		i.err, i.valid = fmt.Errorf("strata: key %q: %w", k.UserKey, ErrNoMerger), false
+		i.err, i.valid = errNoMergerFor(k.UserKey), false
 		return false
 	}
 	ops := append(i.mergeOps[:0], slices.Clone(v)) // newest first
@@ -109,7 +109,7 @@ func (r *revMerge) reset(key []byte) {
 func (i *Iterator) resolveRevMerge(r *revMerge) bool {
 	m := i.db.opts.Merger
 	if m == nil {
-		i.err, i.valid = fmt.Errorf("strata: key %q: %w", r.key, ErrNoMerger), false
+		i.err, i.valid = errNoMergerFor(r.key), false
 		return false
 	}
 	var existing []byte

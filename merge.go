@@ -20,8 +20,9 @@ import (
 // Merger combines merge operands. Its methods must be safe for concurrent
 // use, deterministic, and must not retain their arguments.
 type Merger interface {
-	// Name identifies the merger; a database is meant to be reopened with
-	// the same one.
+	// Name identifies the merger. A database records the name of the
+	// merger it is first opened with, and Open refuses another
+	// (ErrMergerMismatch).
 	Name() string
 	// Merge returns the value of key given its value before the operands
 	// (existing; nil when the key had none: never written, deleted or
@@ -33,12 +34,85 @@ type Merger interface {
 	PartialMerge(key []byte, operands [][]byte) (operand []byte, ok bool)
 }
 
-// ErrNoMerger is returned by Merge, and by reads that meet a merge
-// operand, when Options.Merger is not set.
+// OperandValidator is implemented by a Merger that can tell from an
+// operand alone that its Merge would refuse it (ListAppend and Counter
+// do). DB.Merge, and DB.Apply for a batch holding merge operands, call
+// ValidateOperand on every operand before anything is written, and refuse
+// the whole write with an error matching ErrInvalidOperand (and the
+// validator's error) if it fails for one. ValidateOperand must be cheap,
+// deterministic and safe for concurrent use, and must not retain its
+// arguments.
+//
+// A Merger without it, or an operand written before it existed, may still
+// put an operand Merge refuses in the database: flushes and compactions
+// then keep that key's entries unfolded, and reads of the key fail with an
+// error naming it, until a Set or Delete of the key shadows the operands.
+type OperandValidator interface {
+	ValidateOperand(key, operand []byte) error
+}
+
+// ErrInvalidOperand is returned (wrapped, with the key and the reason) by
+// DB.Merge and DB.Apply when Options.Merger's ValidateOperand refuses an
+// operand (see OperandValidator). Nothing of the write is applied.
+var ErrInvalidOperand = errors.New("strata: invalid merge operand")
+
+// validateOperand returns the error of m's validation of operand for key,
+// nil if m has none or it accepts it.
+func validateOperand(m Merger, key, operand []byte) error {
+	v, ok := m.(OperandValidator)
+	if !ok {
+		return nil
+	}
+	if err := v.ValidateOperand(key, operand); err != nil {
+		return fmt.Errorf("%w: key %q: %w", ErrInvalidOperand, key, err)
+	}
+	return nil
+}
+
+// checkMerges refuses a batch with merge operands when there is no Merger
+// or the Merger's validation refuses one of them. Batches without merge
+// operands pass at the cost of one comparison.
+func (d *DB) checkMerges(b *Batch) error {
+	if b.merges == 0 {
+		return nil
+	}
+	m := d.opts.Merger
+	if m == nil {
+		return ErrNoMerger
+	}
+	if _, ok := m.(OperandValidator); !ok {
+		return nil
+	}
+	r, err := b.reader()
+	if err != nil {
+		return err
+	}
+	for {
+		kind, key, value, ok, err := r.next()
+		if err != nil || !ok {
+			return err
+		}
+		if kind == base.KindMerge {
+			if err := validateOperand(m, key, value); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// ErrNoMerger is returned by Merge, by Apply of a batch holding merge
+// operands, and by reads that meet a merge operand, when Options.Merger is
+// not set.
 var ErrNoMerger = errors.New("strata: merge operand without Options.Merger")
 
+// errNoMergerFor is ErrNoMerger for a read of key (the sentinel's prefix
+// once, then the key).
+func errNoMergerFor(key []byte) error { return fmt.Errorf("%w: key %q", ErrNoMerger, key) }
+
 // Merge records operand for key; reads see Options.Merger's combination of
-// the key's value and its operands.
+// the key's value and its operands. An operand the Merger's validation
+// refuses (see OperandValidator) is not written: the error matches
+// ErrInvalidOperand.
 func (d *DB) Merge(key, operand []byte, o *WriteOptions) error {
 	if err := d.checkWritable(); err != nil {
 		return err
@@ -46,11 +120,21 @@ func (d *DB) Merge(key, operand []byte, o *WriteOptions) error {
 	if d.opts.Merger == nil {
 		return ErrNoMerger
 	}
+	if err := validateOperand(d.opts.Merger, key, operand); err != nil {
+		return err
+	}
 	return d.writeOne(base.KindMerge, key, operand, true, o)
 }
 
-// Merge adds a merge operand for key.
-func (b *Batch) Merge(key, operand []byte) error { return b.add(base.KindMerge, key, operand, true) }
+// Merge adds a merge operand for key. The batch does not know the DB's
+// Merger: DB.Apply checks the operands (see OperandValidator).
+func (b *Batch) Merge(key, operand []byte) error {
+	if err := b.add(base.KindMerge, key, operand, true); err != nil {
+		return err
+	}
+	b.merges++
+	return nil
+}
 
 // ListAppend is a Merger for list state: a value is a sequence of
 // elements, each a uvarint length and its bytes; an operand is a sequence
@@ -80,6 +164,30 @@ func (listAppend) PartialMerge(_ []byte, operands [][]byte) ([]byte, bool) {
 	return out, true
 }
 
+// ValidateOperand accepts a sequence of elements (ListElement), none
+// included.
+func (listAppend) ValidateOperand(_, operand []byte) error {
+	if n, ok := listElements(operand); !ok {
+		return fmt.Errorf("list operand malformed at element %d", n)
+	}
+	return nil
+}
+
+// listElements walks v as a sequence of list elements: it returns their
+// number, or false and the index of the first malformed one.
+func listElements(v []byte) (int, bool) {
+	n := 0
+	for len(v) > 0 {
+		l, w := binary.Uvarint(v)
+		if w <= 0 || l > uint64(len(v)-w) {
+			return n, false
+		}
+		v = v[w+int(l):]
+		n++
+	}
+	return n, true
+}
+
 // ListElement encodes one list element for ListAppend (append it to a
 // buffer to encode several).
 func ListElement(dst, elem []byte) []byte {
@@ -89,14 +197,18 @@ func ListElement(dst, elem []byte) []byte {
 
 // DecodeList returns the elements of a ListAppend value; they alias v.
 func DecodeList(v []byte) ([][]byte, error) {
-	var out [][]byte
+	n, ok := listElements(v)
+	if !ok {
+		return nil, fmt.Errorf("strata: malformed list value at element %d", n)
+	}
+	if n == 0 {
+		return nil, nil
+	}
+	out := make([][]byte, 0, n)
 	for len(v) > 0 {
-		n, w := binary.Uvarint(v)
-		if w <= 0 || n > uint64(len(v)-w) {
-			return nil, fmt.Errorf("strata: malformed list value at element %d", len(out))
-		}
-		out = append(out, v[w:w+int(n)])
-		v = v[w+int(n):]
+		l, w := binary.Uvarint(v)
+		out = append(out, v[w:w+int(l)])
+		v = v[w+int(l):]
 	}
 	return out, nil
 }
@@ -114,23 +226,39 @@ func CounterDelta(n int64) []byte { return binary.LittleEndian.AppendUint64(nil,
 
 // CounterValue decodes a Counter value.
 func CounterValue(v []byte) (int64, error) {
+	n, err := counterInt(v, "value")
+	if err != nil {
+		return 0, fmt.Errorf("strata: %w", err)
+	}
+	return n, nil
+}
+
+// counterInt decodes a Counter value or operand (what). Its error has no
+// "strata:" prefix: the engine wraps it in one that has.
+func counterInt(v []byte, what string) (int64, error) {
 	if len(v) != 8 {
-		return 0, fmt.Errorf("strata: counter value of %d bytes, want 8", len(v))
+		return 0, fmt.Errorf("counter %s of %d bytes, want 8", what, len(v))
 	}
 	return int64(binary.LittleEndian.Uint64(v)), nil
+}
+
+// ValidateOperand accepts an 8-byte operand (CounterDelta).
+func (counter) ValidateOperand(_, operand []byte) error {
+	_, err := counterInt(operand, "operand")
+	return err
 }
 
 func (counter) sum(existing []byte, operands [][]byte) ([]byte, error) {
 	var n int64
 	if existing != nil {
-		v, err := CounterValue(existing)
+		v, err := counterInt(existing, "value")
 		if err != nil {
 			return nil, err
 		}
 		n = v
 	}
 	for _, op := range operands {
-		v, err := CounterValue(op)
+		v, err := counterInt(op, "operand")
 		if err != nil {
 			return nil, err
 		}

@@ -154,6 +154,15 @@ func TestMergeWithoutMerger(t *testing.T) {
 	require.NoError(t, err)
 	_, err = db.Get([]byte("k"))
 	require.ErrorIs(t, err, ErrNoMerger)
+	// The error names the key, with the "strata:" prefix once, forward
+	// and backward.
+	const want = `strata: merge operand without Options.Merger: key "k"`
+	require.EqualError(t, err, want)
+	it, err := db.NewIter(nil)
+	require.NoError(t, err)
+	require.False(t, it.Last())
+	require.EqualError(t, it.Error(), want)
+	require.NoError(t, it.Close())
 	require.NoError(t, db.Compact(nil, nil))
 	require.NoError(t, db.Close())
 

@@ -96,6 +96,9 @@ func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
 	if err := d.loadManifest(names); err != nil {
 		return nil, err
 	}
+	if err := d.checkMerger(); err != nil {
+		return nil, err
+	}
 	if err := d.checkTables(); err != nil {
 		return nil, err
 	}
@@ -184,6 +187,31 @@ func (d *DB) loadManifest(names []string) error {
 	}
 	d.vs, err = manifest.Create(vsOpts)
 	return err
+}
+
+// ErrMergerMismatch is returned (wrapped) by Open when Options.Merger's
+// Name differs from the name of the merger the database recorded: its
+// merge operands were written for another merger, which a compaction or
+// a read would hand them to. A database records the merger it is first
+// opened with (read-only opens record nothing); opening it without one is
+// allowed, and reads of keys with merge operands then fail with
+// ErrNoMerger.
+var ErrMergerMismatch = errors.New("strata: Options.Merger is not the merger the database records")
+
+// checkMerger refuses an Options.Merger other than the one the database
+// records.
+func (d *DB) checkMerger() error {
+	m := d.opts.Merger
+	if m == nil {
+		return nil
+	}
+	d.mu.Lock()
+	recorded := d.vs.Current().MergerName
+	d.mu.Unlock()
+	if recorded != "" && recorded != m.Name() {
+		return fmt.Errorf("%w: the database records %q, Options.Merger is %q", ErrMergerMismatch, recorded, m.Name())
+	}
+	return nil
 }
 
 // ErrNoCurrent is returned (wrapped) by Open for a directory that holds a
@@ -398,6 +426,10 @@ func (d *DB) installRecovered(rp *walReplay) error {
 	d.chargeMem(d.mem)
 	for _, m := range d.imm {
 		d.chargeFrozen(m)
+	}
+	if m := o.Merger; m != nil && d.vs.Current().MergerName == "" {
+		// The first open with a merger records it (see checkMerger).
+		ve.MergerName = m.Name()
 	}
 	err := d.vs.LogAndApply(ve)
 	if err == nil {

@@ -78,7 +78,9 @@ type Options struct {
 	CompactionFilter CompactionFilter
 
 	// Merger combines the operands DB.Merge writes with a key's value (see
-	// Merger; ListAppend and Counter are built in). Default: nil, and Merge
+	// Merger; ListAppend and Counter are built in). The database records
+	// its Name when it is first opened with one, and Open refuses a
+	// Merger of another name (ErrMergerMismatch). Default: nil, and Merge
 	// fails with ErrNoMerger.
 	Merger Merger
 

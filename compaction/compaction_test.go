@@ -42,7 +42,7 @@ func (e entry) String() string {
 	return fmt.Sprintf("%s#%d,%s", e.key.UserKey, e.key.SeqNum(), e.key.Kind())
 }
 func kindOf(s string) base.Kind {
-	return map[string]base.Kind{"SET": base.KindSet, "DEL": base.KindDelete}[s]
+	return map[string]base.Kind{"SET": base.KindSet, "DEL": base.KindDelete, "MERGE": base.KindMerge}[s]
 }
 
 // parseEntries reads "a#5,SET b#3,DEL".

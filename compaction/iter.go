@@ -283,6 +283,10 @@ func keepRangeDels(set *rangedel.Set, snaps stripes, bottommost bool, stats *Sta
 // Otherwise the operands are combined into one (PartialMerge), or kept as
 // they are; at the bottom of the tree, in the oldest stripe, with nothing
 // below, they are merged onto no value.
+//
+// A Merge that fails (an operand written without validation) fails
+// neither the flush nor the compaction: the entries are kept as they were
+// (see keepUnfolded), and a read of the key reports the merger's error.
 func (f *entryFilter) foldMerge(k base.InternalKey, stripe int) (bool, error) {
 	top := k.Clone()
 	ops := [][]byte{append([]byte(nil), f.in.Value()...)} // newest first
@@ -292,6 +296,10 @@ func (f *entryFilter) foldMerge(k base.InternalKey, stripe int) (bool, error) {
 		found     bool    // the value below the operands (or its absence) is known
 		more      bool    // entries of the key in older stripes follow
 		baseEntry *queued // a value with an expiry below the operands, kept
+		below     *queued // the entry found below the operands, kept if the merge fails
+		// belowInput: below is an entry of the input (not a tombstone
+		// standing for an expired value, which is counted already).
+		belowInput bool
 	)
 	for ok := f.in.Next(); ok; ok = f.in.Next() {
 		e := f.in.Key()
@@ -315,12 +323,11 @@ func (f *entryFilter) foldMerge(k base.InternalKey, stripe int) (bool, error) {
 		if kind == base.KindMerge {
 			ops = append(ops, append([]byte(nil), v...))
 			seqs = append(seqs, e.SeqNum())
-			f.stats.ShadowedDropped++
 			continue
 		}
 		found = true
-		f.stats.ShadowedDropped++
 		if kind == base.KindDelete {
+			below, belowInput = &queued{key: e.Clone()}, true
 			break
 		}
 		meta, p, err := base.SplitEntry(kind, v)
@@ -328,19 +335,24 @@ func (f *entryFilter) foldMerge(k base.InternalKey, stripe int) (bool, error) {
 			return false, fmt.Errorf("compaction: entry %s: %w", e, err)
 		}
 		if meta.Expired(f.now) {
+			// Expired: gone for every reader whatever happens to the
+			// operands; kept as a tombstone if the merge fails.
 			f.stats.Expired++
 			f.dropped(e, v)
+			if !f.bottommost || stripe != 0 {
+				below = &queued{key: base.MakeInternalKey(e.UserKey, e.SeqNum(), base.KindDelete)}
+			}
 			break
 		}
 		if meta.ExpiresAt != 0 {
 			// A value that will expire: operands apply to it only while it
 			// lives, so they cannot be folded into it. Combine them above
 			// it and keep it as it is.
-			f.stats.ShadowedDropped--
 			baseEntry = &queued{key: e.Clone(), value: append([]byte(nil), v...)}
 			found = false
 			break
 		}
+		below, belowInput = &queued{key: e.Clone(), value: append([]byte(nil), v...)}, true
 		if kind.IsPointer() {
 			if f.readValue == nil {
 				return false, fmt.Errorf("compaction: entry %s: merge onto a separated value needs a value reader", e)
@@ -349,10 +361,9 @@ func (f *entryFilter) foldMerge(k base.InternalKey, stripe int) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			f.dropped(e, v)
 			existing = val
 		} else {
-			existing = append([]byte(nil), p...)
+			existing = below.value[len(v)-len(p):]
 		}
 		break
 	}
@@ -369,9 +380,17 @@ func (f *entryFilter) foldMerge(k base.InternalKey, stripe int) (bool, error) {
 	if found || (baseEntry == nil && !more && f.bottommost && stripe == 0) {
 		val, err := f.merger.Merge(top.UserKey, existing, ops)
 		if err != nil {
-			return false, fmt.Errorf("compaction: merge of key %q: %w", top.UserKey, err)
+			f.keepUnfolded(top.UserKey, ops, seqs, below, stripe)
+			return f.next(false)
 		}
 		f.stats.Merged++
+		f.stats.ShadowedDropped += uint64(len(seqs) - 1)
+		if belowInput {
+			// A value or tombstone folded in: shadowed, and a pointer's
+			// record is garbage.
+			f.dropped(below.key, below.value)
+			f.stats.ShadowedDropped++
+		}
 		f.mergeBuf = append(f.mergeBuf[:0], val...)
 		f.key = base.MakeInternalKey(top.UserKey, top.SeqNum(), base.KindSet)
 		f.value = f.mergeBuf
@@ -379,6 +398,7 @@ func (f *entryFilter) foldMerge(k base.InternalKey, stripe int) (bool, error) {
 	}
 	if op, ok := f.merger.PartialMerge(top.UserKey, ops); ok {
 		f.stats.Merged++
+		f.stats.ShadowedDropped += uint64(len(seqs) - 1)
 		f.mergeBuf = append(f.mergeBuf[:0], op...)
 		f.key, f.value = top, f.mergeBuf
 		if baseEntry != nil {
@@ -386,16 +406,26 @@ func (f *entryFilter) foldMerge(k base.InternalKey, stripe int) (bool, error) {
 		}
 		return true, nil
 	}
-	// Kept as they are, newest first, at their own sequence numbers (ops is
-	// oldest first now, seqs still newest first).
+	f.keepUnfolded(top.UserKey, ops, seqs, baseEntry, stripe)
+	return f.next(false)
+}
+
+// keepUnfolded queues the operands of key (ops oldest first, seqs newest
+// first) at their own sequence numbers, then below, the entry under them
+// (nil: none, or it was dropped as covered by a range deletion), as they
+// were. A tombstone below is dropped where the walk would drop it (the
+// bottom of the tree, oldest stripe): with or without it, the operands
+// apply to no value.
+func (f *entryFilter) keepUnfolded(key []byte, ops [][]byte, seqs []base.SeqNum, below *queued, stripe int) {
 	for j := range seqs {
-		f.queue = append(f.queue, queued{key: base.MakeInternalKey(top.UserKey, seqs[j], base.KindMerge), value: ops[len(ops)-1-j]})
+		f.queue = append(f.queue, queued{key: base.MakeInternalKey(key, seqs[j], base.KindMerge), value: ops[len(ops)-1-j]})
 	}
-	if baseEntry != nil {
-		f.queue = append(f.queue, *baseEntry)
+	if below == nil {
+		return
 	}
-	q := f.queue[0]
-	f.queue = f.queue[1:]
-	f.key, f.value = q.key, q.value
-	return true, nil
+	if below.key.Kind() == base.KindDelete && f.bottommost && stripe == 0 {
+		f.stats.DeletesDropped++ // (an expired value below is not queued there)
+		return
+	}
+	f.queue = append(f.queue, *below)
 }

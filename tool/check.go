@@ -131,7 +131,8 @@ type vlogIndex struct {
 //     written at commit) and a full scan reads every value.
 //
 // opts are the options of the read-only open (nil: defaults; FS and
-// ReadOnly are set).
+// ReadOnly are set, and Merger, if not, to the built-in merger the
+// database records).
 func Check(fs vfs.FS, dir string, opts *strata.Options) *CheckReport {
 	r := &CheckReport{Dir: dir}
 	var mu sync.Mutex
@@ -560,6 +561,9 @@ func checkOpen(r *CheckReport, dir string, opts *strata.Options, fs vfs.FS) {
 		o = *opts
 	}
 	o.FS, o.ReadOnly = fs, true
+	if o.Merger == nil {
+		o.Merger = recordedMerger(fs, dir)
+	}
 	db, err := strata.Open(dir, &o)
 	if err != nil {
 		r.problemf("read-only open: %v", err)

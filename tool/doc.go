@@ -19,8 +19,9 @@
 //	crashtest --dir DIR [...]         stress killed with SIGKILL again and again, each restart verified
 //
 // A database written with merges is read with its merge operator: the
-// global flag --merger list|counter (before the command) names a built-in
-// one; an embedding program sets Tool.Options.
+// built-in one its manifest records, unless the global flag --merger
+// list|counter (before the command) names one; an embedding program with
+// its own sets Tool.Options.
 //
 // Commands that read a database open it with strata.Options.ReadOnly: they
 // write nothing, take no lock, and may run beside a process that has the

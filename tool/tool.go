@@ -8,8 +8,10 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/vfs"
 )
 
@@ -124,7 +126,8 @@ func (t *Tool) defaults() {
 func (t *Tool) usage(w io.Writer) {
 	fmt.Fprintln(w, "usage: strata [--merger list|counter] COMMAND [ARGS]")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "  --merger   the merge operator of a database written with merges (strata.ListAppend or strata.Counter)")
+	fmt.Fprintln(w, "  --merger   the merge operator of a database written with merges (strata.ListAppend or strata.Counter;")
+	fmt.Fprintln(w, "             default: the built-in one the database records)")
 	fmt.Fprintln(w)
 	for _, c := range t.Commands() {
 		fmt.Fprintf(w, "  %-10s %s\n  %-10s   %s\n", c.Name, c.Usage, "", c.Short)
@@ -149,9 +152,35 @@ func (t *Tool) options(readOnly bool) *strata.Options {
 	return &o
 }
 
-// openReadOnly opens the database in dir read-only.
+// openReadOnly opens the database in dir read-only, with the built-in
+// merger its manifest records when no other is chosen.
 func (t *Tool) openReadOnly(dir string) (*strata.DB, error) {
-	return strata.Open(dir, t.options(true))
+	o := t.options(true)
+	if o.Merger == nil {
+		o.Merger = recordedMerger(o.FS, dir)
+	}
+	return strata.Open(dir, o)
+}
+
+// recordedMerger returns the built-in merger whose name the manifest of
+// the database in dir records; nil when it records none or another, or
+// cannot be read (Open then says why).
+func recordedMerger(fs vfs.FS, dir string) strata.Merger {
+	var mu sync.Mutex
+	vs, err := manifest.Load(manifest.Options{FS: fs, Dirname: dir, Mu: &mu})
+	if err != nil {
+		return nil
+	}
+	defer vs.Close()
+	mu.Lock()
+	name := vs.Current().MergerName
+	mu.Unlock()
+	for _, m := range []strata.Merger{strata.ListAppend, strata.Counter} {
+		if m.Name() == name {
+			return m
+		}
+	}
+	return nil
 }
 
 // parse parses args with fs, allowing flags before and after the

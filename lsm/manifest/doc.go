@@ -4,7 +4,7 @@
 //   - FileMetadata: one SSTable's number, size, bounds and sequence range;
 //   - VersionEdit: a change to the tree (files added and removed, the WAL
 //     number recovery starts from, the next file number, the last sequence
-//     number), and its encoding;
+//     number, the name of the database's merger), and its encoding;
 //   - Version: an immutable snapshot of the tree, reference-counted so that
 //     files stay on disk while any reader can still reach them;
 //   - VersionSet: the current version and the MANIFEST file that records
@@ -52,6 +52,11 @@
 //	                          by recovery) uvarint records end; readers
 //	                          ignore what follows the fields they know
 //	tag 8  deleted value log  uvarint file number
+//	tag 64 merger name        bytes: the name of the Merger the tree's
+//	                          merge operands are meant for; in the
+//	                          snapshot record once recorded, and in the
+//	                          edit that first records it (absent: none
+//	                          recorded, as in manifests written before it)
 //
 // Invariants (checked when a version is built; with the invariants build tag
 // also after every install):

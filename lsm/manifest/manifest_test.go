@@ -21,7 +21,7 @@ func meta(num base.FileNum, a, b string, seq base.SeqNum) *FileMetadata {
 }
 
 func TestVersionEditRoundTrip(t *testing.T) {
-	ve := &VersionEdit{ComparerName: ComparerName}
+	ve := &VersionEdit{ComparerName: ComparerName, MergerName: "strata.ListAppend"}
 	ve.SetLogNum(7)
 	ve.SetNextFileNum(12)
 	ve.SetLastSeq(99)
@@ -40,6 +40,7 @@ func TestVersionEditRoundTrip(t *testing.T) {
 	require.True(t, got.NewFiles[0].Meta.Largest.IsRangeDelSentinel())
 	require.Zero(t, got.NewVlogs[0].RecordsEnd)
 	require.Equal(t, uint64(4100), got.NewVlogs[1].RecordsEnd)
+	require.Equal(t, "strata.ListAppend", got.MergerName)
 
 	// A reader that knows only the first four fields of a new value log
 	// (before RecordsEnd) reads what it knows and ignores the rest: the
@@ -223,4 +224,41 @@ func syncRoot(t *testing.T, fs vfs.FS) {
 	require.NoError(t, err)
 	require.NoError(t, d.Sync())
 	require.NoError(t, d.Close())
+}
+
+// TestMergerNameRecorded: the merger name an edit records is carried by
+// every later version and by the snapshot a new manifest starts with, so
+// it survives rotations and reloads; a manifest that never recorded one
+// (written before the field existed) loads with none.
+func TestMergerNameRecorded(t *testing.T) {
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	var mu sync.Mutex
+	opts := Options{FS: fs, Dirname: "db", Mu: &mu, MaxManifestSize: 1024}
+	vs, err := Create(opts)
+	require.NoError(t, err)
+	mu.Lock()
+	require.Empty(t, vs.Current().MergerName)
+	ve := &VersionEdit{NewFiles: []NewFile{{Level: 0, Meta: meta(vs.NewFileNum(), "a", "b", 1)}}}
+	require.NoError(t, vs.LogAndApply(ve))
+	mu.Unlock()
+	require.NoError(t, vs.Close())
+	vs, err = Load(opts)
+	require.NoError(t, err)
+	require.Empty(t, vs.Current().MergerName, "a manifest without the field records none")
+
+	mu.Lock()
+	require.NoError(t, vs.LogAndApply(&VersionEdit{MergerName: "strata.Counter"}))
+	for i := 0; i < 50; i++ { // past MaxManifestSize: new manifests
+		ve := &VersionEdit{NewFiles: []NewFile{{Level: 0, Meta: meta(vs.NewFileNum(), "a", "b", base.SeqNum(i+2))}}}
+		require.NoError(t, vs.LogAndApply(ve))
+		require.Equal(t, "strata.Counter", vs.Current().MergerName)
+	}
+	mu.Unlock()
+	require.NoError(t, vs.Close())
+	vs, err = Load(opts)
+	require.NoError(t, err)
+	require.Equal(t, "strata.Counter", vs.Current().MergerName)
+	require.Equal(t, "strata.Counter", vs.Current().SnapshotEdit().MergerName)
+	require.NoError(t, vs.Close())
 }

@@ -21,6 +21,11 @@ type Version struct {
 	// Vlogs are the value-log files, by number. Tables' value pointers only
 	// point into files listed here.
 	Vlogs map[base.FileNum]*VlogMetadata
+	// MergerName is the name of the Merger recorded for the database ("":
+	// none recorded), carried from version to version until an edit sets
+	// another, and written in every manifest snapshot, checkpoints'
+	// included. The tree's merge operands are meant for that Merger.
+	MergerName string
 	// live is, per value log, the record bytes the version's tables point
 	// to (the sum of their VlogRefs): the live side of the garbage ledger.
 	// A value log absent from it has no live bytes. Tables whose
@@ -265,7 +270,14 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 			}
 		}
 	}
+	var mergerName string
+	if baseV != nil {
+		mergerName = baseV.MergerName
+	}
 	for _, ve := range edits {
+		if ve.MergerName != "" {
+			mergerName = ve.MergerName
+		}
 		for _, num := range ve.DeletedVlogs {
 			if _, ok := vlogs[num]; !ok {
 				return nil, fmt.Errorf("version edit deletes value log %s, which the version does not hold", num)
@@ -296,7 +308,7 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 			addLive(nf.Meta, +1)
 		}
 	}
-	v := &Version{Vlogs: vlogs, live: live}
+	v := &Version{Vlogs: vlogs, live: live, MergerName: mergerName}
 	if baseV != nil {
 		v.onZero = baseV.onZero
 	}
@@ -358,7 +370,7 @@ func (v *Version) SortedVlogs() []*VlogMetadata {
 // SnapshotEdit returns an edit that recreates v from an empty tree (the first
 // record of a new manifest).
 func (v *Version) SnapshotEdit() *VersionEdit {
-	ve := &VersionEdit{}
+	ve := &VersionEdit{MergerName: v.MergerName}
 	for _, vl := range v.SortedVlogs() {
 		ve.NewVlogs = append(ve.NewVlogs, vl)
 	}

@@ -24,6 +24,10 @@ const (
 	// tagFirstOptional: tags at or above it may be skipped by a reader that
 	// does not know them.
 	tagFirstOptional = 64
+
+	// tagMergerName is optional: a binary that predates it opens the
+	// database as it did, without checking the merger.
+	tagMergerName = 64
 )
 
 // Flags of a new-file field.
@@ -51,6 +55,9 @@ type NewFile struct {
 // VersionEdit is one change to the tree, as recorded in the manifest.
 type VersionEdit struct {
 	ComparerName string
+	// MergerName, when not empty, records the name of the Merger the
+	// database's merge operands are meant for (see Version.MergerName).
+	MergerName string
 
 	// LogNum, when HasLogNum, is the number of the oldest WAL whose contents
 	// are not yet in SSTables: recovery replays WALs numbered >= LogNum.
@@ -94,6 +101,9 @@ func (ve *VersionEdit) Encode(dst []byte) []byte {
 	}
 	if ve.ComparerName != "" {
 		put(tagComparer, []byte(ve.ComparerName))
+	}
+	if ve.MergerName != "" {
+		put(tagMergerName, []byte(ve.MergerName))
 	}
 	if ve.HasLogNum {
 		put(tagLogNum, binary.AppendUvarint(field[:0], uint64(ve.LogNum)))
@@ -231,6 +241,8 @@ func (ve *VersionEdit) Decode(src []byte) error {
 		switch tag {
 		case tagComparer:
 			ve.ComparerName = string(payload)
+		case tagMergerName:
+			ve.MergerName = string(payload)
 		case tagLogNum:
 			v, err := f.uvarint()
 			if err != nil {
@@ -381,6 +393,9 @@ func (ve *VersionEdit) String() string {
 	var b strings.Builder
 	if ve.ComparerName != "" {
 		fmt.Fprintf(&b, "comparer: %s\n", ve.ComparerName)
+	}
+	if ve.MergerName != "" {
+		fmt.Fprintf(&b, "merger: %s\n", ve.MergerName)
 	}
 	if ve.HasLogNum {
 		fmt.Fprintf(&b, "log: %s\n", ve.LogNum)
