@@ -150,9 +150,14 @@ func clipToRange(db *DB, start, end []byte) error {
 // tables that overlap the range and the value logs they reference, next
 // to d's directory; writes the range's live entries into one external
 // table (values at d's separation threshold go to its value log), and
-// ingests it (Ingest). Nothing of the range's past versions or
-// tombstones comes along. The temporary files are removed in every case.
-// It returns the number of keys ingested.
+// ingests it (Ingest). Each key reads in d as it reads in the checkpoint
+// by d's Options.Clock and Merger, now and later: a value keeps its
+// expiry, merge operands are merged (kept as operands above a value that
+// expires, which they outlive), and range deletions hide what they cover
+// inside the range and nothing outside it. Nothing of the range's past
+// versions or tombstones comes along: a key the checkpoint does not hold
+// (deleted or expired) keeps in d what d held. The temporary files are
+// removed in every case. It returns the number of keys ingested.
 func (d *DB) IngestRange(ctx context.Context, s checkpoint.Store, id uint64, start, end []byte) (int, error) {
 	if err := d.checkWritable(); err != nil {
 		return 0, err
@@ -167,7 +172,7 @@ func (d *DB) IngestRange(ctx context.Context, s checkpoint.Store, id uint64, sta
 		_ = d.fs.Remove(ext)
 		_ = d.fs.Remove(ValueLogPath(ext))
 	}()
-	n, err := exportRange(d.fs, tmp, ext, start, end, d.opts.ValueThreshold)
+	n, err := exportRange(d.fs, tmp, ext, start, end, d.opts)
 	if err != nil || n == 0 {
 		return 0, err
 	}
@@ -180,10 +185,16 @@ func (d *DB) IngestRange(ctx context.Context, s checkpoint.Store, id uint64, sta
 var ingestSeq atomic.Uint64
 
 // exportRange writes the live entries in [start, end) of the database in
-// dir (opened read-only) into the external table path, separating values
-// of at least threshold bytes; it writes nothing when the range is empty.
-func exportRange(fs vfs.FS, dir, path string, start, end []byte, threshold int) (n int, err error) {
-	src, err := Open(dir, &Options{FS: fs, ReadOnly: true})
+// dir into the external table path, separating values as opts decides; it
+// writes nothing when the range is empty. The database is opened
+// read-only with opts' Clock and Merger, those of the DB that ingests the
+// table, so that each key is written as that DB reads it: a value with its
+// expiry, and a merged value as the merge, except over a value that
+// expires, which is written with the key's operands above it (see
+// Iterator.layers). Range deletions in the database hide what they cover
+// and are not written.
+func exportRange(fs vfs.FS, dir, path string, start, end []byte, opts *Options) (n int, err error) {
+	src, err := Open(dir, &Options{FS: fs, ReadOnly: true, Clock: opts.Clock, Merger: opts.Merger})
 	if err != nil {
 		return 0, fmt.Errorf("strata: ingest range: %w", err)
 	}
@@ -200,11 +211,20 @@ func exportRange(fs vfs.FS, dir, path string, start, end []byte, threshold int) 
 	var w *TableWriter
 	for ok := it.First(); ok; ok = it.Next() {
 		if w == nil {
-			if w, err = NewTableWriter(path, &TableWriterOptions{FS: fs, ValueThreshold: threshold}); err != nil {
+			if w, err = NewTableWriter(path, &TableWriterOptions{FS: fs, ValueThreshold: opts.ValueThreshold}); err != nil {
 				return 0, err
 			}
 		}
-		if err = w.Set(it.Key(), it.Value()); err != nil {
+		expiresAt, below, operands := it.layers()
+		if operands == nil {
+			below = it.Value()
+		} else if op, ok := opts.Merger.PartialMerge(it.Key(), operands); ok {
+			operands = [][]byte{op}
+		}
+		if err = it.Error(); err == nil {
+			err = w.setEntry(it.Key(), below, expiresAt, operands)
+		}
+		if err != nil {
 			w.Abort()
 			return 0, err
 		}
