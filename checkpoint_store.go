@@ -19,12 +19,17 @@ import (
 // uploads stays pinned until it returns, so neither compaction nor
 // value-log garbage collection deletes a file it is reading; writes go on
 // meanwhile. On error the store holds what it held before.
+//
+// Calls on one Uploader run one after the other, each flushing and
+// pinning its version in its turn, so that checkpoint ids follow the
+// states they hold: the later checkpoint is never the older state (which
+// KeepLast would then keep, dropping the newer).
 func (d *DB) CheckpointToStore(ctx context.Context, u *checkpoint.Uploader) (checkpoint.Stats, error) {
-	var stats checkpoint.Stats
-	err := d.withPinnedVersion("checkpoint", func(src checkpoint.Source) error {
-		var err error
-		stats, err = u.Upload(ctx, src)
-		return err
+	if testHookToStore != nil {
+		testHookToStore()
+	}
+	stats, err := u.UploadPinned(ctx, func(upload func(checkpoint.Source) error) error {
+		return d.withPinnedVersion("checkpoint", upload)
 	})
 	if err != nil {
 		return checkpoint.Stats{}, fmt.Errorf("strata: checkpoint to store: %w", err)
@@ -74,8 +79,17 @@ func (d *DB) withPinnedVersion(hook string, fn func(src checkpoint.Source) error
 	}
 	d.mu.Unlock()
 	defer v.Unref()
+	if testHookPinned != nil {
+		testHookPinned()
+	}
 	return fn(src)
 }
+
+// Test hooks of TestCheckpointToStoreIDsFollowPins: testHookToStore runs
+// when CheckpointToStore is called, before it waits for the uploads ahead
+// of it on its Uploader; testHookPinned in withPinnedVersion once the
+// version is pinned.
+var testHookToStore, testHookPinned func()
 
 // RestoreRange restores the keys in [start, end) (nil: no bound) of
 // checkpoint id of store s into dir, which must not exist or be empty: it
