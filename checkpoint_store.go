@@ -19,12 +19,17 @@ import (
 // uploads stays pinned until it returns, so neither compaction nor
 // value-log garbage collection deletes a file it is reading; writes go on
 // meanwhile. On error the store holds what it held before.
+//
+// Calls on one Uploader run one after the other, each flushing and
+// pinning its version in its turn, so that checkpoint ids follow the
+// states they hold: the later checkpoint is never the older state (which
+// KeepLast would then keep, dropping the newer).
 func (d *DB) CheckpointToStore(ctx context.Context, u *checkpoint.Uploader) (checkpoint.Stats, error) {
-	var stats checkpoint.Stats
-	err := d.withPinnedVersion("checkpoint", func(src checkpoint.Source) error {
-		var err error
-		stats, err = u.Upload(ctx, src)
-		return err
+	if testHookToStore != nil {
+		testHookToStore()
+	}
+	stats, err := u.UploadPinned(ctx, func(upload func(checkpoint.Source) error) error {
+		return d.withPinnedVersion("checkpoint", upload)
 	})
 	if err != nil {
 		return checkpoint.Stats{}, fmt.Errorf("strata: checkpoint to store: %w", err)
@@ -74,8 +79,17 @@ func (d *DB) withPinnedVersion(hook string, fn func(src checkpoint.Source) error
 	}
 	d.mu.Unlock()
 	defer v.Unref()
+	if testHookPinned != nil {
+		testHookPinned()
+	}
 	return fn(src)
 }
+
+// Test hooks of TestCheckpointToStoreIDsFollowPins: testHookToStore runs
+// when CheckpointToStore is called, before it waits for the uploads ahead
+// of it on its Uploader; testHookPinned in withPinnedVersion once the
+// version is pinned.
+var testHookToStore, testHookPinned func()
 
 // RestoreRange restores the keys in [start, end) (nil: no bound) of
 // checkpoint id of store s into dir, which must not exist or be empty: it
@@ -150,9 +164,14 @@ func clipToRange(db *DB, start, end []byte) error {
 // tables that overlap the range and the value logs they reference, next
 // to d's directory; writes the range's live entries into one external
 // table (values at d's separation threshold go to its value log), and
-// ingests it (Ingest). Nothing of the range's past versions or
-// tombstones comes along. The temporary files are removed in every case.
-// It returns the number of keys ingested.
+// ingests it (Ingest). Each key reads in d as it reads in the checkpoint
+// by d's Options.Clock and Merger, now and later: a value keeps its
+// expiry, merge operands are merged (kept as operands above a value that
+// expires, which they outlive), and range deletions hide what they cover
+// inside the range and nothing outside it. Nothing of the range's past
+// versions or tombstones comes along: a key the checkpoint does not hold
+// (deleted or expired) keeps in d what d held. The temporary files are
+// removed in every case. It returns the number of keys ingested.
 func (d *DB) IngestRange(ctx context.Context, s checkpoint.Store, id uint64, start, end []byte) (int, error) {
 	if err := d.checkWritable(); err != nil {
 		return 0, err
@@ -167,7 +186,7 @@ func (d *DB) IngestRange(ctx context.Context, s checkpoint.Store, id uint64, sta
 		_ = d.fs.Remove(ext)
 		_ = d.fs.Remove(ValueLogPath(ext))
 	}()
-	n, err := exportRange(d.fs, tmp, ext, start, end, d.opts.ValueThreshold)
+	n, err := exportRange(d.fs, tmp, ext, start, end, d.opts)
 	if err != nil || n == 0 {
 		return 0, err
 	}
@@ -180,10 +199,16 @@ func (d *DB) IngestRange(ctx context.Context, s checkpoint.Store, id uint64, sta
 var ingestSeq atomic.Uint64
 
 // exportRange writes the live entries in [start, end) of the database in
-// dir (opened read-only) into the external table path, separating values
-// of at least threshold bytes; it writes nothing when the range is empty.
-func exportRange(fs vfs.FS, dir, path string, start, end []byte, threshold int) (n int, err error) {
-	src, err := Open(dir, &Options{FS: fs, ReadOnly: true})
+// dir into the external table path, separating values as opts decides; it
+// writes nothing when the range is empty. The database is opened
+// read-only with opts' Clock and Merger, those of the DB that ingests the
+// table, so that each key is written as that DB reads it: a value with its
+// expiry, and a merged value as the merge, except over a value that
+// expires, which is written with the key's operands above it (see
+// Iterator.layers). Range deletions in the database hide what they cover
+// and are not written.
+func exportRange(fs vfs.FS, dir, path string, start, end []byte, opts *Options) (n int, err error) {
+	src, err := Open(dir, &Options{FS: fs, ReadOnly: true, Clock: opts.Clock, Merger: opts.Merger})
 	if err != nil {
 		return 0, fmt.Errorf("strata: ingest range: %w", err)
 	}
@@ -200,11 +225,20 @@ func exportRange(fs vfs.FS, dir, path string, start, end []byte, threshold int) 
 	var w *TableWriter
 	for ok := it.First(); ok; ok = it.Next() {
 		if w == nil {
-			if w, err = NewTableWriter(path, &TableWriterOptions{FS: fs, ValueThreshold: threshold}); err != nil {
+			if w, err = NewTableWriter(path, &TableWriterOptions{FS: fs, ValueThreshold: opts.ValueThreshold}); err != nil {
 				return 0, err
 			}
 		}
-		if err = w.Set(it.Key(), it.Value()); err != nil {
+		expiresAt, below, operands := it.layers()
+		if operands == nil {
+			below = it.Value()
+		} else if op, ok := opts.Merger.PartialMerge(it.Key(), operands); ok {
+			operands = [][]byte{op}
+		}
+		if err = it.Error(); err == nil {
+			err = w.setEntry(it.Key(), below, expiresAt, operands)
+		}
+		if err != nil {
 			w.Abort()
 			return 0, err
 		}

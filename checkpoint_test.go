@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
@@ -8,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/strata-db/strata/checkpoint"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -121,3 +123,80 @@ func TestCheckpointRefusesNonEmptyDir(t *testing.T) {
 
 func ckKey(i int64) []byte   { return []byte(fmt.Sprintf("key%08d", i)) }
 func ckValue(i int64) []byte { return []byte(fmt.Sprintf("value-%d-%0100d", i, i)) }
+
+// TestCheckpointToStoreIDsFollowPins: of two CheckpointToStore calls on
+// one Uploader, the one that pins the newer state commits the higher id.
+// The first call is held right after it pinned its version until the
+// second has been called and waits for it, or (as before the uploader's
+// serialization covered the pin) has pinned a newer state and committed
+// it: then the older state got the higher id and, with KeepLast 1, was
+// the one the store kept.
+func TestCheckpointToStoreIDsFollowPins(t *testing.T) {
+	defer func() { testHookToStore, testHookPinned = nil, nil }()
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs})
+	require.NoError(t, err)
+	defer db.Close()
+	store, err := checkpoint.NewLocalStoreFS(fs, "store")
+	require.NoError(t, err)
+	u, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 1})
+	require.NoError(t, err)
+
+	var (
+		calls       atomic.Int32
+		secondWaits = make(chan struct{}) // the second call waits its turn
+		held        atomic.Bool
+		pinned      = make(chan struct{}) // the first call pinned its version
+		release     = make(chan struct{}) // and may go on
+	)
+	testHookToStore = func() {
+		if calls.Add(1) == 2 {
+			close(secondWaits)
+		}
+	}
+	testHookPinned = func() {
+		if held.CompareAndSwap(false, true) {
+			close(pinned)
+			<-release
+		}
+	}
+	type result struct {
+		st  checkpoint.Stats
+		err error
+	}
+	checkpointTo := func(c chan<- result) {
+		st, err := db.CheckpointToStore(ctx, u)
+		c <- result{st, err}
+	}
+	first, second := make(chan result, 1), make(chan result, 1)
+	require.NoError(t, db.Set([]byte("k"), []byte("older"), NoSync))
+	go checkpointTo(first)
+	<-pinned
+	require.NoError(t, db.Set([]byte("k"), []byte("newer"), NoSync))
+	go checkpointTo(second)
+	var r2 result
+	done2 := false
+	select {
+	case <-secondWaits:
+	case r2 = <-second:
+		done2 = true
+	}
+	close(release)
+	r1 := <-first
+	if !done2 {
+		r2 = <-second
+	}
+	require.NoError(t, r1.err)
+	require.NoError(t, r2.err)
+	require.Less(t, r1.st.ID, r2.st.ID, "the older state has the higher checkpoint id")
+
+	ids, err := checkpoint.Checkpoints(ctx, store)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{r2.st.ID}, ids)
+	require.NoError(t, checkpoint.Restore(ctx, store, r2.st.ID, fs, "restored", nil))
+	rdb, err := Open("restored", &Options{FS: fs, ErrorIfNotExists: true})
+	require.NoError(t, err)
+	defer rdb.Close()
+	requireGet(t, rdb, "k", "newer")
+}

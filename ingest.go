@@ -24,8 +24,9 @@ import (
 // The files' contents are verified first (every block and value-log record
 // checksum, every pointer against its record), outside the DB's locks.
 // Then, with writes held: the memtables are flushed; the tables are
-// rewritten into the DB with one new sequence number (a pass over keys and
-// pointers; values stay where they are, since the value logs are
+// rewritten into the DB with one new sequence number, and the merge
+// operands IngestRange stacks above a value with the next ones (a pass over
+// keys and pointers; values stay where they are, since the value logs are
 // hard-linked, or copied where the filesystem cannot link); and one
 // manifest edit adds them, each at the deepest level where nothing above
 // overlaps it. Automatic compactions pause while Ingest runs.
@@ -95,6 +96,9 @@ type externalTable struct {
 	f                 vfs.File
 	r                 *sstable.Reader
 	smallest, largest []byte
+	// layers is the highest sequence number of its entries: of the
+	// newest merge operand above a value, 0 without operands.
+	layers base.SeqNum
 	// vlog describes its value log (nil without one); FileNum is set when
 	// the file is linked into the DB.
 	vlog *manifest.VlogMetadata
@@ -173,31 +177,68 @@ func openExternalTable(fs vfs.FS, path string) (_ *externalTable, err error) {
 	it := r.NewIter()
 	defer it.Close()
 	n := 0
+	var (
+		prevKind base.Kind // of the previous entry, of key t.largest
+		prevSeq  base.SeqNum
+	)
 	for ok := it.First(); ok; ok = it.Next() {
 		k := it.Key()
-		if n > 0 && base.Compare(k.UserKey, t.largest) <= 0 {
+		seq, kind := k.SeqNum(), k.Kind()
+		// below: the entry is the layer below a merge operand of its key,
+		// whose sequence number it must follow.
+		below := n > 0 && base.Equal(k.UserKey, t.largest)
+		switch {
+		case below && (prevKind != base.KindMerge || seq != prevSeq-1):
+			return nil, base.CorruptionErrorf(path, 0, "key %q has entries of sequence numbers %d and %d, not a merge operand and the layer below it", k.UserKey, prevSeq, seq)
+		case below:
+		case n > 0 && prevKind == base.KindMerge:
+			return nil, base.CorruptionErrorf(path, 0, "merge operand of key %q has no value below it", t.largest)
+		case n > 0 && base.Compare(k.UserKey, t.largest) < 0:
 			return nil, base.CorruptionErrorf(path, 0, "key %q does not sort after %q", k.UserKey, t.largest)
 		}
-		if n == 0 {
-			t.smallest = slices.Clone(k.UserKey)
+		if !below {
+			if n == 0 {
+				t.smallest = slices.Clone(k.UserKey)
+			}
+			t.largest = append(t.largest[:0], k.UserKey...)
+			n++
 		}
-		t.largest = append(t.largest[:0], k.UserKey...)
-		n++
-		if k.SeqNum() != 0 {
-			return nil, base.CorruptionErrorf(path, 0, "key %q has sequence number %d, not 0", k.UserKey, k.SeqNum())
+		prevKind, prevSeq = kind, seq
+		if kind == base.KindMerge {
+			if seq == 0 {
+				return nil, base.CorruptionErrorf(path, 0, "merge operand of key %q has sequence number 0, not above a value", k.UserKey)
+			}
+			t.layers = max(t.layers, seq)
+			continue
 		}
-		switch k.Kind() {
-		case base.KindSet, base.KindDelete:
+		if seq != 0 {
+			return nil, base.CorruptionErrorf(path, 0, "key %q has sequence number %d, not 0", k.UserKey, seq)
+		}
+		if kind.HasMeta() {
+			if _, _, err := base.DecodeEntryMeta(it.Value()); err != nil {
+				return nil, base.CorruptionErrorf(path, 0, "key %q: %v", k.UserKey, err)
+			}
+		}
+		switch kind.WithoutMeta() {
+		case base.KindSet:
+		case base.KindDelete:
+			if below {
+				return nil, base.CorruptionErrorf(path, 0, "merge operand of key %q has a tombstone below it", k.UserKey)
+			}
 		case base.KindValuePointer:
 			if records == nil {
 				return nil, base.CorruptionErrorf(path, 0, "key %q points into a value log, and %s is missing", k.UserKey, ValueLogPath(path))
 			}
-			if err := records.claim(k.UserKey, it.Value()); err != nil {
+			_, ptr, _ := base.SplitEntry(kind, it.Value())
+			if err := records.claim(k.UserKey, ptr); err != nil {
 				return nil, err
 			}
 		default:
-			return nil, base.CorruptionErrorf(path, 0, "key %q has kind %s, which external tables do not hold", k.UserKey, k.Kind())
+			return nil, base.CorruptionErrorf(path, 0, "key %q has kind %s, which external tables do not hold", k.UserKey, kind)
 		}
+	}
+	if prevKind == base.KindMerge {
+		return nil, base.CorruptionErrorf(path, 0, "merge operand of key %q has no value below it", t.largest)
 	}
 	if err := it.Error(); err != nil {
 		return nil, fmt.Errorf("strata: ingest: %w", err)
@@ -322,7 +363,13 @@ func (d *DB) ingestLeader(tables []*externalTable) error {
 	if err := d.flushAllLeader(); err != nil {
 		return err
 	}
+	// The tables' entries get seq, their merge operands the sequence
+	// numbers above it, up to top.
 	seq := c.lastSeq + 1
+	top := seq
+	for _, t := range tables {
+		top = max(top, seq+t.layers)
+	}
 
 	var metas []*manifest.FileMetadata
 	var vlogs []*manifest.VlogMetadata
@@ -363,7 +410,7 @@ func (d *DB) ingestLeader(tables []*externalTable) error {
 	d.mu.Lock()
 	v := d.vs.Current()
 	ve := &manifest.VersionEdit{NewVlogs: vlogs}
-	ve.SetLastSeq(seq)
+	ve.SetLastSeq(top)
 	levels := make([]int, len(metas))
 	for i, m := range metas {
 		levels[i] = ingestLevel(v, m.Smallest.UserKey, m.Largest.UserKey)
@@ -381,8 +428,8 @@ func (d *DB) ingestLeader(tables []*externalTable) error {
 		}
 		return err
 	}
-	c.lastSeq = seq
-	d.visibleSeq.Store(uint64(seq))
+	c.lastSeq = top
+	d.visibleSeq.Store(uint64(top))
 	for i, m := range metas {
 		d.stats.levels[levels[i]].bytesWritten += m.Size
 		d.stats.ingestBytes.Add(m.Size)
@@ -427,8 +474,9 @@ func (d *DB) rewriteExternal(t *externalTable, seq base.SeqNum, vlogNum base.Fil
 }
 
 // ingestIter gives an external table's entries the ingest's sequence
-// number and its pointers the value log's file number in the DB. The
-// compaction that writes the table moves it forward only.
+// number (a merge operand's above it by its own, 1 and up) and its
+// pointers the value log's file number in the DB. The compaction that
+// writes the table moves it forward only.
 type ingestIter struct {
 	base.InternalIterator
 	seq     base.SeqNum
@@ -439,22 +487,28 @@ type ingestIter struct {
 
 func (it *ingestIter) Key() base.InternalKey {
 	k := it.InternalIterator.Key()
-	return base.MakeInternalKey(k.UserKey, it.seq, k.Kind())
+	return base.MakeInternalKey(k.UserKey, it.seq+k.SeqNum(), k.Kind())
 }
 
 func (it *ingestIter) Value() []byte {
 	v := it.InternalIterator.Value()
-	if it.InternalIterator.Key().Kind() != base.KindValuePointer {
+	kind := it.InternalIterator.Key().Kind()
+	if !kind.IsPointer() {
 		return v
 	}
-	p, err := vlog.DecodePointer(v)
+	_, enc, err := base.SplitEntry(kind, v)
+	var p vlog.Pointer
+	if err == nil {
+		p, err = vlog.DecodePointer(enc)
+	}
 	if err != nil {
 		// Verified when the table was opened: the file changed since.
 		it.err = base.CorruptionErrorf("", 0, "external table changed during ingest: %v", err)
 		return v
 	}
 	p.FileNum = it.vlogNum
-	it.buf = p.Encode(it.buf[:0])
+	// The metadata, if any, as it was; then the pointer.
+	it.buf = p.Encode(append(it.buf[:0], v[:len(v)-len(enc)]...))
 	return it.buf
 }
 

@@ -8,9 +8,11 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/lsm/sstable"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -486,4 +488,80 @@ func TestIngestConcurrentWrites(t *testing.T) {
 	require.NoError(t, db.Set([]byte("r000"), []byte("last"), NoSync))
 	requireGet(t, db, "r000", "last")
 	require.NoError(t, currentVersion(db).CheckLedger())
+}
+
+// rawEntry is an entry of a table rawExternal writes.
+type rawEntry struct {
+	key   string
+	seq   base.SeqNum
+	kind  base.Kind
+	value string
+}
+
+// rawExternal writes entries as an external table at path, as no
+// TableWriter would, to test what Ingest accepts.
+func rawExternal(t *testing.T, fs vfs.FS, path string, entries []rawEntry) {
+	t.Helper()
+	f, err := fs.Create(path)
+	require.NoError(t, err)
+	w := sstable.NewWriter(f, sstable.WriterOptions{})
+	w.SetUserProperty(externalProp, externalVersion)
+	for _, e := range entries {
+		require.NoError(t, w.Add(base.MakeInternalKey([]byte(e.key), e.seq, e.kind), []byte(e.value)))
+	}
+	require.NoError(t, w.Close())
+}
+
+// TestIngestLayers ingests a table with merge operands stacked above a
+// value that expires, as IngestRange writes them: they read as merged
+// until the value expires, as the operands alone after, hide the DB's
+// older entries throughout, and a write after the ingest is newer than all
+// of them. Tables whose layers are malformed are refused.
+func TestIngestLayers(t *testing.T) {
+	fs := vfs.NewMem()
+	clock := newTestClock(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC))
+	db, err := Open("db", &Options{FS: fs, Clock: clock.Now, Merger: ListAppend})
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Set([]byte("c"), []byte("old"), NoSync))
+	require.NoError(t, db.Set([]byte("d"), []byte("old"), NoSync))
+	before := map[string]string{"c": "old", "d": "old"}
+
+	meta := string(base.EntryMeta{ExpiresAt: expiryFrom(clock.Now(), time.Hour)}.Append(nil))
+	for _, bad := range []struct {
+		name    string
+		entries []rawEntry
+		err     string
+	}{
+		{"operand with nothing below", []rawEntry{{"c", 1, base.KindMerge, "x"}}, "no value below"},
+		{"operand above another key", []rawEntry{{"c", 1, base.KindMerge, "x"}, {"d", 0, base.KindSet, "v"}}, "no value below"},
+		{"layers with a gap", []rawEntry{{"c", 2, base.KindMerge, "x"}, {"c", 0, base.KindSet, "v"}}, "not a merge operand and the layer below"},
+		{"operand at sequence number 0", []rawEntry{{"c", 0, base.KindMerge, "x"}}, "not above a value"},
+		{"value above sequence number 0", []rawEntry{{"c", 1, base.KindSet, "v"}}, "not 0"},
+		{"tombstone below an operand", []rawEntry{{"c", 1, base.KindMerge, "x"}, {"c", 0, base.KindDelete, ""}}, "tombstone below"},
+		{"bad metadata", []rawEntry{{"c", 0, base.KindSetMeta, "\xff"}}, "metadata"},
+	} {
+		rawExternal(t, fs, "bad.sst", bad.entries)
+		err := db.Ingest([]string{"bad.sst"})
+		require.ErrorIs(t, err, ErrCorruption, bad.name)
+		require.ErrorContains(t, err, bad.err, bad.name)
+		require.NoError(t, fs.Remove("bad.sst"))
+		requireContents(t, db, nil, before, bad.name)
+	}
+
+	op1, op2 := string(ListElement(nil, []byte("1"))), string(ListElement(nil, []byte("2")))
+	rawExternal(t, fs, "ok.sst", []rawEntry{
+		{"c", 2, base.KindMerge, op2},
+		{"c", 1, base.KindMerge, op1},
+		{"c", 0, base.KindSetMeta, meta + "v"},
+		{"d", 0, base.KindSetMeta, meta + "w"},
+	})
+	require.NoError(t, db.Ingest([]string{"ok.sst"}))
+	requireContents(t, db, nil, map[string]string{"c": "v" + op1 + op2, "d": "w"}, "ingested")
+	clock.Advance(time.Hour)
+	requireContents(t, db, nil, map[string]string{"c": op1 + op2}, "expired")
+	require.NoError(t, db.Compact(nil, nil))
+	requireContents(t, db, nil, map[string]string{"c": op1 + op2}, "expired, compacted")
+	require.NoError(t, db.Set([]byte("c"), []byte("new"), NoSync))
+	requireContents(t, db, nil, map[string]string{"c": "new"}, "written after")
 }

@@ -41,6 +41,12 @@ type Iterator struct {
 	mergeOps [][]byte
 	rev      revMerge
 	liveBuf  []byte // values copied from the active or a mapped value log
+	// The current key's layers (see layers): the expiry of its value, or
+	// of the value below its operands when merged is set.
+	expiresAt int64
+	merged    bool
+	below     []byte
+	operands  [][]byte
 	// now is the clock's time (ms) for expiry during one positioning call;
 	// 0 until an entry with an expiry needs it.
 	now     int64
@@ -176,6 +182,16 @@ func (i *Iterator) deleted(k base.InternalKey, v []byte) bool {
 	return i.dels != nil && i.dels.Covers(k.UserKey, k.SeqNum(), i.snap)
 }
 
+// expiryOf returns the expiry of entry k with value v (0: none); deleted
+// has checked its metadata.
+func expiryOf(k base.InternalKey, v []byte) int64 {
+	if !k.Kind().HasMeta() {
+		return 0
+	}
+	m, _, _ := base.DecodeEntryMeta(v)
+	return m.ExpiresAt
+}
+
 // payload returns the value of entry k without its metadata.
 func payload(k base.InternalKey, v []byte) []byte {
 	if k.Kind().HasMeta() {
@@ -229,8 +245,10 @@ func (i *Iterator) findNext(skip bool) bool {
 		if k.Kind() == base.KindMerge {
 			return i.mergeForward(k, i.iter.Value())
 		}
-		i.value = payload(k, i.iter.Value())
+		v := i.iter.Value()
+		i.value = payload(k, v)
 		i.isPtr = k.Kind().IsPointer()
+		i.expiresAt, i.merged = expiryOf(k, v), false
 		i.valid = true
 		i.countRow()
 		return true
@@ -293,6 +311,7 @@ func (i *Iterator) findPrev() bool {
 		}
 		r.base = append(r.base[:0], payload(k, v)...)
 		r.ptr, r.has, r.ops = k.Kind().IsPointer(), true, r.ops[:0]
+		r.expiresAt = expiryOf(k, v)
 	}
 	if err := i.iter.Error(); err != nil {
 		i.err = err
@@ -308,6 +327,7 @@ func (i *Iterator) findPrev() bool {
 	}
 	i.valBuf = append(i.valBuf[:0], r.base...)
 	i.value, i.isPtr, i.valid = i.valBuf, r.ptr, true
+	i.expiresAt, i.merged = r.expiresAt, false
 	i.countRow()
 	return true
 }

@@ -24,7 +24,10 @@ func (i *Iterator) mergeForward(k base.InternalKey, v []byte) bool {
 		return false
 	}
 	ops := append(i.mergeOps[:0], slices.Clone(v)) // newest first
-	var existing []byte
+	var (
+		existing  []byte
+		expiresAt int64 // existing's
+	)
 	for ok := i.iter.Next(); ok; ok = i.iter.Next() {
 		k := i.iter.Key()
 		if !base.Equal(k.UserKey, i.key) {
@@ -50,6 +53,7 @@ func (i *Iterator) mergeForward(k base.InternalKey, v []byte) bool {
 			continue
 		}
 		p := payload(k, v)
+		expiresAt = expiryOf(k, v)
 		if k.Kind().IsPointer() {
 			val, err := i.fetch(p)
 			if err != nil {
@@ -71,12 +75,12 @@ func (i *Iterator) mergeForward(k base.InternalKey, v []byte) bool {
 	}
 	slices.Reverse(ops)
 	i.mergeOps = ops
-	return i.setMerged(m, existing, ops)
+	return i.setMerged(m, existing, expiresAt, ops)
 }
 
-// setMerged makes the iterator's current value the merge of existing and
-// ops (oldest first).
-func (i *Iterator) setMerged(m Merger, existing []byte, ops [][]byte) bool {
+// setMerged makes the iterator's current value the merge of existing,
+// which expires at expiresAt (0: never), and ops (oldest first).
+func (i *Iterator) setMerged(m Merger, existing []byte, expiresAt int64, ops [][]byte) bool {
 	val, err := m.Merge(i.key, existing, ops)
 	if err != nil {
 		i.err, i.valid = fmt.Errorf("strata: merge of key %q: %w", i.key, err), false
@@ -84,24 +88,45 @@ func (i *Iterator) setMerged(m Merger, existing []byte, ops [][]byte) bool {
 	}
 	i.valBuf = append(i.valBuf[:0], val...)
 	i.value, i.isPtr, i.valid = i.valBuf, false, true
+	i.expiresAt, i.merged, i.below, i.operands = expiresAt, true, existing, ops
 	i.countRow()
 	return true
+}
+
+// layers describes the current key as it must be written elsewhere to
+// read the same there, at every time of the clock (exportRange): its value
+// expires at expiresAt (0: never), unless operands is set. Then the value
+// is Merger's combination of below, which expires at expiresAt, and the
+// operands (oldest first); once below has expired it is the operands'
+// alone, so the merged value cannot stand for it. The slices are valid
+// until the next positioning call.
+func (i *Iterator) layers() (expiresAt int64, below []byte, operands [][]byte) {
+	if !i.merged {
+		return i.expiresAt, nil, nil
+	}
+	if i.expiresAt == 0 {
+		// Merged onto a value that never expires, or onto none: the
+		// merged value holds for good.
+		return 0, nil, nil
+	}
+	return i.expiresAt, i.below, i.operands
 }
 
 // revMerge is the backward fold of one key's entries, oldest first: the
 // value below the operands seen since (ptr: an unresolved pointer) and the
 // operands, oldest first.
 type revMerge struct {
-	key  []byte
-	base []byte
-	ptr  bool
-	has  bool // base holds a value (not a deletion or nothing)
-	ops  [][]byte
+	key       []byte
+	base      []byte
+	ptr       bool
+	has       bool  // base holds a value (not a deletion or nothing)
+	expiresAt int64 // base's expiry (0: never)
+	ops       [][]byte
 }
 
 func (r *revMerge) reset(key []byte) {
 	r.key = append(r.key[:0], key...)
-	r.base, r.ptr, r.has = r.base[:0], false, false
+	r.base, r.ptr, r.has, r.expiresAt = r.base[:0], false, false, 0
 	r.ops = r.ops[:0]
 }
 
@@ -112,9 +137,12 @@ func (i *Iterator) resolveRevMerge(r *revMerge) bool {
 		i.err, i.valid = errNoMergerFor(r.key), false
 		return false
 	}
-	var existing []byte
+	var (
+		existing  []byte
+		expiresAt int64
+	)
 	if r.has {
-		existing = r.base
+		existing, expiresAt = r.base, r.expiresAt
 		if r.ptr {
 			v, err := i.fetch(r.base)
 			if err != nil {
@@ -124,5 +152,5 @@ func (i *Iterator) resolveRevMerge(r *revMerge) bool {
 			existing = slices.Clone(v)
 		}
 	}
-	return i.setMerged(m, existing, r.ops)
+	return i.setMerged(m, existing, expiresAt, r.ops)
 }

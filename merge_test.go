@@ -375,3 +375,65 @@ func newTestClock(start time.Time) *testClock {
 func (c *testClock) Now() time.Time { return time.Unix(0, c.nanos.Load()) }
 
 func (c *testClock) Advance(d time.Duration) { c.nanos.Add(int64(d)) }
+
+// TestIteratorLayers: layers describes each key as exportRange must write
+// it, forward and backward, with the entries in the memtable and in
+// tables: a value's expiry, and a merged value's operands only where the
+// value below them expires.
+func TestIteratorLayers(t *testing.T) {
+	clock := newTestClock(time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC))
+	db, err := Open("db", &Options{FS: vfs.NewMem(), Clock: clock.Now, Merger: ListAppend, ValueThreshold: 32})
+	require.NoError(t, err)
+	defer db.Close()
+	large := string(bytes.Repeat([]byte("L"), 40))
+	op1, op2 := string(ListElement(nil, []byte("1"))), string(ListElement(nil, []byte("2")))
+	require.NoError(t, db.SetWithTTL([]byte("f"), []byte("gone"), time.Minute, NoSync))
+	clock.Advance(2 * time.Minute)
+	expiry := expiryFrom(clock.Now(), time.Hour)
+	require.NoError(t, db.Set([]byte("a"), []byte("va"), NoSync))
+	require.NoError(t, db.SetWithTTL([]byte("b"), []byte(large), time.Hour, NoSync))
+	require.NoError(t, db.Set([]byte("d"), []byte("vd"), NoSync))
+	require.NoError(t, db.SetWithTTL([]byte("e"), []byte(large), time.Hour, NoSync))
+	for _, k := range []string{"c", "d", "e", "f"} {
+		require.NoError(t, db.Merge([]byte(k), []byte(op1), NoSync))
+		require.NoError(t, db.Merge([]byte(k), []byte(op2), NoSync))
+	}
+	type layer struct {
+		value     string
+		expiresAt int64
+		below     string
+		operands  string // joined: a flush may combine them (PartialMerge)
+	}
+	want := map[string]layer{
+		"a": {value: "va"},
+		"b": {value: large, expiresAt: expiry},
+		"c": {value: op1 + op2},
+		"d": {value: "vd" + op1 + op2},
+		"e": {value: large + op1 + op2, expiresAt: expiry, below: large, operands: op1 + op2},
+		"f": {value: op1 + op2},
+	}
+	check := func(where string) {
+		it, err := db.NewIter(nil)
+		require.NoError(t, err)
+		defer it.Close()
+		got := func() layer {
+			e, below, ops := it.layers()
+			l := layer{value: string(it.Value()), expiresAt: e, below: string(below)}
+			l.operands = string(bytes.Join(ops, nil))
+			return l
+		}
+		fwd, bwd := map[string]layer{}, map[string]layer{}
+		for ok := it.First(); ok; ok = it.Next() {
+			fwd[string(it.Key())] = got()
+		}
+		for ok := it.Last(); ok; ok = it.Prev() {
+			bwd[string(it.Key())] = got()
+		}
+		require.NoError(t, it.Error())
+		require.Equal(t, want, fwd, "%s, forward", where)
+		require.Equal(t, want, bwd, "%s, backward", where)
+	}
+	check("memtable")
+	require.NoError(t, db.Flush())
+	check("tables")
+}

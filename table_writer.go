@@ -16,8 +16,12 @@ import (
 const externalProp = "strata.external"
 
 // externalVersion is the value of externalProp: the layout of an external
-// table (sequence numbers 0, pointers into an unnumbered value log named
-// by ValueLogPath).
+// table. Its entries have sequence numbers 0, and pointers into an
+// unnumbered value log named by ValueLogPath; a value may carry an expiry
+// (kinds SETM and VPTRM, base.EntryMeta), and may have merge operands above
+// it, the newest with sequence number n, the oldest 1, which Ingest stacks
+// in that order above the value (written by exportRange, for a value that
+// expires below operands that outlive it).
 const externalVersion = "1"
 
 // TableWriterOptions configure a TableWriter. The zero value is valid.
@@ -53,7 +57,7 @@ type TableWriter struct {
 	vw       *vlog.Writer
 	last     []byte
 	count    int
-	ptrBuf   []byte
+	buf      []byte // an entry's value as it is built
 	err      error
 	finished bool
 }
@@ -86,26 +90,47 @@ func NewTableWriter(path string, o *TableWriterOptions) (*TableWriter, error) {
 }
 
 // Set adds key with value. key must sort after every key added before.
-func (w *TableWriter) Set(key, value []byte) error {
+func (w *TableWriter) Set(key, value []byte) error { return w.setEntry(key, value, 0, nil) }
+
+// setEntry adds key with value, which expires at expiresAt (milliseconds
+// since the Unix epoch; 0: never), and operands above it (oldest first),
+// each an entry of its own. key must sort after every key added before.
+func (w *TableWriter) setEntry(key, value []byte, expiresAt int64, operands [][]byte) error {
 	if err := w.check(key); err != nil {
 		return err
 	}
-	if !w.policy.Separate(key, len(value)) {
-		return w.add(base.MakeInternalKey(key, 0, base.KindSet), value)
+	for j := len(operands) - 1; j >= 0; j-- {
+		if err := w.add(base.MakeInternalKey(key, base.SeqNum(j+1), base.KindMerge), operands[j]); err != nil {
+			return err
+		}
 	}
-	if w.vw == nil {
-		vf, err := w.fs.CreateExclusive(ValueLogPath(w.path))
+	// The entry's value: the metadata, if any, then the value or pointer.
+	kind, entry, meta := base.KindSet, value, w.buf[:0]
+	if expiresAt != 0 {
+		meta = base.EntryMeta{ExpiresAt: expiresAt}.Append(meta)
+	}
+	if w.policy.Separate(key, len(value)) {
+		if w.vw == nil {
+			vf, err := w.fs.CreateExclusive(ValueLogPath(w.path))
+			if err != nil {
+				return w.fail(fmt.Errorf("strata: table writer: %w", err))
+			}
+			w.vf, w.vw = vf, vlog.NewWriter(vf, vlog.Unnumbered)
+		}
+		p, err := w.vw.Add(key, value)
 		if err != nil {
 			return w.fail(fmt.Errorf("strata: table writer: %w", err))
 		}
-		w.vf, w.vw = vf, vlog.NewWriter(vf, vlog.Unnumbered)
+		w.buf = p.Encode(meta)
+		kind, entry = base.KindValuePointer, w.buf
+	} else if expiresAt != 0 {
+		w.buf = append(meta, value...)
+		entry = w.buf
 	}
-	p, err := w.vw.Add(key, value)
-	if err != nil {
-		return w.fail(fmt.Errorf("strata: table writer: %w", err))
+	if expiresAt != 0 {
+		kind = kind.WithMeta()
 	}
-	w.ptrBuf = p.Encode(w.ptrBuf[:0])
-	return w.add(base.MakeInternalKey(key, 0, base.KindValuePointer), w.ptrBuf)
+	return w.add(base.MakeInternalKey(key, 0, kind), entry)
 }
 
 // Delete adds a tombstone for key. key must sort after every key added
@@ -133,12 +158,15 @@ func (w *TableWriter) check(key []byte) error {
 	return nil
 }
 
+// add adds one entry; a key's last (of sequence number 0) counts it.
 func (w *TableWriter) add(k base.InternalKey, value []byte) error {
 	if err := w.w.Add(k, value); err != nil {
 		return w.fail(fmt.Errorf("strata: table writer: %w", err))
 	}
-	w.last = append(w.last[:0], k.UserKey...)
-	w.count++
+	if k.SeqNum() == 0 {
+		w.last = append(w.last[:0], k.UserKey...)
+		w.count++
+	}
 	return nil
 }
 

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -111,6 +112,8 @@ type Uploader struct {
 	store Store
 	opts  UploadOptions
 
+	// mu serializes uploads and, in UploadPinned, the pinning of the
+	// state each one uploads, so that the ids of those follow their states.
 	mu   sync.Mutex
 	sums map[fileKey]uint64 // checksums of files seen, by name and size
 }
@@ -224,9 +227,50 @@ type localFile struct {
 // replacement commits the checkpoint; then it deletes what no retained checkpoint needs.
 // If it fails before the commit, it deletes what it uploaded and the
 // store holds what it held before.
+//
+// Uploads through u are serialized, but src was pinned before: of two
+// callers that pin and then call Upload, the later to pin may commit
+// first, and the older state then gets the higher id. UploadPinned pins
+// in turn.
 func (u *Uploader) Upload(ctx context.Context, src Source) (Stats, error) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	return u.uploadLocked(ctx, src)
+}
+
+// UploadPinned writes a checkpoint of the state pin pins, as Upload does:
+// pin runs once the uploads ahead of it through u are done, pins a state
+// and calls upload with it (once), keeping it pinned until upload
+// returns, and returns upload's error or its own. So checkpoint ids
+// follow the states they hold: of two calls, the one that pins the newer
+// state commits the higher id (DB.CheckpointToStore uses it).
+func (u *Uploader) UploadPinned(ctx context.Context, pin func(upload func(Source) error) error) (Stats, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var (
+		stats    Stats
+		uploaded bool
+	)
+	err := pin(func(src Source) error {
+		if uploaded {
+			return errors.New("checkpoint: UploadPinned's pin called upload twice")
+		}
+		uploaded = true
+		var err error
+		stats, err = u.uploadLocked(ctx, src)
+		return err
+	})
+	if err == nil && !uploaded {
+		err = errors.New("checkpoint: UploadPinned's pin returned without calling upload")
+	}
+	if err != nil {
+		return Stats{}, err
+	}
+	return stats, nil
+}
+
+// uploadLocked is Upload, with u.mu held.
+func (u *Uploader) uploadLocked(ctx context.Context, src Source) (Stats, error) {
 	start := time.Now()
 	cur, _, err := loadRegistry(ctx, u.store)
 	if err != nil {
