@@ -520,11 +520,15 @@ type iterVlog struct {
 // Error returns the error that made the last positioning call fail, if any.
 func (i *Iterator) Error() error { return i.err }
 
-// Close releases the iterator. Closing twice returns ErrClosed.
+// Close releases the iterator and returns the error Error holds, if any,
+// or else an error closing what it read: a scan that stopped early because
+// a read failed does not close as if it had reached the end. Closing
+// twice returns ErrClosed.
 func (i *Iterator) Close() error {
 	if i.closed {
 		return ErrClosed
 	}
+	iterErr := i.err
 	i.closed = true
 	i.valid = false
 	i.db.iters.Add(-1)
@@ -538,5 +542,8 @@ func (i *Iterator) Close() error {
 	i.readAhead = nil
 	i.rs.unref()
 	i.rs = nil
+	if iterErr != nil {
+		return iterErr
+	}
 	return err
 }
