@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"bytes"
 	"fmt"
 	"testing"
 
@@ -76,4 +77,98 @@ func TestIteratorCloseReturnsError(t *testing.T) {
 		requireCorruption(t, err, vlogFile, fmt.Sprintf("Close after %d keys", n))
 		require.NoError(t, db.Close())
 	})
+}
+
+// TestIteratorInvalidAndClosed: an iterator past its last key, or after a
+// failure, returns nil from Key and Value and stays where it is (Next and
+// Prev return false and keep Error: nil at the end, the failure after
+// one); after Close every call reports ErrClosed, and a second Close
+// returns ErrClosed. For DB and Snapshot iterators, over inline and
+// separated values.
+func TestIteratorInvalidAndClosed(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs, ValueThreshold: 64, Merger: ListAppend})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("a"), []byte("inline"), nil))
+	require.NoError(t, db.Set([]byte("b"), bytes.Repeat([]byte("s"), 100), nil))
+	require.NoError(t, db.Flush())
+	require.NoError(t, db.Merge([]byte("c"), ListElement(nil, []byte("x")), nil))
+	snap := db.NewSnapshot()
+
+	requireInvalid := func(t *testing.T, it *Iterator, wantErr error) {
+		t.Helper()
+		require.False(t, it.Valid())
+		require.Nil(t, it.Key())
+		require.Nil(t, it.Value())
+		if wantErr == nil {
+			require.NoError(t, it.Error())
+		} else {
+			require.ErrorIs(t, it.Error(), wantErr)
+		}
+	}
+	requireClosed := func(t *testing.T, it *Iterator) {
+		t.Helper()
+		requireInvalid(t, it, ErrClosed)
+		for name, move := range map[string]func() bool{
+			"First": it.First, "Last": it.Last, "Next": it.Next, "Prev": it.Prev,
+			"SeekGE": func() bool { return it.SeekGE([]byte("a")) },
+			"SeekLT": func() bool { return it.SeekLT([]byte("z")) },
+		} {
+			require.False(t, move(), name)
+			require.ErrorIs(t, it.Error(), ErrClosed, name)
+			requireInvalid(t, it, ErrClosed)
+		}
+		require.ErrorIs(t, it.Close(), ErrClosed, "a second Close")
+		requireInvalid(t, it, ErrClosed)
+	}
+
+	for name, newIter := range map[string]func(*IterOptions) (*Iterator, error){"db": db.NewIter, "snapshot": snap.NewIter} {
+		t.Run(name, func(t *testing.T) {
+			for _, upper := range []string{"b", "c"} { // last key inline, separated
+				it, err := newIter(&IterOptions{UpperBound: []byte(upper)})
+				require.NoError(t, err)
+				require.True(t, it.Last())
+				require.NotNil(t, it.Value())
+				require.False(t, it.Next())
+				requireInvalid(t, it, nil)
+				require.False(t, it.Next(), "Next past the end")
+				require.False(t, it.Prev(), "Prev past the end")
+				requireInvalid(t, it, nil)
+				require.True(t, it.First())
+				require.False(t, it.Prev())
+				requireInvalid(t, it, nil)
+				require.NoError(t, it.Close())
+				requireClosed(t, it)
+			}
+
+			// Closed while positioned, on a value not yet read.
+			it, err := newIter(nil)
+			require.NoError(t, err)
+			require.True(t, it.SeekGE([]byte("b")))
+			require.NoError(t, it.Close())
+			requireClosed(t, it)
+
+		})
+	}
+	require.NoError(t, snap.Close())
+	require.NoError(t, db.Close())
+
+	// After a failure (the merge operand, read without a merger), the
+	// error stays until a call positions the iterator anew, and Close
+	// returns it.
+	db, err = Open("db", &Options{FS: fs, ValueThreshold: 64})
+	require.NoError(t, err)
+	it, err := db.NewIter(nil)
+	require.NoError(t, err)
+	require.False(t, it.SeekGE([]byte("c")))
+	requireInvalid(t, it, ErrNoMerger)
+	require.False(t, it.Next())
+	require.False(t, it.Prev())
+	requireInvalid(t, it, ErrNoMerger)
+	require.True(t, it.SeekLT([]byte("c")))
+	require.NoError(t, it.Error())
+	require.False(t, it.Next())
+	require.ErrorIs(t, it.Close(), ErrNoMerger)
+	requireClosed(t, it)
+	require.NoError(t, db.Close())
 }
