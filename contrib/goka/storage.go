@@ -27,6 +27,7 @@
 package goka
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -211,7 +212,8 @@ func (s *Storage) Iterator() (storage.Iterator, error) {
 
 // IteratorWithRange iterates over the keys in [start, limit) of a
 // snapshot; with limit empty, over the keys that start with start (as
-// goka's own storages do).
+// goka's own storages do). A start above limit is an empty range, as in
+// goka's LevelDB storage (strata.DB.NewIter refuses such bounds).
 func (s *Storage) IteratorWithRange(start, limit []byte) (storage.Iterator, error) {
 	o := &strata.IterOptions{}
 	if len(start) > 0 {
@@ -219,6 +221,9 @@ func (s *Storage) IteratorWithRange(start, limit []byte) (storage.Iterator, erro
 	}
 	if len(limit) > 0 {
 		o.UpperBound = limit
+		if bytes.Compare(start, limit) > 0 {
+			o.UpperBound = start
+		}
 	} else {
 		o.UpperBound = prefixEnd(start)
 	}
