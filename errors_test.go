@@ -3,8 +3,10 @@ package strata
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/strata-db/strata/vfs"
@@ -72,4 +74,32 @@ func TestCloseReportsFailedWALRotation(t *testing.T) {
 	require.ErrorIs(t, werr, vfs.ErrInjected)
 	err = db.Close()
 	require.ErrorIs(t, err, vfs.ErrInjected)
+}
+
+// TestOpenRegularFile: Open of a path that is a file, not a directory,
+// says so (rather than failing to lock a file inside it), read-write and
+// read-only, and leaves the file as it was.
+func TestOpenRegularFile(t *testing.T) {
+	mem := vfs.NewMem()
+	for name, fs := range map[string]vfs.FS{"disk": vfs.Default, "mem": mem} {
+		path := "state"
+		if fs == vfs.Default {
+			path = filepath.Join(t.TempDir(), "state")
+		}
+		f, err := fs.Create(path)
+		require.NoError(t, err)
+		_, err = f.Write([]byte("not a database"))
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		for _, readOnly := range []bool{false, true} {
+			db, err := Open(path, &Options{FS: fs, ReadOnly: readOnly})
+			require.Nil(t, db)
+			require.EqualError(t, err, "strata: open "+path+": not a directory", "%s, read-only %t", name, readOnly)
+			require.ErrorIs(t, err, syscall.ENOTDIR)
+		}
+		st, err := fs.Stat(path)
+		require.NoError(t, err)
+		require.False(t, st.IsDir())
+		require.EqualValues(t, len("not a database"), st.Size())
+	}
 }
