@@ -99,9 +99,22 @@ func (b *Batch) Set(key, value []byte) error { return b.add(base.KindSet, key, v
 func (b *Batch) Delete(key []byte) error { return b.add(base.KindDelete, key, nil, false) }
 
 // DeleteRange adds a deletion of every key in [start, end). An empty range
-// (start >= end) is accepted and deletes nothing.
+// (start == end) is accepted and deletes nothing; start after end is
+// refused, as NewIter and Compact refuse such bounds (often swapped
+// arguments, which would otherwise delete nothing without a word).
 func (b *Batch) DeleteRange(start, end []byte) error {
+	if err := checkDeleteRange(start, end); err != nil {
+		return err
+	}
 	return b.add(base.KindRangeDelete, start, end, true)
+}
+
+// checkDeleteRange refuses a range deletion whose start is after its end.
+func checkDeleteRange(start, end []byte) error {
+	if base.Compare(start, end) > 0 {
+		return fmt.Errorf("strata: DeleteRange: start %q is after end %q", start, end)
+	}
+	return nil
 }
 
 // Len returns the number of operations in the batch.

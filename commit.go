@@ -738,7 +738,12 @@ func (d *DB) Delete(key []byte, o *WriteOptions) error {
 	return d.writeOne(base.KindDelete, key, nil, false, o)
 }
 
-// DeleteRange deletes every key in [start, end).
+// DeleteRange deletes every key in [start, end). An empty range (start ==
+// end) deletes nothing; start after end is refused (see
+// Batch.DeleteRange).
 func (d *DB) DeleteRange(start, end []byte, o *WriteOptions) error {
+	if err := checkDeleteRange(start, end); err != nil {
+		return err
+	}
 	return d.writeOne(base.KindRangeDelete, start, end, true, o)
 }

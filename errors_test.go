@@ -36,6 +36,31 @@ func TestInvertedIterBounds(t *testing.T) {
 	require.NoError(t, db.Close(), "a refused iterator must not count as open")
 }
 
+// TestInvertedDeleteRange: a range deletion whose start is after its end
+// (a nil end is the empty key, not "no bound") is refused by DB and Batch,
+// as NewIter and Compact refuse such bounds, and writes nothing; equal
+// bounds are an empty range that deletes nothing.
+func TestInvertedDeleteRange(t *testing.T) {
+	db, err := Open("db", &Options{FS: vfs.NewMem()})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("b"), []byte("1"), NoSync))
+	seq := db.visibleSeq.Load()
+	for _, r := range [][2][]byte{{[]byte("c"), []byte("a")}, {[]byte("b"), nil}} {
+		err := db.DeleteRange(r[0], r[1], NoSync)
+		require.ErrorContains(t, err, fmt.Sprintf("strata: DeleteRange: start %q is after end %q", r[0], r[1]))
+		b := db.NewBatch()
+		require.ErrorContains(t, b.DeleteRange(r[0], r[1]), "is after end")
+		require.Zero(t, b.Len())
+	}
+	require.Equal(t, seq, db.visibleSeq.Load(), "a refused deletion was written")
+	require.NoError(t, db.DeleteRange([]byte("b"), []byte("b"), NoSync))
+	b := db.NewBatch()
+	require.NoError(t, b.DeleteRange([]byte("b"), []byte("b")))
+	require.NoError(t, db.Apply(b, NoSync))
+	requireGet(t, db, "b", "1")
+	require.NoError(t, db.Close())
+}
+
 // TestCorruptionErrorAs: the details of a corruption error are reachable
 // through the root package's CorruptionError, however deeply it is wrapped.
 func TestCorruptionErrorAs(t *testing.T) {
