@@ -39,11 +39,20 @@ type Batch struct {
 
 const batchHeaderLen = 12
 
-// maxBatchSize bounds a batch so that its memtable fits the arena's 32-bit
-// offsets.
+// maxBatchSize bounds a batch's encoding, which is also its WAL record.
+// The memtable bounds it further: a batch whose entries need more than
+// the largest memtable holds (memtable.MaxAvailable, counted by EntrySize,
+// about twice the batch's bytes) is refused when it is applied, unless
+// separation at commit leaves its large values in a value log.
 const maxBatchSize = 3 << 30
 
-// ErrBatchTooLarge is returned when a batch would exceed 3 GiB.
+// maxMemtableNeed is the most memtable space (memtable.EntrySize summed
+// over its entries) a batch may need: what the largest memtable holds.
+// Lowered by TestBatchTooLargeForMemtable.
+var maxMemtableNeed = memtable.MaxAvailable
+
+// ErrBatchTooLarge is returned when a batch would exceed 3 GiB, and by
+// Apply for a batch whose entries need more than a memtable can hold.
 var ErrBatchTooLarge = errors.New("strata: batch too large")
 
 // NewBatch returns an empty batch.

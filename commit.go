@@ -297,6 +297,14 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 		syncWAL = syncWAL || w.sync
 	}
 	c.batches = batches
+	if need > maxMemtableNeed {
+		// Refused before anything is written: a memtable of the largest
+		// size could not take the entries, and a WAL record the memtable
+		// then failed to take would stop every write. Only a batch above
+		// maxGroupBytes, alone in its group, can need this much.
+		return fmt.Errorf("%w: its entries need %d bytes of memtable, the largest memtable holds %d",
+			ErrBatchTooLarge, need, maxMemtableNeed)
+	}
 	if err := d.makeRoomForWrite(need, values); err != nil {
 		return err
 	}
