@@ -65,6 +65,9 @@ func (b *Batch) init() {
 }
 
 func (b *Batch) add(kind base.Kind, key, value []byte, hasValue bool) error {
+	if err := checkEntrySize(kind, len(key), len(value)); err != nil {
+		return err
+	}
 	b.init()
 	if len(b.repr)+len(key)+len(value)+2*binary.MaxVarintLen32+1 > maxBatchSize {
 		return ErrBatchTooLarge

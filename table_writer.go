@@ -86,8 +86,13 @@ func NewTableWriter(path string, o *TableWriterOptions) (*TableWriter, error) {
 }
 
 // Set adds key with value. key must sort after every key added before.
+// A key or value above MaxKeySize or MaxValueSize is refused with an error
+// matching ErrTooLarge (the writer can go on).
 func (w *TableWriter) Set(key, value []byte) error {
 	if err := w.check(key); err != nil {
+		return err
+	}
+	if err := checkValueSize("value", len(value)); err != nil {
 		return err
 	}
 	if !w.policy.Separate(key, len(value)) {
@@ -126,6 +131,9 @@ func (w *TableWriter) check(key []byte) error {
 	}
 	if w.finished {
 		return errors.New("strata: table writer: closed")
+	}
+	if err := checkKeySize("key", len(key)); err != nil {
+		return err
 	}
 	if w.count > 0 && base.Compare(key, w.last) <= 0 {
 		return fmt.Errorf("strata: table writer: key %q does not sort after the previous key %q", key, w.last)
