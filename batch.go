@@ -42,11 +42,20 @@ type Batch struct {
 
 const batchHeaderLen = 12
 
-// maxBatchSize bounds a batch so that its memtable fits the arena's 32-bit
-// offsets.
+// maxBatchSize bounds a batch's encoding, which is also its WAL record.
+// The memtable bounds it further: a batch whose entries need more than
+// the largest memtable holds (memtable.MaxAvailable, counted by EntrySize,
+// about twice the batch's bytes) is refused when it is applied, unless
+// separation at commit leaves its large values in a value log.
 const maxBatchSize = 3 << 30
 
-// ErrBatchTooLarge is returned when a batch would exceed 3 GiB.
+// maxMemtableNeed is the most memtable space (memtable.EntrySize summed
+// over its entries) a batch may need: what the largest memtable holds.
+// Lowered by TestBatchTooLargeForMemtable.
+var maxMemtableNeed = memtable.MaxAvailable
+
+// ErrBatchTooLarge is returned when a batch would exceed 3 GiB, and by
+// Apply for a batch whose entries need more than a memtable can hold.
 var ErrBatchTooLarge = errors.New("strata: batch too large")
 
 // NewBatch returns an empty batch.
@@ -59,6 +68,9 @@ func (b *Batch) init() {
 }
 
 func (b *Batch) add(kind base.Kind, key, value []byte, hasValue bool) error {
+	if err := checkEntrySize(kind, len(key), len(value)); err != nil {
+		return err
+	}
 	b.init()
 	if len(b.repr)+len(key)+len(value)+2*binary.MaxVarintLen32+1 > maxBatchSize {
 		return ErrBatchTooLarge
@@ -102,9 +114,22 @@ func (b *Batch) Set(key, value []byte) error { return b.add(base.KindSet, key, v
 func (b *Batch) Delete(key []byte) error { return b.add(base.KindDelete, key, nil, false) }
 
 // DeleteRange adds a deletion of every key in [start, end). An empty range
-// (start >= end) is accepted and deletes nothing.
+// (start == end) is accepted and deletes nothing; start after end is
+// refused, as NewIter and Compact refuse such bounds (often swapped
+// arguments, which would otherwise delete nothing without a word).
 func (b *Batch) DeleteRange(start, end []byte) error {
+	if err := checkDeleteRange(start, end); err != nil {
+		return err
+	}
 	return b.add(base.KindRangeDelete, start, end, true)
+}
+
+// checkDeleteRange refuses a range deletion whose start is after its end.
+func checkDeleteRange(start, end []byte) error {
+	if base.Compare(start, end) > 0 {
+		return fmt.Errorf("strata: DeleteRange: start %q is after end %q", start, end)
+	}
+	return nil
 }
 
 // Len returns the number of operations in the batch.

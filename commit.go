@@ -329,6 +329,14 @@ func (d *DB) commitGroup(group []*commitWriter) error {
 		syncWAL = syncWAL || w.sync
 	}
 	c.batches = batches
+	if need > maxMemtableNeed {
+		// Refused before anything is written: a memtable of the largest
+		// size could not take the entries, and a WAL record the memtable
+		// then failed to take would stop every write. Only a batch above
+		// maxGroupBytes, alone in its group, can need this much.
+		return fmt.Errorf("%w: its entries need %d bytes of memtable, the largest memtable holds %d",
+			ErrBatchTooLarge, need, maxMemtableNeed)
+	}
 	if err := d.makeRoomForWrite(need, values); err != nil {
 		return err
 	}
@@ -769,7 +777,12 @@ func (d *DB) Delete(key []byte, o *WriteOptions) error {
 	return d.writeOne(base.KindDelete, key, nil, false, o)
 }
 
-// DeleteRange deletes every key in [start, end).
+// DeleteRange deletes every key in [start, end). An empty range (start ==
+// end) deletes nothing; start after end is refused (see
+// Batch.DeleteRange).
 func (d *DB) DeleteRange(start, end []byte, o *WriteOptions) error {
+	if err := checkDeleteRange(start, end); err != nil {
+		return err
+	}
 	return d.writeOne(base.KindRangeDelete, start, end, true, o)
 }

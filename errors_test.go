@@ -3,8 +3,10 @@ package strata
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/strata-db/strata/vfs"
@@ -32,6 +34,31 @@ func TestInvertedIterBounds(t *testing.T) {
 	}
 	require.NoError(t, snap.Close())
 	require.NoError(t, db.Close(), "a refused iterator must not count as open")
+}
+
+// TestInvertedDeleteRange: a range deletion whose start is after its end
+// (a nil end is the empty key, not "no bound") is refused by DB and Batch,
+// as NewIter and Compact refuse such bounds, and writes nothing; equal
+// bounds are an empty range that deletes nothing.
+func TestInvertedDeleteRange(t *testing.T) {
+	db, err := Open("db", &Options{FS: vfs.NewMem()})
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("b"), []byte("1"), NoSync))
+	seq := db.visibleSeq.Load()
+	for _, r := range [][2][]byte{{[]byte("c"), []byte("a")}, {[]byte("b"), nil}} {
+		err := db.DeleteRange(r[0], r[1], NoSync)
+		require.ErrorContains(t, err, fmt.Sprintf("strata: DeleteRange: start %q is after end %q", r[0], r[1]))
+		b := db.NewBatch()
+		require.ErrorContains(t, b.DeleteRange(r[0], r[1]), "is after end")
+		require.Zero(t, b.Len())
+	}
+	require.Equal(t, seq, db.visibleSeq.Load(), "a refused deletion was written")
+	require.NoError(t, db.DeleteRange([]byte("b"), []byte("b"), NoSync))
+	b := db.NewBatch()
+	require.NoError(t, b.DeleteRange([]byte("b"), []byte("b")))
+	require.NoError(t, db.Apply(b, NoSync))
+	requireGet(t, db, "b", "1")
+	require.NoError(t, db.Close())
 }
 
 // TestCorruptionErrorAs: the details of a corruption error are reachable
@@ -72,4 +99,32 @@ func TestCloseReportsFailedWALRotation(t *testing.T) {
 	require.ErrorIs(t, werr, vfs.ErrInjected)
 	err = db.Close()
 	require.ErrorIs(t, err, vfs.ErrInjected)
+}
+
+// TestOpenRegularFile: Open of a path that is a file, not a directory,
+// says so (rather than failing to lock a file inside it), read-write and
+// read-only, and leaves the file as it was.
+func TestOpenRegularFile(t *testing.T) {
+	mem := vfs.NewMem()
+	for name, fs := range map[string]vfs.FS{"disk": vfs.Default, "mem": mem} {
+		path := "state"
+		if fs == vfs.Default {
+			path = filepath.Join(t.TempDir(), "state")
+		}
+		f, err := fs.Create(path)
+		require.NoError(t, err)
+		_, err = f.Write([]byte("not a database"))
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+		for _, readOnly := range []bool{false, true} {
+			db, err := Open(path, &Options{FS: fs, ReadOnly: readOnly})
+			require.Nil(t, db)
+			require.EqualError(t, err, "strata: open "+path+": not a directory", "%s, read-only %t", name, readOnly)
+			require.ErrorIs(t, err, syscall.ENOTDIR)
+		}
+		st, err := fs.Stat(path)
+		require.NoError(t, err)
+		require.False(t, st.IsDir())
+		require.EqualValues(t, len("not a database"), st.Size())
+	}
 }

@@ -15,6 +15,16 @@ import (
 // optional bounds. It sees the state as of its creation. Key and Value are
 // valid until the next positioning call. An Iterator is not safe for
 // concurrent use; Close it to release the files it pins.
+//
+// A positioning call (First, Last, SeekGE, SeekLT, Next, Prev) that
+// returns false has either run out of keys (Error is nil) or failed
+// (Error says why); a loop over an iterator checks which, or lets Close
+// tell: Close returns the error Error holds. Once the iterator is invalid,
+// Key and Value return nil, and Next and Prev return false and keep the
+// error. After Close every call reports ErrClosed: the positioning calls
+// return false, Error returns ErrClosed, Key and Value return nil, and a
+// second Close returns ErrClosed. After DB.Close the same holds with an
+// error that matches ErrClosed and says the DB was closed.
 type Iterator struct {
 	db     *DB
 	rs     *readState
@@ -336,16 +346,34 @@ func (i *Iterator) findPrev() bool {
 // a DB closed, becomes invalid with an error matching ErrClosed.
 func (i *Iterator) usable() bool {
 	if i.closed || i.db.closed.Load() {
-		i.err = ErrClosed
-		if !i.closed {
-			i.err = fmt.Errorf("strata: iterator used after DB.Close: %w", ErrClosed)
-		}
-		i.valid = false
+		i.setClosedErr()
 		return false
 	}
 	i.err = nil
 	i.now = 0 // read the clock again, once, if an entry has an expiry
 	return true
+}
+
+// setClosedErr makes the iterator, closed or of a DB closed, invalid with
+// an error matching ErrClosed.
+func (i *Iterator) setClosedErr() {
+	i.err = ErrClosed
+	if !i.closed {
+		i.err = errIterDBClosed
+	}
+	i.valid = false
+}
+
+var errIterDBClosed = fmt.Errorf("strata: iterator used after DB.Close: %w", ErrClosed)
+
+// stay is Next or Prev of an invalid iterator: it does not move, and
+// keeps the error that made it invalid (nil at the end of the keys),
+// unless it or its DB was closed since.
+func (i *Iterator) stay() bool {
+	if i.closed || i.db.closed.Load() {
+		i.setClosedErr()
+	}
+	return false
 }
 
 // SeekGE moves to the first key >= key (and >= the lower bound).
@@ -410,7 +438,10 @@ func (i *Iterator) Last() bool {
 
 // Next moves to the next key. On an invalid iterator it returns false.
 func (i *Iterator) Next() bool {
-	if !i.valid || !i.usable() {
+	if !i.valid {
+		return i.stay()
+	}
+	if !i.usable() {
 		return false
 	}
 	switch {
@@ -427,7 +458,10 @@ func (i *Iterator) Next() bool {
 
 // Prev moves to the previous key. On an invalid iterator it returns false.
 func (i *Iterator) Prev() bool {
-	if !i.valid || !i.usable() {
+	if !i.valid {
+		return i.stay()
+	}
+	if !i.usable() {
 		return false
 	}
 	if i.dir > 0 {
@@ -439,10 +473,17 @@ func (i *Iterator) Prev() bool {
 // Valid reports whether the iterator is positioned at a key.
 func (i *Iterator) Valid() bool { return i.valid }
 
-// Key returns the current key, valid until the next positioning call.
-func (i *Iterator) Key() []byte { return i.key }
+// Key returns the current key, valid until the next positioning call, or
+// nil when the iterator is invalid.
+func (i *Iterator) Key() []byte {
+	if !i.valid {
+		return nil
+	}
+	return i.key
+}
 
-// Value returns the current value, valid until the next positioning call.
+// Value returns the current value, valid until the next positioning call,
+// or nil when the iterator is invalid.
 // The slice may share memory with the block or value cache, or with a
 // value log's mapping under IterOptions.MappedValues (then it must not be
 // read after Close either): treat it as read-only, and copy it to keep it.
@@ -453,11 +494,15 @@ func (i *Iterator) Key() []byte { return i.key }
 // why. After DB.Close, Value of a separated value not yet read fails with
 // ErrClosed the same way.
 func (i *Iterator) Value() []byte {
-	if !i.isPtr || !i.valid {
+	if !i.valid {
+		return nil
+	}
+	if !i.isPtr {
 		return i.value
 	}
 	if i.db.closed.Load() {
-		i.err, i.valid, i.value = fmt.Errorf("strata: iterator used after DB.Close: %w", ErrClosed), false, nil
+		i.setClosedErr()
+		i.value = nil
 		return nil
 	}
 	v, err := i.fetch(i.value)
@@ -537,16 +582,22 @@ type iterVlog struct {
 	ra *vlog.ReadAhead
 }
 
-// Error returns the error that made the last positioning call fail, if any.
+// Error returns the error that made the last positioning call (or Value)
+// fail, if any; ErrClosed after Close.
 func (i *Iterator) Error() error { return i.err }
 
-// Close releases the iterator. Closing twice returns ErrClosed.
+// Close releases the iterator and returns the error Error holds, if any,
+// or else an error closing what it read: a scan that stopped early because
+// a read failed does not close as if it had reached the end. Closing
+// twice returns ErrClosed.
 func (i *Iterator) Close() error {
 	if i.closed {
 		return ErrClosed
 	}
+	iterErr := i.err
 	i.closed = true
 	i.valid = false
+	i.err = ErrClosed
 	i.db.iters.Add(-1)
 	if o := i.db.observer; o != nil && i.rows > 0 {
 		o.ObserveScan(i.rows, i.sepRows)
@@ -558,5 +609,8 @@ func (i *Iterator) Close() error {
 	i.readAhead = nil
 	i.rs.unref()
 	i.rs = nil
+	if iterErr != nil {
+		return iterErr
+	}
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/internal/base"
@@ -26,7 +27,8 @@ import (
 // cleanly at a torn tail (a write that was not synced when the machine
 // stopped), and fails with an error matching ErrCorruption when a WAL or the
 // manifest is damaged in the middle. A directory that holds a database's
-// files but no CURRENT is refused, not re-created.
+// files but no CURRENT is refused, not re-created; a dirname that is not a
+// directory is refused with an error matching syscall.ENOTDIR.
 func Open(dirname string, opts *Options) (db *DB, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
@@ -126,7 +128,10 @@ func createDir(fs vfs.FS, dirname string) error {
 	// Find the directories that do not exist yet, deepest first.
 	var missing []string
 	for dir := dirname; ; {
-		if _, err := fs.Stat(dir); err == nil {
+		if st, err := fs.Stat(dir); err == nil {
+			if dir == dirname && !st.IsDir() {
+				return errNotDir(dirname)
+			}
 			break
 		} else if !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("strata: stat %q: %w", dir, err)
@@ -150,6 +155,12 @@ func createDir(fs vfs.FS, dirname string) error {
 		}
 	}
 	return nil
+}
+
+// errNotDir is Open's error for a path that exists and is not a
+// directory; it matches syscall.ENOTDIR.
+func errNotDir(dirname string) error {
+	return fmt.Errorf("strata: %w", &os.PathError{Op: "open", Path: dirname, Err: syscall.ENOTDIR})
 }
 
 // loadManifest loads the version set named by CURRENT, or creates a new

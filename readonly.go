@@ -39,8 +39,12 @@ const readOnlyRetries = 100
 // again from CURRENT, a few times.
 func openReadOnly(dirname string, o *Options) (*DB, error) {
 	fs := o.FS
-	if _, err := fs.Stat(dirname); err != nil {
+	st, err := fs.Stat(dirname)
+	if err != nil {
 		return nil, fmt.Errorf("strata: open %q read-only: %w", dirname, err)
+	}
+	if !st.IsDir() {
+		return nil, errNotDir(dirname)
 	}
 	for attempt := 1; ; attempt++ {
 		gen := manifestGeneration(o, dirname)

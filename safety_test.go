@@ -393,8 +393,9 @@ func TestIteratorAfterClose(t *testing.T) {
 	require.ErrorIs(t, fresh.Error(), ErrClosed)
 	all, _ := db.files.Len(base.FileTypeVlog)
 	require.Zero(t, all, "a reader was opened after Close")
-	require.NoError(t, used.Close())
-	require.NoError(t, fresh.Close())
+	// Close releases them and reports the error their last calls met.
+	require.ErrorIs(t, used.Close(), ErrClosed)
+	require.ErrorIs(t, fresh.Close(), ErrClosed)
 	_, err = snap.Get([]byte("k001"))
 	require.ErrorIs(t, err, ErrClosed)
 	require.NoError(t, snap.Close())

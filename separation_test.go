@@ -235,5 +235,5 @@ func TestIterMappedValues(t *testing.T) {
 		_ = it.Value()
 	}
 	require.ErrorIs(t, it.Error(), ErrCorruption)
-	require.NoError(t, it.Close())
+	require.ErrorIs(t, it.Close(), ErrCorruption)
 }

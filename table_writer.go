@@ -90,6 +90,8 @@ func NewTableWriter(path string, o *TableWriterOptions) (*TableWriter, error) {
 }
 
 // Set adds key with value. key must sort after every key added before.
+// A key or value above MaxKeySize or MaxValueSize is refused with an error
+// matching ErrTooLarge (the writer can go on).
 func (w *TableWriter) Set(key, value []byte) error { return w.setEntry(key, value, 0, nil) }
 
 // setEntry adds key with value, which expires at expiresAt (milliseconds
@@ -98,6 +100,14 @@ func (w *TableWriter) Set(key, value []byte) error { return w.setEntry(key, valu
 func (w *TableWriter) setEntry(key, value []byte, expiresAt int64, operands [][]byte) error {
 	if err := w.check(key); err != nil {
 		return err
+	}
+	if err := checkValueSize("value", len(value)); err != nil {
+		return err
+	}
+	for _, op := range operands {
+		if err := checkValueSize("merge operand", len(op)); err != nil {
+			return err
+		}
 	}
 	for j := len(operands) - 1; j >= 0; j-- {
 		if err := w.add(base.MakeInternalKey(key, base.SeqNum(j+1), base.KindMerge), operands[j]); err != nil {
@@ -151,6 +161,9 @@ func (w *TableWriter) check(key []byte) error {
 	}
 	if w.finished {
 		return errors.New("strata: table writer: closed")
+	}
+	if err := checkKeySize("key", len(key)); err != nil {
+		return err
 	}
 	if w.count > 0 && base.Compare(key, w.last) <= 0 {
 		return fmt.Errorf("strata: table writer: key %q does not sort after the previous key %q", key, w.last)

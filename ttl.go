@@ -44,6 +44,9 @@ func (b *Batch) SetWithTTL(key, value []byte, ttl time.Duration) error {
 
 // addSetMeta adds a SETM entry: metadata, then the value.
 func (b *Batch) addSetMeta(key, value []byte, m base.EntryMeta) error {
+	if err := checkValueSize("value", len(value)); err != nil {
+		return err
+	}
 	var mb [2 * 10]byte
 	meta := m.Append(mb[:0])
 	buf := make([]byte, 0, len(meta)+len(value))

@@ -581,11 +581,15 @@ func copyRange(dst, src *strata.DB, start, end []byte, wo *strata.WriteOptions) 
 	b := dst.NewBatch()
 	size := 0
 	for ok := it.First(); ok; ok = it.Next() {
-		if err := b.Set(it.Key(), it.Value()); err != nil {
+		k, v := it.Key(), it.Value()
+		if v == nil && it.Error() != nil {
+			break // a value that could not be read: copy nothing for it
+		}
+		if err := b.Set(k, v); err != nil {
 			it.Close()
 			return err
 		}
-		size += len(it.Key()) + len(it.Value())
+		size += len(k) + len(v)
 		if size >= copyBatchBytes {
 			if err := dst.Apply(b, wo); err != nil {
 				it.Close()
@@ -594,7 +598,8 @@ func copyRange(dst, src *strata.DB, start, end []byte, wo *strata.WriteOptions) 
 			b, size = dst.NewBatch(), 0
 		}
 	}
-	if err := errors.Join(it.Error(), it.Close()); err != nil {
+	// Close returns the error that ended the loop, if one did.
+	if err := it.Close(); err != nil {
 		return err
 	}
 	if size > 0 {
@@ -623,5 +628,5 @@ func (r *stateRun) countKeys(dir string, start, end []byte) (n int64, err error)
 	for ok := it.First(); ok; ok = it.Next() {
 		n++
 	}
-	return n, errors.Join(it.Error(), it.Close())
+	return n, it.Close() // the error that ended the loop, if one did
 }

@@ -2,9 +2,14 @@ package bench
 
 import (
 	"context"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/vfs"
 )
 
 // TestStateBackend runs the statebackend workload at a small size on
@@ -105,4 +110,35 @@ func TestStateBackendSpec(t *testing.T) {
 	spec.CheckpointEvery = -1
 	require.ErrorContains(t, spec.Normalize(), "checkpoint_every")
 	require.NotContains(t, DefaultSpec().Benchmarks, StateBackend, "the default run stays quick")
+}
+
+// TestCopyRangeReportsFailedRead: a rescale's copy whose source read fails
+// returns the failure, and copies no empty value for the key it could not
+// read.
+func TestCopyRangeReportsFailedRead(t *testing.T) {
+	mem := vfs.NewMem()
+	var failVlogs atomic.Bool
+	fs := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		if failVlogs.Load() && op.Kind == vfs.OpOpen && strings.HasSuffix(op.Path, ".vlog") {
+			return vfs.ErrInjected
+		}
+		return nil
+	}))
+	src, err := strata.Open("src", &strata.Options{FS: fs, ValueThreshold: 64})
+	require.NoError(t, err)
+	require.NoError(t, src.Set([]byte("a"), []byte("small"), nil))
+	require.NoError(t, src.Set([]byte("b"), []byte(strings.Repeat("b", 100)), nil))
+	require.NoError(t, src.Flush())
+	require.NoError(t, src.Close())
+	src, err = strata.Open("src", &strata.Options{FS: fs, ValueThreshold: 64})
+	require.NoError(t, err)
+	dst, err := strata.Open("dst", &strata.Options{FS: mem})
+	require.NoError(t, err)
+
+	failVlogs.Store(true)
+	require.ErrorIs(t, copyRange(dst, src, nil, nil, strata.NoSync), vfs.ErrInjected)
+	_, err = dst.Get([]byte("b"))
+	require.ErrorIs(t, err, strata.ErrNotFound, "the value that could not be read was copied")
+	require.NoError(t, src.Close())
+	require.NoError(t, dst.Close())
 }

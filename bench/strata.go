@@ -234,11 +234,7 @@ func (e *strataEngine) Scan(start []byte, n int) (int, int64, error) {
 		rows++
 	}
 	Consume(sum)
-	if err := it.Error(); err != nil {
-		it.Close()
-		return rows, bytes, err
-	}
-	return rows, bytes, it.Close()
+	return rows, bytes, it.Close() // the error that ended the loop, if one did
 }
 
 func (e *strataEngine) Close() error { return e.db.Close() }

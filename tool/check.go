@@ -566,7 +566,7 @@ func checkOpen(r *CheckReport, dir string, opts *strata.Options, fs vfs.FS) {
 	}
 	db, err := strata.Open(dir, &o)
 	if err != nil {
-		r.problemf("read-only open: %v", err)
+		r.problemf("read-only open: %v%s", err, mergerHint(err))
 		return
 	}
 	defer db.Close()
@@ -581,7 +581,9 @@ func checkOpen(r *CheckReport, dir string, opts *strata.Options, fs vfs.FS) {
 		}
 		r.Keys++
 	}
+	// Close returns the error that ended the scan, if one did: a read that
+	// fails is a problem, never the end of the keys.
 	if err := it.Close(); err != nil {
-		r.problemf("full scan after %d keys: %v", r.Keys, err)
+		r.problemf("full scan failed after %d keys: %v%s", r.Keys, err, mergerHint(err))
 	}
 }

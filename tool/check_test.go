@@ -1,10 +1,12 @@
 package tool
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/strata-db/strata"
@@ -136,7 +138,8 @@ func flipByte(t *testing.T, path string, off int64) {
 }
 
 // TestCheckDamaged damages a database in one way at a time and checks
-// that check fails with a report naming the file and what is wrong.
+// that check fails with a report naming the file and what is wrong; where
+// the damage is in what the full scan reads, the scan fails too.
 func TestCheckDamaged(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -147,7 +150,7 @@ func TestCheckDamaged(t *testing.T) {
 			name := filesOf(t, dir, base.FileTypeTable)[0]
 			flipByte(t, filepath.Join(dir, name), 100)
 			return name
-		}, []string{"block checksum mismatch", "offset 0"}},
+		}, []string{"block checksum mismatch", "offset 0", "full scan failed after"}},
 		{"truncated table", func(t *testing.T, dir string) string {
 			name := filesOf(t, dir, base.FileTypeTable)[0]
 			p := filepath.Join(dir, name)
@@ -235,4 +238,49 @@ func TestCheckIngested(t *testing.T) {
 	r := Check(vfs.Default, dir, nil)
 	require.Equal(t, 4, r.Keys)
 	require.Equal(t, 3, r.Pointers)
+}
+
+// TestCheckFailsWhenScanFails: a read of check's full scan that fails is a
+// problem (exit status 1), never the end of the keys: a merge operand read
+// without a merger, with a hint to give one (scan and get say it too), and
+// a value log the other checks read but the scan cannot.
+func TestCheckFailsWhenScanFails(t *testing.T) {
+	t.Run("merge operands without --merger", func(t *testing.T) {
+		dir := t.TempDir() + "/db"
+		makeDB(t, vfs.Default, dir, false)
+		code, out := runArgs(t, vfs.Default, "check", dir)
+		require.Equal(t, 1, code, out)
+		contains(t, out, "PROBLEM: full scan failed after ")
+		contains(t, out, "merge operand")
+		contains(t, out, "--merger list")
+		require.NotContains(t, out, "\nOK\n")
+		for _, args := range [][]string{{"scan", dir}, {"get", dir, "list"}} {
+			code, out := runArgs(t, vfs.Default, args...)
+			require.Equal(t, 1, code, "%v:\n%s", args, out)
+			contains(t, out, "--merger list")
+		}
+		code, out = run(t, vfs.Default, "check", dir)
+		require.Equal(t, 0, code, out)
+	})
+
+	t.Run("value log the scan cannot read", func(t *testing.T) {
+		dir := t.TempDir() + "/db"
+		makeDB(t, vfs.Default, dir, false)
+		name, _ := referencedRecord(t, dir)
+		// check's own pass opens the value log first; the read-only
+		// open's scan opens it again, and fails.
+		var opens atomic.Int32
+		fs := vfs.NewErrorFS(vfs.Default, vfs.InjectorFunc(func(op vfs.Op) error {
+			if op.Kind == vfs.OpOpen && filepath.Base(op.Path) == name && opens.Add(1) > 1 {
+				return fmt.Errorf("open %s: %w", op.Path, vfs.ErrInjected)
+			}
+			return nil
+		}))
+		code, out := run(t, fs, "check", dir)
+		require.Equal(t, 1, code, out)
+		contains(t, out, "PROBLEM: full scan failed after ")
+		contains(t, out, "injected error")
+		require.NotContains(t, out, "\nOK\n")
+		require.Equal(t, 1, strings.Count(out, "PROBLEM"), "only the scan fails:\n%s", out)
+	})
 }

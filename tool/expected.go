@@ -363,9 +363,13 @@ func verifyDB(db *strata.DB, e *expectedState) *verifyResult {
 			res.failf("scan: key %q was never written", it.Key())
 			continue
 		}
-		id, ok := parseStressValue(i, it.Value())
+		v := it.Value()
+		if v == nil && it.Error() != nil {
+			break // a value that could not be read: Close reports it
+		}
+		id, ok := parseStressValue(i, v)
 		if !ok {
-			res.failf("scan: key %s holds a value never written: %q", it.Key(), printable(it.Value(), false, 40))
+			res.failf("scan: key %s holds a value never written: %q", it.Key(), printable(v, false, 40))
 			continue
 		}
 		seen[i], res.found[i] = true, id

@@ -105,12 +105,19 @@ func makeDB(t *testing.T, fs vfs.FS, dir string, crash bool) map[string]string {
 	return want
 }
 
-// run runs the tool with args and returns its exit status and output.
+// run runs the tool with args, and the merger makeDB's databases need,
+// and returns its exit status and output.
 func run(t *testing.T, fs vfs.FS, args ...string) (int, string) {
+	t.Helper()
+	return runArgs(t, fs, append([]string{"--merger", "list"}, args...)...)
+}
+
+// runArgs runs the tool with args as they are.
+func runArgs(t *testing.T, fs vfs.FS, args ...string) (int, string) {
 	t.Helper()
 	var out bytes.Buffer
 	tl := &Tool{FS: fs, Stdout: &out, Stderr: &out}
-	code := tl.Run(append([]string{"--merger", "list"}, args...))
+	code := tl.Run(args)
 	return code, out.String()
 }
 

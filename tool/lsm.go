@@ -234,11 +234,16 @@ func (t *Tool) runScan(args []string) int {
 	}
 	n := 0
 	for ok := it.First(); ok && (*limit == 0 || n < *limit); ok = it.Next() {
-		fmt.Fprintf(t.Stdout, "%s %s\n", printableKey(it.Key(), *hex, 0), printable(it.Value(), *hex, max))
+		v := it.Value()
+		if v == nil && it.Error() != nil {
+			break // a separated value that could not be read: no line for it
+		}
+		fmt.Fprintf(t.Stdout, "%s %s\n", printableKey(it.Key(), *hex, 0), printable(v, *hex, max))
 		n++
 	}
+	// Close returns the error that ended the loop, if one did.
 	if err := it.Close(); err != nil {
-		return t.fail("scan", err)
+		return t.fail("scan", fmt.Errorf("after %d keys: %w", n, err))
 	}
 	fmt.Fprintf(t.Stderr, "%d keys\n", n)
 	return 0

@@ -224,8 +224,17 @@ func (t *Tool) usageError(name string, err error) int {
 
 // fail reports err of command name and returns 1.
 func (t *Tool) fail(name string, err error) int {
-	fmt.Fprintf(t.Stderr, "strata %s: %v\n", name, err)
+	fmt.Fprintf(t.Stderr, "strata %s: %v%s\n", name, err, mergerHint(err))
 	return 1
+}
+
+// mergerHint is what to add to err, when a read failed because it met a
+// merge operand without a merger, to say how to read the database.
+func mergerHint(err error) string {
+	if !errors.Is(err, strata.ErrNoMerger) {
+		return ""
+	}
+	return " (the database holds merge operands: read it with the merger it was written with, --merger list or --merger counter)"
 }
 
 // printable returns b as is when it is printable text, or quoted (or in

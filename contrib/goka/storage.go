@@ -27,6 +27,7 @@
 package goka
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
@@ -211,7 +212,8 @@ func (s *Storage) Iterator() (storage.Iterator, error) {
 
 // IteratorWithRange iterates over the keys in [start, limit) of a
 // snapshot; with limit empty, over the keys that start with start (as
-// goka's own storages do).
+// goka's own storages do). A start above limit is an empty range, as in
+// goka's LevelDB storage (strata.DB.NewIter refuses such bounds).
 func (s *Storage) IteratorWithRange(start, limit []byte) (storage.Iterator, error) {
 	o := &strata.IterOptions{}
 	if len(start) > 0 {
@@ -219,6 +221,9 @@ func (s *Storage) IteratorWithRange(start, limit []byte) (storage.Iterator, erro
 	}
 	if len(limit) > 0 {
 		o.UpperBound = limit
+		if bytes.Compare(start, limit) > 0 {
+			o.UpperBound = start
+		}
 	} else {
 		o.UpperBound = prefixEnd(start)
 	}
@@ -242,12 +247,16 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-// iterator is goka's storage.Iterator over a Strata iterator.
+// iterator is goka's storage.Iterator over a Strata iterator. After
+// Release, as goka's LevelDB storage does, Next and Seek return false,
+// Key and Value nil, and Err the error that ended the iteration, if one
+// did, or else, once Next or Seek was called, strata.ErrClosed.
 type iterator struct {
 	it       *strata.Iterator
 	started  bool // Next or Seek was called
 	valid    bool
 	released bool
+	err      error // after Release: what Err returns
 }
 
 func (i *iterator) skipOffset() {
@@ -259,7 +268,7 @@ func (i *iterator) skipOffset() {
 // Next moves to the next pair: the first one on the first call.
 func (i *iterator) Next() bool {
 	if i.released {
-		return false
+		return i.afterRelease()
 	}
 	if !i.started {
 		i.started = true
@@ -275,7 +284,7 @@ func (i *iterator) Next() bool {
 // is one; Key and Value return it at once.
 func (i *iterator) Seek(key []byte) bool {
 	if i.released {
-		return false
+		return i.afterRelease()
 	}
 	i.started = true
 	i.valid = i.it.SeekGE(key)
@@ -305,19 +314,28 @@ func (i *iterator) Value() ([]byte, error) {
 	return v, nil
 }
 
+// afterRelease is Next or Seek of a released iterator.
+func (i *iterator) afterRelease() bool {
+	if i.err == nil {
+		i.err = strata.ErrClosed
+	}
+	return false
+}
+
 // Err returns the error that stopped the iteration, if any.
 func (i *iterator) Err() error {
 	if i.released {
-		return nil
+		return i.err
 	}
 	return i.it.Error()
 }
 
-// Release closes the iterator; it is exhausted afterwards.
+// Release closes the iterator; it is exhausted afterwards. Err keeps the
+// error that stopped the iteration, and reports one closing it.
 func (i *iterator) Release() {
 	if i.released {
 		return
 	}
 	i.released, i.valid = true, false
-	i.it.Close()
+	i.err = i.it.Close()
 }

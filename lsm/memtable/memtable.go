@@ -20,6 +20,10 @@ var errDuplicate = errors.New("memtable: duplicate internal key")
 // zero offset and the head nodes of the two skiplists.
 const fixedOverhead = arenaAlign + 2*headSize
 
+// MaxAvailable is Available of a new memtable of the largest size: the
+// most EntrySize, summed over entries, that any memtable can take.
+const MaxAvailable = maxArenaSize - fixedOverhead
+
 // MemTable is the in-memory write buffer: point entries and range deletions
 // in two skiplists sharing one arena.
 //

@@ -47,10 +47,10 @@ func ParseCompression(s string) (Compression, error) {
 	return 0, fmt.Errorf("sstable: unknown compression %q (want none, snappy, s2 or zstd)", s)
 }
 
-// maxBlockLen bounds the decoded size of any block. Restart offsets are
+// MaxBlockLen bounds the decoded size of any block. Restart offsets are
 // uint32, and a decoded length above this is treated as corruption rather
 // than an allocation request.
-const maxBlockLen = 1<<31 - 1
+const MaxBlockLen = 1<<31 - 1
 
 var errTooLarge = errors.New("decoded length too large")
 
@@ -74,7 +74,7 @@ func zstdCodecs() (*zstd.Encoder, *zstd.Decoder, error) {
 		zstdDec, zstdErr = zstd.NewReader(nil,
 			zstd.WithDecoderConcurrency(0), // GOMAXPROCS concurrent DecodeAll calls
 			zstd.WithDecodeAllCapLimit(true),
-			zstd.WithDecoderMaxMemory(maxBlockLen))
+			zstd.WithDecoderMaxMemory(MaxBlockLen))
 	})
 	return zstdEnc, zstdDec, zstdErr
 }
@@ -115,7 +115,7 @@ func decompressedLen(src []byte, t Compression) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if n > maxBlockLen {
+		if n > MaxBlockLen {
 			return 0, errTooLarge
 		}
 		return n, nil
@@ -124,7 +124,7 @@ func decompressedLen(src []byte, t Compression) (int, error) {
 		if n <= 0 {
 			return 0, errors.New("bad zstd length prefix")
 		}
-		if v > maxBlockLen {
+		if v > MaxBlockLen {
 			return 0, errTooLarge
 		}
 		return int(v), nil

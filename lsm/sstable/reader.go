@@ -342,7 +342,7 @@ func (r *Reader) decodeIndex(b []byte, off uint64) (indexArray, error) {
 // inBounds reports whether the block h and its trailer lie before the
 // footer and within the size limit of a block.
 func (r *Reader) inBounds(h blockHandle) bool {
-	return h.Length <= maxBlockLen && h.Offset <= r.dataEnd && r.dataEnd-h.Offset >= h.Length+blockTrailerLen
+	return h.Length <= MaxBlockLen && h.Offset <= r.dataEnd && r.dataEnd-h.Offset >= h.Length+blockTrailerLen
 }
 
 // readAt fills buf from off; a short read is corruption (the file is shorter
