@@ -3,26 +3,60 @@ package record
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"io"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/strata-db/strata/internal/base"
 )
 
 // FuzzReader reads arbitrary bytes as a log. The reader must not panic and
 // must agree with the model: the same records (so each record it returns
 // was made of chunks whose checksums verify, in a valid sequence), the same
-// end offset, and io.EOF or corruption at the same offset.
+// end offset, and io.EOF or corruption at the same offset. The strict
+// reader must return the same records and stop at the same place, turning
+// at most a torn tail of a legacy log into corruption.
 func FuzzReader(f *testing.F) {
 	rng := rand.New(rand.NewPCG(42, 0))
 	f.Add([]byte{})
 	f.Add(make([]byte, 100))
 	f.Add(writeLog(f, [][]byte{[]byte("a"), nil, []byte("hello world")}).data)
 	f.Add(writeLog(f, randRecords(rng, 6, 2*BlockSize)).data)
-	f.Add(cat(rawChunk(firstChunk, "b", false), rawChunk(fullChunk, "c", false)))
-	f.Add(laterBlock(cat(rawChunk(fullChunk, "a", false), rawChunk(fullChunk, "b", true))))
 	f.Add(writeLog(f, [][]byte{bytes.Repeat([]byte("x"), BlockSize-headerSize-3), []byte("y")}).data)
+	synced := writeLogSyncing(f, randRecords(rng, 30, BlockSize), func(int) bool { return rng.IntN(3) == 0 }, false)
+	f.Add(synced.data)
+	f.Add(cat(syncedChunk(fullChunk, 0, "a", false), syncedChunk(fullChunk, 0, "b", true), syncedChunk(fullChunk, 16, "c", false)))
+	f.Add(cat(syncedChunk(fullChunk, 0, "a", false), syncedChunk(fullChunk, 0, "b", true), syncedChunk(fullChunk, 17, "c", false)))
+	f.Add(cat(syncedChunk(firstChunk, 0, "b", false), syncedChunk(fullChunk, 0, "c", false)))
+	f.Add(writeLegacyLog(randRecords(rng, 6, 2*BlockSize)).data)
+	f.Add(cat(rawChunk(legacyFirstChunk, "b", false), rawChunk(legacyFullChunk, "c", false)))
+	f.Add(laterBlock(cat(rawChunk(legacyFullChunk, "a", false), rawChunk(legacyFullChunk, "b", true))))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		checkAgainstModel(t, data)
+		want := checkAgainstModel(t, data)
+		r := NewStrictReader(bytes.NewReader(data), "test.log")
+		n := 0
+		for {
+			rec, err := r.Next()
+			if err == nil {
+				if n >= len(want.recs) || !bytes.Equal(rec, want.recs[n]) {
+					t.Fatalf("strict reader: record %d is not the model's", n)
+				}
+				n++
+				continue
+			}
+			if n != len(want.recs) || r.Offset() != want.offset {
+				t.Fatalf("strict reader: %d records ending at %d, model %d ending at %d (%v)", n, r.Offset(), len(want.recs), want.offset, err)
+			}
+			var ce *base.CorruptionError
+			if err != io.EOF && !errors.As(err, &ce) {
+				t.Fatalf("strict reader: %v", err)
+			}
+			if want.corrupt >= 0 && (ce == nil || ce.Offset != want.corrupt) {
+				t.Fatalf("strict reader: %v, model: corruption at %d", err, want.corrupt)
+			}
+			break
+		}
 	})
 }
 
