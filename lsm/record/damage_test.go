@@ -211,8 +211,11 @@ func TestStrictManifestDamage(t *testing.T) {
 // each is corruption at the damaged chunk, or nothing if it hit padding.
 func TestRandomCrashDamage(t *testing.T) {
 	seeds := 150
-	if testing.Short() || raceEnabled {
+	if testing.Short() {
 		seeds = 60
+	}
+	if raceEnabled {
+		seeds = 20
 	}
 	for seed := range uint64(seeds) {
 		rng := rand.New(rand.NewPCG(seed, 24))

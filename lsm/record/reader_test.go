@@ -65,8 +65,11 @@ func checkTruncation(t *testing.T, l writtenLog) {
 	// Steps coprime to the block size: the cuts still fall everywhere in
 	// a block.
 	step := 3
-	if testing.Short() || raceEnabled {
+	if testing.Short() {
 		step = 7
+	}
+	if raceEnabled {
+		step = 19
 	}
 	zeroFilled := make([]byte, len(l.data))
 	pr := newPrefixReader(l.recs)
@@ -167,8 +170,11 @@ func checkByteFlips(t *testing.T, l writtenLog, legacy bool, rng *rand.Rand) {
 		t.Fatal("the last block holds fewer than 10 chunks")
 	}
 	step := 3 // coprime to the block size, as in checkTruncation
-	if testing.Short() || raceEnabled {
+	if testing.Short() {
 		step = 13
+	}
+	if raceEnabled {
+		step = 31
 	}
 	data := bytes.Clone(l.data)
 	s := 0
