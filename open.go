@@ -26,9 +26,10 @@ import (
 // Recovery replays the WALs that hold writes not yet in SSTables, stopping
 // cleanly at a torn tail (a write that was not synced when the machine
 // stopped), and fails with an error matching ErrCorruption when a WAL or the
-// manifest is damaged in the middle. A directory that holds a database's
-// files but no CURRENT is refused, not re-created; a dirname that is not a
-// directory is refused with an error matching syscall.ENOTDIR.
+// manifest is damaged where a later record says it had been synced (see
+// lsm/record). A directory that holds a database's files but no CURRENT is
+// refused, not re-created; a dirname that is not a directory is refused
+// with an error matching syscall.ENOTDIR.
 func Open(dirname string, opts *Options) (db *DB, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err

@@ -59,5 +59,5 @@ func Example() {
 	// "first"
 	// "second"
 	// ""
-	// valid prefix ends at 32
+	// valid prefix ends at 56
 }

@@ -111,34 +111,142 @@ func newDiscardFile(t testing.TB) *discardFile { return &discardFile{newTestFile
 
 func (f *discardFile) Write(p []byte) (int, error) { return len(p), nil }
 
-// writtenLog is a log built by the Writer, with what the tests need to know
-// about it.
+// writtenLog is a log built by the Writer (or, for legacy logs, by
+// writeLegacyLog), with what the tests need to know about it.
 type writtenLog struct {
 	data   []byte
 	recs   [][]byte
 	starts []int64 // WriteRecord's returned offsets
 	ends   []int64 // Size() after each record
+	// synced is the synced offset that each record's chunks carry (all 0
+	// in a legacy log).
+	synced []int64
+	// syncs are the offsets that each successful Sync made durable, in
+	// order (Close's sync not included).
+	syncs []int64
 }
 
-// writeLog writes recs with a Writer and returns the file's bytes.
+// writeLog writes recs with a Writer, which it closes (so the chunks carry
+// synced offset 0), and returns the file's bytes.
 func writeLog(t testing.TB, recs [][]byte) writtenLog {
+	t.Helper()
+	return writeLogSyncing(t, recs, nil, true)
+}
+
+// writeLogSyncing writes recs with a Writer, calling Sync after record i
+// when sync(i) is true (sync may be nil). With closeLog it closes the
+// Writer at the end; otherwise it only flushes, as a writer does that a
+// crash is about to stop, and the bytes after the last sync are the
+// unsynced tail.
+func writeLogSyncing(t testing.TB, recs [][]byte, sync func(i int) bool, closeLog bool) writtenLog {
 	t.Helper()
 	f := newTestFile(t)
 	w := NewWriter(f)
 	l := writtenLog{recs: recs}
-	for _, r := range recs {
+	synced := int64(0)
+	for i, r := range recs {
 		off, err := w.WriteRecord(r)
 		if err != nil {
 			t.Fatal(err)
 		}
 		l.starts = append(l.starts, off)
 		l.ends = append(l.ends, w.Size())
+		l.synced = append(l.synced, synced)
+		if sync != nil && sync(i) {
+			if err := w.Sync(); err != nil {
+				t.Fatal(err)
+			}
+			synced = w.Size()
+			l.syncs = append(l.syncs, synced)
+		}
 	}
-	if err := w.Close(); err != nil {
+	var err error
+	if closeLog {
+		err = w.Close()
+	} else {
+		err = w.Flush()
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	l.data = f.contents(t)
 	return l
+}
+
+// lastSynced returns the largest synced offset a chunk of l claims: below
+// it, any damage is corruption.
+func (l writtenLog) lastSynced() int64 {
+	if len(l.synced) == 0 {
+		return 0
+	}
+	return l.synced[len(l.synced)-1]
+}
+
+// writeLegacyLog lays recs out in the legacy format (7-byte headers, types
+// 1..4, zero padding in block tails shorter than 7 bytes), as earlier
+// versions of the Writer did.
+func writeLegacyLog(recs [][]byte) writtenLog {
+	l := writtenLog{recs: recs}
+	var b []byte
+	for _, p := range recs {
+		if left := BlockSize - len(b)%BlockSize; left < legacyHeaderSize {
+			b = append(b, make([]byte, left)...)
+		}
+		l.starts = append(l.starts, int64(len(b)))
+		first := true
+		for {
+			n := min(len(p), BlockSize-len(b)%BlockSize-legacyHeaderSize)
+			last := n == len(p)
+			typ := legacyMiddleChunk
+			switch {
+			case first && last:
+				typ = legacyFullChunk
+			case first:
+				typ = legacyFirstChunk
+			case last:
+				typ = legacyLastChunk
+			}
+			b = append(b, rawChunk(typ, string(p[:n]), false)...)
+			p = p[n:]
+			first = false
+			if last {
+				break
+			}
+		}
+		l.ends = append(l.ends, int64(len(b)))
+		l.synced = append(l.synced, 0)
+	}
+	l.data = b
+	return l
+}
+
+// rawChunk encodes one legacy chunk; bad corrupts its checksum.
+func rawChunk(typ byte, payload string, bad bool) []byte {
+	b := make([]byte, legacyHeaderSize, legacyHeaderSize+len(payload))
+	b[4], b[5], b[6] = byte(len(payload)), byte(len(payload)>>8), typ
+	b = append(b, payload...)
+	sum := chunkChecksum(b[6:])
+	if bad {
+		sum++
+	}
+	binary.LittleEndian.PutUint32(b, sum)
+	return b
+}
+
+// syncedChunk encodes one chunk that carries synced offset synced; bad
+// corrupts its checksum.
+func syncedChunk(typ byte, synced uint64, payload string, bad bool) []byte {
+	b := make([]byte, headerSize, headerSize+len(payload))
+	binary.LittleEndian.PutUint16(b[4:], uint16(len(payload)))
+	b[6] = typ
+	binary.LittleEndian.PutUint64(b[7:], synced)
+	b = append(b, payload...)
+	sum := chunkChecksum(b[6:])
+	if bad {
+		sum++
+	}
+	binary.LittleEndian.PutUint32(b, sum)
+	return b
 }
 
 // randRecords returns n records of sizes drawn to hit the interesting cases:
@@ -197,47 +305,78 @@ type modelResult struct {
 func modelRead(data []byte) modelResult {
 	res := modelResult{corrupt: -1}
 	tab := crc32.MakeTable(crc32.Castagnoli)
-	valid := func(pos, limit int) bool {
+	blockEnd := func(pos int) int { return min((pos/BlockSize+1)*BlockSize, len(data)) }
+	// chunk decodes the chunk at pos: ok if it is well formed inside its
+	// block and passes its checksum.
+	chunk := func(pos int) (ok bool, typ byte, synced uint64, payload []byte) {
+		limit := blockEnd(pos)
 		if limit-pos < 7 {
-			return false
+			return false, 0, 0, nil
+		}
+		typ = data[pos+6]
+		hs := 7
+		if typ >= 5 {
+			hs = 15
 		}
 		length := int(binary.LittleEndian.Uint16(data[pos+4:]))
-		typ := data[pos+6]
-		if typ < 1 || typ > 4 || pos+7+length > limit {
-			return false
+		if typ < 1 || typ > 8 || pos+hs+length > limit {
+			return false, 0, 0, nil
 		}
-		c := crc32.Checksum(data[pos+6:pos+7+length], tab)
+		c := crc32.Checksum(data[pos+6:pos+hs+length], tab)
 		c = ((c >> 15) | (c << 17)) + 0xa282ead8
-		return c == binary.LittleEndian.Uint32(data[pos:])
+		if c != binary.LittleEndian.Uint32(data[pos:]) {
+			return false, 0, 0, nil
+		}
+		if hs == 15 {
+			synced = binary.LittleEndian.Uint64(data[pos+7:])
+		}
+		return true, typ, synced, data[pos+hs : pos+hs+length]
 	}
 	var cur []byte
 	inRec := false
 	pos := 0
+	prevSynced := false // the last valid chunk carries a synced offset
 	for {
-		blockEnd := min((pos/BlockSize+1)*BlockSize, len(data))
-		if blockEnd-pos < 7 {
-			if blockEnd == len(data) {
+		end := blockEnd(pos)
+		if left := end - pos; left < 7 || left < 15 && prevSynced {
+			if end == len(data) {
 				return res
 			}
-			pos = blockEnd
+			pos = end
 			continue
 		}
-		if !valid(pos, blockEnd) {
-			// Corruption if a valid chunk starts at any later offset,
-			// within its own block; a torn tail if none does.
-			for b := pos + 1; b < len(data); b++ {
-				if valid(b, min((b/BlockSize+1)*BlockSize, len(data))) {
+		ok, typ, synced, payload := chunk(pos)
+		if !ok {
+			// A torn tail if every valid chunk after it (found at any
+			// later offset, and skipped whole once found) claims a synced
+			// offset at or below pos; corruption if one claims more or is
+			// a legacy chunk.
+			for b := pos + 1; b < len(data); {
+				ok, typ, synced, payload := chunk(b)
+				if !ok {
+					b++
+					continue
+				}
+				if typ <= 4 || synced > uint64(pos) {
 					res.corrupt = int64(pos)
 					return res
 				}
+				b += 15 + len(payload)
 			}
 			return res
 		}
-		length := int(binary.LittleEndian.Uint16(data[pos+4:]))
-		typ := data[pos+6]
-		payload := data[pos+7 : pos+7+length]
 		chunkPos := pos
-		pos += 7 + length
+		prevSynced = typ >= 5
+		if prevSynced {
+			if synced > uint64(chunkPos) {
+				res.corrupt = int64(chunkPos)
+				return res
+			}
+			pos += 15 + len(payload)
+			typ -= 4
+		} else {
+			pos += 7 + len(payload)
+		}
 		switch {
 		case typ == 1 && !inRec:
 			res.recs = append(res.recs, bytes.Clone(payload))

@@ -24,7 +24,16 @@ var errWriterClosed = fmt.Errorf("record: writer closed: %w", base.ErrClosed)
 // buffer to the file. A Writer is not safe for concurrent use.
 //
 // The Writer assumes that the file is empty and that writes land at its
-// end: offsets it reports count from the first byte it writes.
+// end: offsets it reports count from the first byte it writes. Every chunk
+// it writes carries the synced offset: how many bytes of the file its last
+// successful Sync made durable when the chunk was written (0 before the
+// first), which tells a Reader how much of the file a crash cannot have
+// damaged.
+//
+// INVARIANT: synced <= the offset of every chunk written after it was set
+// (a sync covers only bytes handed to the file before it), and it only
+// grows; the Reader reports a chunk that claims more than its own offset
+// as corruption.
 //
 // INVARIANT: once err is set it is returned by every later call; a failed
 // write or sync leaves the file in an unknown state, and the Writer never
@@ -38,8 +47,11 @@ type Writer struct {
 	// blockOff is the offset inside the current block of the next byte to
 	// be appended (counting buffered bytes).
 	blockOff int
-	err      error
-	closed   bool
+	// synced is the synced offset written into each chunk: written as of
+	// the last successful Sync.
+	synced int64
+	err    error
+	closed bool
 }
 
 // NewWriter returns a Writer that appends records to f, which must be empty.
@@ -55,7 +67,8 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
-	// A block tail too short for a header is padding.
+	// A block tail too short for a header is padding (a Reader skips a
+	// tail this short after a chunk that carries a synced offset).
 	if left := BlockSize - w.blockOff; left < headerSize {
 		if err := w.reserve(left); err != nil {
 			return 0, err
@@ -87,6 +100,7 @@ func (w *Writer) WriteRecord(p []byte) (int64, error) {
 		w.buf = w.buf[:h+headerSize]
 		binary.LittleEndian.PutUint16(w.buf[h+4:], uint16(n))
 		w.buf[h+6] = typ
+		binary.LittleEndian.PutUint64(w.buf[h+7:], uint64(w.synced))
 		w.buf = append(w.buf, p[:n]...)
 		binary.LittleEndian.PutUint32(w.buf[h:], chunkChecksum(w.buf[h+6:]))
 		p = p[n:]
@@ -131,7 +145,8 @@ func (w *Writer) Flush() error {
 	return nil
 }
 
-// Sync flushes the buffer and then syncs the file.
+// Sync flushes the buffer and then syncs the file. The chunks written after
+// it succeeds carry the file's new size as their synced offset.
 func (w *Writer) Sync() error {
 	if err := w.Flush(); err != nil {
 		return err
@@ -140,6 +155,7 @@ func (w *Writer) Sync() error {
 		w.err = fmt.Errorf("record: sync: %w", err)
 		return w.err
 	}
+	w.synced = w.written
 	return nil
 }
 

@@ -66,10 +66,10 @@ func checkOffsets(t *testing.T, l writtenLog) {
 	}
 }
 
-// TestBlockTail writes records that leave every tail size from 0 to 8 bytes
-// at the end of the first block and checks the bytes on disk.
+// TestBlockTail writes records that leave every tail size from 0 to 16
+// bytes at the end of the first block and checks the bytes on disk.
 func TestBlockTail(t *testing.T) {
-	for tail := 0; tail <= 8; tail++ {
+	for tail := 0; tail <= headerSize+1; tail++ {
 		first := bytes.Repeat([]byte{0xab}, BlockSize-headerSize-tail)
 		second := []byte("second record")
 		l := writeLog(t, [][]byte{first, second, nil})
@@ -93,10 +93,10 @@ func TestBlockTail(t *testing.T) {
 			// An empty FIRST chunk fills the tail exactly.
 			h := l.data[BlockSize-headerSize : BlockSize]
 			if h[6] != firstChunk || binary.LittleEndian.Uint16(h[4:]) != 0 {
-				t.Fatalf("tail 7: got header %x, want an empty FIRST chunk", h)
+				t.Fatalf("tail %d: got header %x, want an empty FIRST chunk", tail, h)
 			}
 			if l.starts[1] != BlockSize-headerSize || l.data[BlockSize+6] != lastChunk {
-				t.Fatalf("tail 7: second record at %d", l.starts[1])
+				t.Fatalf("tail %d: second record at %d", tail, l.starts[1])
 			}
 		default:
 			if l.starts[1] != int64(BlockSize-tail) || l.data[BlockSize-tail+6] != firstChunk {
@@ -109,6 +109,57 @@ func TestBlockTail(t *testing.T) {
 			t.Fatalf("tail %d: read back %d records, err %v", tail, len(got), err)
 		}
 		checkAgainstModel(t, l.data)
+	}
+}
+
+// TestLegacyBlockTail reads legacy logs whose first record leaves every
+// tail size from 0 to 16 bytes at the end of the first block: a tail
+// shorter than 7 bytes is padding, one of 7 an empty FIRST chunk, and a
+// longer one holds a chunk.
+func TestLegacyBlockTail(t *testing.T) {
+	for tail := 0; tail <= headerSize+1; tail++ {
+		first := bytes.Repeat([]byte{0xab}, BlockSize-legacyHeaderSize-tail)
+		second := []byte("second record")
+		l := writeLegacyLog([][]byte{first, second, nil})
+		if tail == legacyHeaderSize {
+			h := l.data[BlockSize-legacyHeaderSize : BlockSize]
+			if h[6] != legacyFirstChunk || binary.LittleEndian.Uint16(h[4:]) != 0 {
+				t.Fatalf("tail 7: got header %x, want an empty FIRST chunk", h)
+			}
+		}
+		got, err, _ := readAll(l.data)
+		if err != io.EOF || len(got) != 3 || !bytes.Equal(got[0], first) ||
+			!bytes.Equal(got[1], second) || len(got[2]) != 0 {
+			t.Fatalf("tail %d: read back %d records, err %v", tail, len(got), err)
+		}
+		checkAgainstModel(t, l.data)
+	}
+}
+
+// TestWriterSyncedOffsets checks the synced offset in every chunk the
+// Writer writes: the log's size at the last successful Sync before the
+// chunk's record was written, 0 before the first.
+func TestWriterSyncedOffsets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(8, 8))
+	recs := randRecords(rng, 60, 3*BlockSize)
+	l := writeLogSyncing(t, recs, func(int) bool { return rng.IntN(4) == 0 }, true)
+	if len(l.syncs) < 5 {
+		t.Fatalf("only %d syncs", len(l.syncs))
+	}
+	for _, c := range chunkMap(l) {
+		want := int64(0)
+		for _, s := range l.syncs {
+			if s <= l.starts[c.rec] {
+				want = s
+			}
+		}
+		h := l.data[c.start:]
+		if h[6] < fullChunk || h[6] > lastChunk {
+			t.Fatalf("chunk at %d has type %d", c.start, h[6])
+		}
+		if got := int64(binary.LittleEndian.Uint64(h[7:15])); got != want {
+			t.Fatalf("chunk at %d (record %d) carries synced offset %d, want %d", c.start, c.rec, got, want)
+		}
 	}
 }
 
