@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -438,5 +439,39 @@ func TestCorruptValueLog(t *testing.T) {
 			require.Equal(t, 1, bad, "%s: one flipped byte damaged %d values", where, bad)
 		}
 		require.NoError(t, db.Close())
+	}
+}
+
+// TestMappedValueLogFaultNamesValueLog: a value log truncated behind the
+// DB's back, before or after a point lookup mapped it, fails the lookups
+// that reach past its end (a fault in the mapping, which the lookup reads
+// inside the table's own fault handling, or a short read) as corruption
+// of the value log, named with its offset, never of the table that holds
+// the pointer.
+func TestMappedValueLogFaultNamesValueLog(t *testing.T) {
+	for _, mapFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mapped-before=%t", mapFirst), func(t *testing.T) {
+			dir := t.TempDir() + "/db"
+			db, err := Open(dir, &Options{FS: vfs.Default, ValueThreshold: 64, CacheSize: -1})
+			require.NoError(t, err)
+			defer db.Close()
+			for i := range 300 {
+				require.NoError(t, db.Set([]byte(fmt.Sprintf("k%05d", i)), bytes.Repeat([]byte{byte(i)}, 4000), NoSync))
+			}
+			require.NoError(t, db.Flush())
+			if mapFirst {
+				_, err = db.Get([]byte("k00001"))
+				require.NoError(t, err)
+			}
+			vlogs := filesOfTypeIn(t, vfs.Default, dir, base.FileTypeVlog)
+			require.Len(t, vlogs, 1)
+			require.NoError(t, os.Truncate(dir+"/"+vlogs[0], vlog.HeaderLen+10))
+			for _, k := range []string{"k00200", "k00299"} {
+				_, err = db.Get([]byte(k))
+				require.ErrorIs(t, err, ErrCorruption, k)
+				require.Contains(t, err.Error(), vlogs[0], k)
+				require.NotContains(t, err.Error(), ".sst", k)
+			}
+		})
 	}
 }

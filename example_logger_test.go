@@ -45,5 +45,5 @@ func ExampleOptions_logger() {
 	defer db.Close()
 	// Output:
 	// level=INFO msg="strata: recovery adopted a value log the manifest did not list yet" file=000004.vlog bytes=4136 records=1 finished=false
-	// level=INFO msg="strata: WAL replayed" wal=000003.log batches=2 bytes=60
+	// level=INFO msg="strata: WAL replayed" wal=000003.log batches=2 bytes=76
 }

@@ -123,12 +123,12 @@ func TestSizeLimitsWritePath(t *testing.T) {
 			"SetWithTTL key":   func() error { return db.SetWithTTL(longKey, small, time.Hour, nil) },
 			"SetWithTTL value": func() error { return db.SetWithTTL(small, longValue, time.Hour, nil) },
 			"Merge key":        func() error { return db.Merge(longKey, small, nil) },
-			"Merge operand":    func() error { return db.Merge(small, longValue, nil) },
+			"Merge operand":    func() error { return db.Merge(small, ListElement(nil, longValue), nil) },
 			"Delete":           func() error { return db.Delete(longKey, nil) },
 			"DeleteRange":      func() error { return db.DeleteRange([]byte("a"), longKey, nil) },
 			"Batch.Set":        func() error { return db.NewBatch().Set(small, longValue) },
 			"Batch.SetWithTTL": func() error { return db.NewBatch().SetWithTTL(longKey, small, time.Hour) },
-			"Batch.Merge":      func() error { return db.NewBatch().Merge(small, longValue) },
+			"Batch.Merge":      func() error { return db.NewBatch().Merge(small, ListElement(nil, longValue)) },
 			"Batch.Delete":     func() error { return db.NewBatch().Delete(longKey) },
 			"Batch.DeleteRange": func() error {
 				return db.NewBatch().DeleteRange(longKey, append(longKey, 0))

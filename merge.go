@@ -120,6 +120,10 @@ func (d *DB) Merge(key, operand []byte, o *WriteOptions) error {
 	if d.opts.Merger == nil {
 		return ErrNoMerger
 	}
+	// Sizes first: the validator need not look at what cannot be written.
+	if err := checkEntrySize(base.KindMerge, len(key), len(operand)); err != nil {
+		return err
+	}
 	if err := validateOperand(d.opts.Merger, key, operand); err != nil {
 		return err
 	}

@@ -146,7 +146,7 @@ func TestMergeFoldFailureKeepsWriting(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, it.First(), when)
 		require.ErrorIs(t, it.Error(), errNotAnInt, when)
-		require.NoError(t, it.Close())
+		require.ErrorIs(t, it.Close(), errNotAnInt, when) // Close reports the iteration error
 		require.Equal(t, int64(3), counter("d"), when)
 	}
 	broken("in the memtable")

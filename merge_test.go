@@ -162,7 +162,7 @@ func TestMergeWithoutMerger(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, it.Last())
 	require.EqualError(t, it.Error(), want)
-	require.NoError(t, it.Close())
+	require.EqualError(t, it.Close(), want) // Close reports the iteration error
 	require.NoError(t, db.Compact(nil, nil))
 	require.NoError(t, db.Close())
 

@@ -559,6 +559,9 @@ func (r *walReplay) replay(num base.FileNum) error {
 				// sealer): an older WAL that ends torn means the later ones
 				// hold no synced write. Replaying them would apply later
 				// writes without earlier ones; the log ends here.
+				if err := r.checkNothingSyncedLater(num, rd, end, "it ends torn"); err != nil {
+					return err
+				}
 				r.torn = true
 				d.opts.Logger.Warn("strata: WAL replay stopped at a torn WAL that later WALs follow; they hold no synced write",
 					"wal", name, "batches", batches)
@@ -588,6 +591,9 @@ func (r *walReplay) replay(num base.FileNum) error {
 			// synced: a WAL sync waits for every older WAL's (see
 			// sealer). Replaying it would recover writes without earlier
 			// ones, a state that never existed; the log ends here.
+			if err := r.checkNothingSyncedLater(num, rd, offset, fmt.Sprintf("batch of sequence number %d follows %d", seq, r.nextSeq-1)); err != nil {
+				return err
+			}
 			r.torn = true
 			d.opts.Logger.Warn("strata: WAL replay stopped at a gap in sequence numbers: earlier writes did not reach the disk",
 				"wal", name, "offset", offset, "want", r.nextSeq, "found", seq, "batches", batches)
@@ -663,6 +669,48 @@ func (r *walReplay) replay(num base.FileNum) error {
 			seq++
 		}
 	}
+}
+
+// checkNothingSyncedLater is called where replay would stop early, at
+// offset of WAL num (read by rd) because of what: a torn end, or a gap in
+// sequence numbers. Stopping is right only if nothing after that point was
+// synced. A chunk of WAL num past offset that says the file was synced
+// past offset, or a chunk of a later WAL that says it was synced at all,
+// proves otherwise (a WAL sync waits for every older WAL's, see sealer):
+// the WAL is damaged, and dropping what follows would lose synced writes,
+// so it is corruption.
+func (r *walReplay) checkNothingSyncedLater(num base.FileNum, rd *record.Reader, offset int64, what string) error {
+	d := r.d
+	name := base.MakeFilename(base.FileTypeLog, num)
+	for {
+		if _, err := rd.Next(); err != nil {
+			break
+		}
+	}
+	if s := rd.SyncedOffset(); s > offset {
+		return base.CorruptionErrorf(name, offset, "WAL replay would stop here (%s), but a later chunk says the WAL was synced to offset %d", what, s)
+	}
+	for _, later := range r.logs {
+		if later <= num {
+			continue
+		}
+		lname := base.MakeFilename(base.FileTypeLog, later)
+		f, err := d.fs.Open(d.path(base.FileTypeLog, later))
+		if err != nil {
+			return fmt.Errorf("strata: open WAL %s: %w", lname, err)
+		}
+		lr := record.NewReader(f, lname)
+		for {
+			if _, err := lr.Next(); err != nil {
+				break
+			}
+		}
+		f.Close()
+		if lr.SyncedOffset() > 0 {
+			return base.CorruptionErrorf(name, offset, "WAL replay would stop here (%s), but the later WAL %s holds writes synced after it", what, lname)
+		}
+	}
+	return nil
 }
 
 // deleteUnreferencedFiles removes what a crash or an old run left behind:

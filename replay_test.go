@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/record"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -143,4 +145,54 @@ func countList(t *testing.T, db *DB, want int, when string) {
 	elems, err := DecodeList(v)
 	require.NoError(t, err, when)
 	require.Equal(t, want, len(elems), "list elements %s", when)
+}
+
+// TestReplayDamagedOlderWALWithSyncedLater: replay stops early at an older
+// WAL that ends torn, or at a gap in sequence numbers, only when nothing
+// after that point was synced. When a later WAL's chunks say it was synced
+// (a WAL sync waits for every older WAL's), the older WAL was complete on
+// the disk, so its torn end is damage: Open fails with ErrCorruption
+// instead of dropping the later, synced writes.
+func TestReplayDamagedOlderWALWithSyncedLater(t *testing.T) {
+	for _, syncedLater := range []bool{false, true} {
+		t.Run(fmt.Sprintf("synced-later=%t", syncedLater), func(t *testing.T) {
+			fs := vfs.NewMem()
+			db, err := Open("db", &Options{FS: fs})
+			require.NoError(t, err)
+			require.NoError(t, db.Set([]byte("base"), []byte("v-base"), Sync))
+			require.NoError(t, db.Close())
+			walNum := liveWAL(t, fs)
+			// The older WAL: base, a1, a2 and half of a batch (torn).
+			writeWAL(t, fs, walNum, 1, true, "base", "a1", "a2")
+			// The newer WAL: b1, a sync, b2 (whose chunk records the sync).
+			f, err := fs.Create(fs.PathJoin("db", base.MakeFilename(base.FileTypeLog, walNum+100)))
+			require.NoError(t, err)
+			w := record.NewWriter(f)
+			for i, k := range []string{"b1", "b2"} {
+				b := &Batch{}
+				require.NoError(t, b.Set([]byte(k), []byte("v-"+k)))
+				b.setSeq(base.SeqNum(5 + i))
+				_, err := w.WriteRecord(b.repr)
+				require.NoError(t, err)
+				if i == 0 && syncedLater {
+					require.NoError(t, w.Sync())
+				}
+			}
+			require.NoError(t, w.Flush())
+			require.NoError(t, f.Sync())
+			require.NoError(t, f.Close())
+
+			db, err = Open("db", &Options{FS: fs})
+			if syncedLater {
+				require.ErrorIs(t, err, ErrCorruption)
+				require.Contains(t, err.Error(), "holds writes synced after it")
+				return
+			}
+			require.NoError(t, err)
+			requireGet(t, db, "a2", "v-a2")
+			_, err = db.Get([]byte("b1"))
+			require.ErrorIs(t, err, ErrNotFound)
+			require.NoError(t, db.Close())
+		})
+	}
 }

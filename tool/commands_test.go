@@ -203,3 +203,15 @@ func TestUsage(t *testing.T) {
 	contains(t, out, "usage: strata check DIR")
 	_ = os.Stdout
 }
+
+// TestCrashtestHelpSaysWhatItTests: crashtest kills processes, which the
+// page cache survives; its help says so and points to the power-loss
+// tests, so nobody takes it for one.
+func TestCrashtestHelpSaysWhatItTests(t *testing.T) {
+	code, out := runArgs(t, vfs.Default, "crashtest", "--help")
+	require.Equal(t, 0, code, out)
+	contains(t, out, "page")
+	contains(t, out, "cache survives it")
+	contains(t, out, "TestCrashRecovery")
+	contains(t, out, "-duration")
+}

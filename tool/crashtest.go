@@ -67,8 +67,29 @@ var killTargets = []struct {
 	{"deletion", []string{"table-deleted", "remove-sst"}},
 }
 
+// crashtestHelp is printed before the flags by crashtest --help.
+const crashtestHelp = `strata crashtest runs the stress workload in a child process, kills it
+with SIGKILL at random moments and inside flushes, compactions, value-log
+writes, manifest updates and garbage collection, and after every kill
+checks the restarted database against the writes the child had
+acknowledged.
+
+A kill ends the process, not the machine: the operating system's page
+cache survives it, so every write the process made reaches the disk,
+synced or not. This tests recovery from a process crash. Power loss,
+which drops unsynced data, tears writes, zeroes pages and leaks directory
+changes, is tested on the crash-simulating filesystem by the engine's own
+tests (go test -run 'TestCrashRecovery|TestReplay' in the repository).
+
+Flags:
+`
+
 func (t *Tool) runCrashtest(args []string) int {
 	fs := t.newFlags("crashtest")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), crashtestHelp)
+		fs.PrintDefaults()
+	}
 	var c CrashConfig
 	fs.StringVar(&c.Dir, "dir", "", "working directory (created)")
 	fs.DurationVar(&c.Duration, "duration", 0, "how long to run (0: until --cycles)")

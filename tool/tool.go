@@ -64,7 +64,7 @@ func (t *Tool) Commands() []*Command {
 		{Name: "get", Usage: "DIR KEY [--hex]", Short: "print the value of a key", Run: t.runGet},
 		{Name: "gc", Usage: "DIR [--policy NAME]", Short: "print the garbage ledger and what the policy would decide next", Run: t.runGC},
 		{Name: "stress", Usage: "--dir DIR [--expected FILE] [--duration D] [--ops N] [--seed N] [--threads N]", Short: "random concurrent workload checked against an expected state that survives a kill", Run: t.runStress},
-		{Name: "crashtest", Usage: "--dir DIR [--duration D] [--cycles N] [--seed N]", Short: "run stress in a child, kill it with SIGKILL at random moments, verify every restart", Run: t.runCrashtest},
+		{Name: "crashtest", Usage: "--dir DIR [--duration D] [--cycles N] [--seed N]", Short: "run stress in a child, kill it with SIGKILL at random moments, verify every restart (a process crash, not a power loss: see --help)", Run: t.runCrashtest},
 	}
 }
 

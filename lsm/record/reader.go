@@ -35,6 +35,9 @@ type Reader struct {
 	err error
 	// strict: see NewStrictReader.
 	strict bool
+	// synced is the largest synced offset a valid chunk read so far
+	// claims (see SyncedOffset).
+	synced int64
 }
 
 // NewReader returns a Reader of the log in r; fileName is used only in error
@@ -80,6 +83,12 @@ func (r *Reader) reset(src io.Reader, fileName string) {
 // Offset returns the file offset just past the last record returned by
 // Next. After Next returns io.EOF it is the end of the log's valid prefix.
 func (r *Reader) Offset() int64 { return r.offset }
+
+// SyncedOffset returns the largest synced offset claimed by the valid
+// chunks read so far: the writer had synced at least that many bytes of
+// the file before it wrote them. It is 0 for a legacy log, and until a
+// chunk written after the first sync is read.
+func (r *Reader) SyncedOffset() int64 { return r.synced }
 
 // Next returns the next record. The returned slice is valid until the next
 // call to Next.
@@ -140,10 +149,12 @@ func (r *Reader) Next() ([]byte, error) {
 		}
 		kind := typ
 		if typ > legacyLastChunk {
-			if synced := binary.LittleEndian.Uint64(h[7:15]); synced > uint64(chunkOff) {
+			synced := binary.LittleEndian.Uint64(h[7:15])
+			if synced > uint64(chunkOff) {
 				return nil, r.fail(base.CorruptionErrorf(r.fileName, chunkOff,
 					"chunk says the file was synced to offset %d, past the chunk itself", synced))
 			}
+			r.synced = max(r.synced, int64(synced))
 			kind -= fullChunk - legacyFullChunk
 		}
 		r.lastType = typ
