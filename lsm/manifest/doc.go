@@ -52,11 +52,21 @@
 //	                          by recovery) uvarint records end; readers
 //	                          ignore what follows the fields they know
 //	tag 8  deleted value log  uvarint file number
+//	tag 9  shared file        uvarint flags (bit 0: a value log, else a
+//	                          table), uvarint file number, uvarint offset,
+//	                          uvarint len + object name: the file (of the
+//	                          version once the edit is applied) is shared,
+//	                          its bytes the range [offset, offset + size)
+//	                          of the object in the store (package remote);
+//	                          the snapshot record lists every shared file
 //	tag 64 merger name        bytes: the name of the Merger the tree's
 //	                          merge operands are meant for; in the
 //	                          snapshot record once recorded, and in the
 //	                          edit that first records it (absent: none
 //	                          recorded, as in manifests written before it)
+//	tag 65 instance id        bytes: the name of the instance that writes
+//	                          the tree, in the names of the objects it
+//	                          shares; carried as the merger name is
 //
 // Invariants (checked when a version is built; with the invariants build tag
 // also after every install):

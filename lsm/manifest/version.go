@@ -3,6 +3,7 @@ package manifest
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -26,6 +27,15 @@ type Version struct {
 	// another, and written in every manifest snapshot, checkpoints'
 	// included. The tree's merge operands are meant for that Merger.
 	MergerName string
+	// InstanceID names the database instance that writes this tree, in the
+	// objects it shares (see package remote); "" before it first shares,
+	// or for a database that never does. Carried as MergerName is.
+	InstanceID string
+	// sharedTables and sharedVlogs map the version's shared files to
+	// their objects (see SharedRef). Copied on write: a version that
+	// changes neither shares its parent's maps.
+	sharedTables map[base.FileNum]SharedRef
+	sharedVlogs  map[base.FileNum]SharedRef
 	// live is, per value log, the record bytes the version's tables point
 	// to (the sum of their VlogRefs): the live side of the garbage ledger.
 	// A value log absent from it has no live bytes. Tables whose
@@ -270,13 +280,38 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 			}
 		}
 	}
-	var mergerName string
+	var mergerName, instanceID string
+	var sharedTables, sharedVlogs map[base.FileNum]SharedRef
 	if baseV != nil {
-		mergerName = baseV.MergerName
+		mergerName, instanceID = baseV.MergerName, baseV.InstanceID
+		sharedTables, sharedVlogs = baseV.sharedTables, baseV.sharedVlogs
+	}
+	copiedTables, copiedVlogs := false, false
+	setShared := func(sf SharedFile) {
+		if sf.Vlog {
+			if !copiedVlogs {
+				sharedVlogs, copiedVlogs = maps.Clone(sharedVlogs), true
+				if sharedVlogs == nil {
+					sharedVlogs = make(map[base.FileNum]SharedRef)
+				}
+			}
+			sharedVlogs[sf.FileNum] = sf.Ref
+			return
+		}
+		if !copiedTables {
+			sharedTables, copiedTables = maps.Clone(sharedTables), true
+			if sharedTables == nil {
+				sharedTables = make(map[base.FileNum]SharedRef)
+			}
+		}
+		sharedTables[sf.FileNum] = sf.Ref
 	}
 	for _, ve := range edits {
 		if ve.MergerName != "" {
 			mergerName = ve.MergerName
+		}
+		if ve.InstanceID != "" {
+			instanceID = ve.InstanceID
 		}
 		for _, num := range ve.DeletedVlogs {
 			if _, ok := vlogs[num]; !ok {
@@ -307,8 +342,39 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 			where[nf.Meta.FileNum] = nf.Level
 			addLive(nf.Meta, +1)
 		}
+		for _, sf := range ve.SharedFiles {
+			if sf.Vlog {
+				if vlogs[sf.FileNum] == nil {
+					return nil, fmt.Errorf("version edit shares value log %s, which the version does not hold", sf.FileNum)
+				}
+			} else if _, ok := where[sf.FileNum]; !ok {
+				return nil, fmt.Errorf("version edit shares table %s, which the version does not hold", sf.FileNum)
+			}
+			if sf.Ref.Object == "" {
+				return nil, fmt.Errorf("version edit shares file %s without an object", sf.FileNum)
+			}
+			setShared(sf)
+		}
 	}
-	v := &Version{Vlogs: vlogs, live: live, MergerName: mergerName}
+	// A shared file that left the version is no longer shared by it.
+	for num := range sharedTables {
+		if _, ok := where[num]; !ok {
+			if !copiedTables {
+				sharedTables, copiedTables = maps.Clone(sharedTables), true
+			}
+			delete(sharedTables, num)
+		}
+	}
+	for num := range sharedVlogs {
+		if vlogs[num] == nil {
+			if !copiedVlogs {
+				sharedVlogs, copiedVlogs = maps.Clone(sharedVlogs), true
+			}
+			delete(sharedVlogs, num)
+		}
+	}
+	v := &Version{Vlogs: vlogs, live: live, MergerName: mergerName, InstanceID: instanceID,
+		sharedTables: sharedTables, sharedVlogs: sharedVlogs}
 	if baseV != nil {
 		v.onZero = baseV.onZero
 	}
@@ -370,13 +436,19 @@ func (v *Version) SortedVlogs() []*VlogMetadata {
 // SnapshotEdit returns an edit that recreates v from an empty tree (the first
 // record of a new manifest).
 func (v *Version) SnapshotEdit() *VersionEdit {
-	ve := &VersionEdit{MergerName: v.MergerName}
+	ve := &VersionEdit{MergerName: v.MergerName, InstanceID: v.InstanceID}
 	for _, vl := range v.SortedVlogs() {
 		ve.NewVlogs = append(ve.NewVlogs, vl)
+		if r, ok := v.sharedVlogs[vl.FileNum]; ok {
+			ve.SharedFiles = append(ve.SharedFiles, SharedFile{Vlog: true, FileNum: vl.FileNum, Ref: r})
+		}
 	}
 	for level, files := range v.Levels {
 		for _, f := range files {
 			ve.NewFiles = append(ve.NewFiles, NewFile{Level: level, Meta: f})
+			if r, ok := v.sharedTables[f.FileNum]; ok {
+				ve.SharedFiles = append(ve.SharedFiles, SharedFile{FileNum: f.FileNum, Ref: r})
+			}
 		}
 	}
 	return ve

@@ -20,6 +20,9 @@ const (
 	tagNewFile     = 6
 	tagNewVlog     = 7
 	tagDeletedVlog = 8
+	// tagSharedFile is required: a binary that does not know shared files
+	// cannot read the database (its files are not all in the directory).
+	tagSharedFile = 9
 
 	// tagFirstOptional: tags at or above it may be skipped by a reader that
 	// does not know them.
@@ -28,7 +31,13 @@ const (
 	// tagMergerName is optional: a binary that predates it opens the
 	// database as it did, without checking the merger.
 	tagMergerName = 64
+	// tagInstanceID is optional: only a database that shares files needs
+	// it, and such a database has tagSharedFile fields too.
+	tagInstanceID = 65
 )
+
+// Flags of a shared-file field.
+const sharedFileFlagVlog = 1
 
 // Flags of a new-file field.
 const (
@@ -58,6 +67,9 @@ type VersionEdit struct {
 	// MergerName, when not empty, records the name of the Merger the
 	// database's merge operands are meant for (see Version.MergerName).
 	MergerName string
+	// InstanceID, when not empty, records the name of the instance that
+	// writes the tree (see Version.InstanceID).
+	InstanceID string
 
 	// LogNum, when HasLogNum, is the number of the oldest WAL whose contents
 	// are not yet in SSTables: recovery replays WALs numbered >= LogNum.
@@ -80,6 +92,11 @@ type VersionEdit struct {
 	// removes.
 	NewVlogs     []*VlogMetadata
 	DeletedVlogs []base.FileNum
+
+	// SharedFiles marks files of the resulting version (added by this
+	// edit or an earlier one) as shared: their primary copy is in the
+	// object store. Applied after the edit's additions.
+	SharedFiles []SharedFile
 }
 
 // SetLogNum records the oldest WAL still needed.
@@ -104,6 +121,9 @@ func (ve *VersionEdit) Encode(dst []byte) []byte {
 	}
 	if ve.MergerName != "" {
 		put(tagMergerName, []byte(ve.MergerName))
+	}
+	if ve.InstanceID != "" {
+		put(tagInstanceID, []byte(ve.InstanceID))
 	}
 	if ve.HasLogNum {
 		put(tagLogNum, binary.AppendUvarint(field[:0], uint64(ve.LogNum)))
@@ -171,6 +191,18 @@ func (ve *VersionEdit) Encode(dst []byte) []byte {
 			field = binary.AppendUvarint(field, e.Entries)
 		}
 		put(tagNewFile, field)
+	}
+	for _, sf := range ve.SharedFiles {
+		var flags uint64
+		if sf.Vlog {
+			flags |= sharedFileFlagVlog
+		}
+		field = binary.AppendUvarint(field[:0], flags)
+		field = binary.AppendUvarint(field, uint64(sf.FileNum))
+		field = binary.AppendUvarint(field, sf.Ref.Offset)
+		field = binary.AppendUvarint(field, uint64(len(sf.Ref.Object)))
+		field = append(field, sf.Ref.Object...)
+		put(tagSharedFile, field)
 	}
 	return dst
 }
@@ -243,6 +275,35 @@ func (ve *VersionEdit) Decode(src []byte) error {
 			ve.ComparerName = string(payload)
 		case tagMergerName:
 			ve.MergerName = string(payload)
+		case tagInstanceID:
+			ve.InstanceID = string(payload)
+		case tagSharedFile:
+			var sf SharedFile
+			flags, err := f.uvarint()
+			if err != nil {
+				return fmt.Errorf("version edit: shared file: %w", err)
+			}
+			if flags&^sharedFileFlagVlog != 0 {
+				return fmt.Errorf("version edit: shared file: unknown flags %#x", flags)
+			}
+			sf.Vlog = flags&sharedFileFlagVlog != 0
+			num, err := f.uvarint()
+			if err != nil {
+				return fmt.Errorf("version edit: shared file: %w", err)
+			}
+			sf.FileNum = base.FileNum(num)
+			if sf.Ref.Offset, err = f.uvarint(); err != nil {
+				return fmt.Errorf("version edit: shared file: %w", err)
+			}
+			obj, err := f.bytes()
+			if err != nil {
+				return fmt.Errorf("version edit: shared file: %w", err)
+			}
+			if len(obj) == 0 {
+				return fmt.Errorf("version edit: shared file %s without an object", sf.FileNum)
+			}
+			sf.Ref.Object = string(obj)
+			ve.SharedFiles = append(ve.SharedFiles, sf)
 		case tagLogNum:
 			v, err := f.uvarint()
 			if err != nil {
@@ -397,6 +458,9 @@ func (ve *VersionEdit) String() string {
 	if ve.MergerName != "" {
 		fmt.Fprintf(&b, "merger: %s\n", ve.MergerName)
 	}
+	if ve.InstanceID != "" {
+		fmt.Fprintf(&b, "instance: %s\n", ve.InstanceID)
+	}
 	if ve.HasLogNum {
 		fmt.Fprintf(&b, "log: %s\n", ve.LogNum)
 	}
@@ -424,6 +488,13 @@ func (ve *VersionEdit) String() string {
 	}
 	for _, vl := range ve.NewVlogs {
 		fmt.Fprintf(&b, "add: vlog %s\n", vl)
+	}
+	for _, sf := range ve.SharedFiles {
+		kind := "table"
+		if sf.Vlog {
+			kind = "vlog"
+		}
+		fmt.Fprintf(&b, "shared: %s %s in %s\n", kind, sf.FileNum, sf.Ref)
 	}
 	return b.String()
 }
