@@ -2,41 +2,22 @@ package checkpoint
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/strata-db/strata/remote"
 )
 
-// Store is an object store that incremental checkpoints are written to: a
-// flat namespace of immutable-or-replaced objects, as S3 has. Names are
-// relative paths of '/'-separated parts (see ValidName). Implementations
-// must be safe for concurrent use.
-type Store interface {
-	// Put stores size bytes read from r as the object name, atomically:
-	// readers see the old object (or none) until Put returns, then the new
-	// one whole, never a part. A failed Put leaves no object of that name
-	// that was not there before.
-	Put(ctx context.Context, name string, r io.Reader, size int64) error
-	// Get returns length bytes of the object from offset off (length < 0:
-	// to the end). A missing object is an error matching ErrNotExist; a
-	// range past the object's end is an error.
-	Get(ctx context.Context, name string, off, length int64) (io.ReadCloser, error)
-	// List returns the objects whose names begin with prefix, sorted by
-	// name.
-	List(ctx context.Context, prefix string) ([]ObjectInfo, error)
-	// Delete removes the object; deleting a missing object is not an error.
-	Delete(ctx context.Context, name string) error
-}
+// Store is an object store that incremental checkpoints are written to
+// and shared files live in (see remote.Store, whose name this is).
+type Store = remote.Store
 
 // ObjectInfo describes one stored object.
-type ObjectInfo struct {
-	Name string
-	Size int64
-}
+type ObjectInfo = remote.ObjectInfo
 
 // ErrNotExist matches (errors.Is) the error of a Get of a missing object.
-var ErrNotExist = errors.New("checkpoint: object does not exist")
+var ErrNotExist = remote.ErrNotExist
 
 // ValidName reports, as an error, whether name may name an object: one or
 // more parts separated by '/', each non-empty, made of ASCII letters,

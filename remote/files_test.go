@@ -1,0 +1,248 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+const testInstance = "0123456789abcdef"
+
+// writeLocal writes a local file of the database of n random bytes.
+func writeLocal(t *testing.T, fs vfs.FS, num base.FileNum, n int, seed uint64) []byte {
+	t.Helper()
+	data := make([]byte, n)
+	rng := rand.New(rand.NewPCG(seed, 1))
+	for i := range data {
+		data[i] = byte(rng.Uint32())
+	}
+	require.NoError(t, writeFileSynced(fs, fs.PathJoin("db", base.MakeFilename(base.FileTypeTable, num)), data))
+	return data
+}
+
+func newTestFiles(t *testing.T, fs vfs.FS, s Store, cacheSize, partSize int64) *Files {
+	t.Helper()
+	f, err := New(Options{Store: s, FS: fs, Dir: "db", Instance: testInstance, CacheSize: cacheSize, PartSize: partSize})
+	require.NoError(t, err)
+	return f
+}
+
+// TestFilesShareAndRead: a shared file reads the same through its whole
+// local copy and, once that is evicted, through parts fetched with ranged
+// GETs; parts are cached (a second read costs no GET), the cache stays
+// within its bound, and Release deletes the local bytes and the object.
+func TestFilesShareAndRead(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	const part = 4096
+	f := newTestFiles(t, fs, s, 10*part, part)
+	data := writeLocal(t, fs, 5, 7*part+123, 1)
+	ref, err := f.Share(ctx, base.FileTypeTable, 5, int64(len(data)))
+	require.NoError(t, err)
+	require.Equal(t, ObjectName(testInstance, base.FileTypeTable, 5), ref.Object)
+	holders, err := Holders(ctx, s, ref.Object)
+	require.NoError(t, err)
+	require.Equal(t, []string{InstanceHolder(testInstance)}, holders)
+	f.Track(base.FileTypeTable, 5, ref, int64(len(data)), true)
+	require.NoError(t, f.Start())
+	require.True(t, f.HasLocal(base.FileTypeTable, 5))
+
+	// The whole copy is the directory's own file.
+	file, err := f.Open(base.FileTypeTable, 5)
+	require.NoError(t, err)
+	got := make([]byte, len(data))
+	_, err = file.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.Equal(t, data, got)
+	require.NoError(t, file.Close())
+	require.Zero(t, s.getCount())
+
+	// A second file pushes the first out of the cache (10 parts of room).
+	data2 := writeLocal(t, fs, 6, 6*part, 2)
+	ref2, err := f.Share(ctx, base.FileTypeTable, 6, int64(len(data2)))
+	require.NoError(t, err)
+	f.Track(base.FileTypeTable, 6, ref2, int64(len(data2)), true)
+	require.False(t, f.HasLocal(base.FileTypeTable, 5), "the older copy was not evicted")
+	_, err = fs.Stat("db/000005.sst")
+	require.True(t, errors.Is(err, os.ErrNotExist), "evicted copy still on disk: %v", err)
+
+	file, err = f.Open(base.FileTypeTable, 5)
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(3, 3))
+	for i := range 200 {
+		off := rng.IntN(len(data))
+		n := 1 + rng.IntN(3*part)
+		buf := make([]byte, n)
+		m, err := file.ReadAt(buf, int64(off))
+		if off+n > len(data) {
+			require.ErrorIs(t, err, io.EOF, "read %d", i)
+			require.Equal(t, len(data)-off, m)
+		} else {
+			require.NoError(t, err, "read %d", i)
+			require.Equal(t, n, m)
+		}
+		require.Equal(t, data[off:off+m], buf[:m], "read %d at %d+%d", i, off, n)
+		require.LessOrEqual(t, f.Stats().CachedBytes, int64(10*part))
+	}
+	st := f.Stats()
+	require.Positive(t, st.Gets)
+	require.Positive(t, st.PartHits)
+	require.Equal(t, int64(s.getCount()), st.Gets)
+
+	// Read it all twice more: the second pass fetches nothing new if the
+	// file fits the cache (it does, once file 6's copy is evicted).
+	all, err := io.ReadAll(io.NewSectionReader(file, 0, int64(len(data))))
+	require.NoError(t, err)
+	require.Equal(t, data, all)
+	gets := s.getCount()
+	all, err = io.ReadAll(io.NewSectionReader(file, 0, int64(len(data))))
+	require.NoError(t, err)
+	require.Equal(t, data, all)
+	require.Equal(t, gets, s.getCount(), "cached parts were fetched again")
+
+	// Release: local bytes and the object go.
+	require.NoError(t, f.Release(ctx, base.FileTypeTable, 5))
+	require.False(t, s.has(ref.Object))
+	names, err := fs.List("db/" + CacheDirName)
+	require.NoError(t, err)
+	require.Empty(t, names, "parts of a released file are left")
+	_, ok := f.Shared(base.FileTypeTable, 5)
+	require.False(t, ok)
+}
+
+// TestFilesRestartKeepsParts: parts fetched before a restart serve reads
+// after it without a GET; parts of files no longer shared, and half
+// written ones, are deleted.
+func TestFilesRestartKeepsParts(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	const part = 1024
+	f := newTestFiles(t, fs, s, -1, part)
+	data := writeLocal(t, fs, 9, 5*part, 4)
+	ref, err := f.Share(ctx, base.FileTypeTable, 9, int64(len(data)))
+	require.NoError(t, err)
+	require.NoError(t, fs.Remove("db/000009.sst")) // no local copy: parts only
+	f.Track(base.FileTypeTable, 9, ref, int64(len(data)), false)
+	require.NoError(t, f.Start())
+	file, err := f.Open(base.FileTypeTable, 9)
+	require.NoError(t, err)
+	buf := make([]byte, len(data))
+	_, err = file.ReadAt(buf, 0)
+	require.NoError(t, err)
+	require.Equal(t, data, buf)
+	gets := s.getCount()
+	require.Equal(t, 5, gets)
+	// Leftovers a crash or an older run could leave.
+	require.NoError(t, writeFileSynced(fs, "db/"+CacheDirName+"/000009.sst.2.tmp-1", []byte("x")))
+	require.NoError(t, writeFileSynced(fs, "db/"+CacheDirName+"/000004.sst.0", []byte("x")))
+
+	f2 := newTestFiles(t, fs, s, -1, part)
+	f2.Track(base.FileTypeTable, 9, ref, int64(len(data)), false)
+	require.NoError(t, f2.Start())
+	require.Equal(t, int64(len(data)), f2.Stats().CachedBytes)
+	file, err = f2.Open(base.FileTypeTable, 9)
+	require.NoError(t, err)
+	buf = make([]byte, len(data))
+	_, err = file.ReadAt(buf, 0)
+	require.NoError(t, err)
+	require.Equal(t, data, buf)
+	require.Equal(t, gets, s.getCount(), "a restart fetched cached parts again")
+	names, err := fs.List("db/" + CacheDirName)
+	require.NoError(t, err)
+	require.Len(t, names, 5, "leftovers kept: %v", names)
+}
+
+// TestFilesConcurrentReads: readers of one cold part share one GET; every
+// read returns the file's bytes.
+func TestFilesConcurrentReads(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	gate := make(chan struct{})
+	var once sync.Once
+	f := newTestFiles(t, fs, s, -1, 4096)
+	data := writeLocal(t, fs, 3, 4096, 5)
+	ref, err := f.Share(ctx, base.FileTypeTable, 3, int64(len(data)))
+	require.NoError(t, err)
+	require.NoError(t, fs.Remove("db/000003.sst"))
+	f.Track(base.FileTypeTable, 3, ref, int64(len(data)), false)
+	s.fail = func(op, name string) error {
+		if op == "get" {
+			<-gate // every reader arrives before the GET answers
+		}
+		return nil
+	}
+	file, err := f.Open(base.FileTypeTable, 3)
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]byte, 100)
+			_, err := file.ReadAt(buf, int64(i*100))
+			require.NoError(t, err)
+			require.Equal(t, data[i*100:i*100+100], buf)
+		}()
+	}
+	for f.Stats().PartMisses < 8 {
+		runtime.Gosched()
+	}
+	once.Do(func() { close(gate) })
+	wg.Wait()
+	require.Equal(t, 1, s.getCount())
+}
+
+// TestFilesReadErrors: a failed GET is the read's error; a later read
+// retries; a short object is an error, never short data.
+func TestFilesReadErrors(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	f := newTestFiles(t, fs, s, -1, 1024)
+	data := writeLocal(t, fs, 8, 3000, 6)
+	ref, err := f.Share(ctx, base.FileTypeTable, 8, int64(len(data)))
+	require.NoError(t, err)
+	require.NoError(t, fs.Remove("db/000008.sst"))
+	f.Track(base.FileTypeTable, 8, ref, int64(len(data)), false)
+	boom := errors.New("boom")
+	s.fail = func(op, name string) error {
+		if op == "get" {
+			return boom
+		}
+		return nil
+	}
+	file, err := f.Open(base.FileTypeTable, 8)
+	require.NoError(t, err)
+	buf := make([]byte, 10)
+	_, err = file.ReadAt(buf, 0)
+	require.ErrorIs(t, err, boom)
+	require.Contains(t, err.Error(), "000008.sst")
+	s.fail = nil
+	_, err = file.ReadAt(buf, 0)
+	require.NoError(t, err)
+	require.Equal(t, data[:10], buf)
+
+	// The object is shorter than the manifest says (damaged or
+	// replaced): the read of the missing range fails.
+	s.mu.Lock()
+	s.objects[ref.Object] = s.objects[ref.Object][:2500]
+	s.mu.Unlock()
+	_, err = file.ReadAt(buf, 2990)
+	require.Error(t, err)
+}

@@ -1,0 +1,56 @@
+package remote
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"github.com/strata-db/strata/internal/base"
+)
+
+// NewInstanceID returns a new instance id: 16 random hex digits. Every
+// database instance that shares files has one (recorded in its manifest),
+// and a database opened from a checkpoint gets a new one, so that two
+// instances never write objects of the same name.
+func NewInstanceID() string {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(fmt.Sprintf("remote: reading random bytes: %v", err)) // crypto/rand does not fail on supported systems
+	}
+	return hex.EncodeToString(b[:])
+}
+
+// CheckInstanceID reports whether id is a valid instance id.
+func CheckInstanceID(id string) error {
+	if len(id) != 16 || strings.Trim(id, "0123456789abcdef") != "" {
+		return fmt.Errorf("remote: invalid instance id %q (want 16 lowercase hex digits)", id)
+	}
+	return nil
+}
+
+// ObjectName returns the name of the object that holds the file of type t
+// and number num written by instance: shared/<instance>/<file name>.
+func ObjectName(instance string, t base.FileType, num base.FileNum) string {
+	return "shared/" + instance + "/" + base.MakeFilename(t, num)
+}
+
+// sharedPrefix is the prefix of the objects instances write.
+const sharedPrefix = "shared/"
+
+// refsPrefix is the prefix of the reference markers: the marker of holder
+// on object is refs/<object>/<holder>.
+const refsPrefix = "refs/"
+
+// InstanceHolder returns the holder name of an instance in reference
+// markers.
+func InstanceHolder(instance string) string { return "i-" + instance }
+
+// RegistryHolder is the holder name of a store's checkpoint registry in
+// reference markers: the registry holds an object while a retained
+// checkpoint refers to it.
+const RegistryHolder = "registry"
+
+func markerName(object, holder string) string { return refsPrefix + object + "/" + holder }
+
+func markerPrefix(object string) string { return refsPrefix + object + "/" }

@@ -1,0 +1,135 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strings"
+)
+
+// References. An object in the store may be referred to by several
+// holders: the instance that wrote it, instances opened from checkpoints
+// that hold it, and a store's checkpoint registry. Each holder has a
+// marker, an empty object refs/<object>/<holder>, for as long as it may
+// use the object. The rules that make deletion safe against a crash
+// between any two requests:
+//
+//  1. A holder writes its marker before anything durable of its own (its
+//     manifest, the registry) names the object, and before it writes the
+//     object itself: an object never exists without a marker, except
+//     after its last holder let it go.
+//  2. A holder starts to use an object that exists only through another
+//     holder's use (opening a checkpoint, referencing a file in a
+//     checkpoint): it writes its marker, then checks that the other
+//     holder still holds it (the checkpoint is still retained); if not,
+//     it drops its marker and fails. The other holder drops its marker
+//     only after its own durable state stopped naming the object, so one
+//     of the two sees the other.
+//  3. A holder drops its marker only once nothing durable of its own
+//     names the object; then it lists the object's markers and deletes
+//     the object if none is left.
+//
+// A crash between the two requests of rule 3 leaves an object without
+// markers, which nothing can refer to again (rule 2 needs a holder):
+// Sweep deletes such objects. A crash after rule 1's marker and before
+// the holder names the object leaves a marker that holds the object for
+// nothing: Audit reports markers of an instance that its manifest does
+// not explain.
+
+// AddRef writes holder's marker on object (rule 1 or 2 above).
+func AddRef(ctx context.Context, s Store, object, holder string) error {
+	if err := s.Put(ctx, markerName(object, holder), bytes.NewReader(nil), 0); err != nil {
+		return fmt.Errorf("remote: add reference of %s to %s: %w", holder, object, err)
+	}
+	return nil
+}
+
+// DropRef removes holder's marker on object and deletes the object when
+// no marker is left (rule 3); deleted says whether it did.
+func DropRef(ctx context.Context, s Store, object, holder string) (deleted bool, err error) {
+	if err := s.Delete(ctx, markerName(object, holder)); err != nil {
+		return false, fmt.Errorf("remote: drop reference of %s to %s: %w", holder, object, err)
+	}
+	holders, err := Holders(ctx, s, object)
+	if err != nil {
+		return false, err
+	}
+	if len(holders) > 0 {
+		return false, nil
+	}
+	if err := s.Delete(ctx, object); err != nil {
+		return false, fmt.Errorf("remote: delete %s: %w", object, err)
+	}
+	return true, nil
+}
+
+// Holders returns the holders whose markers are on object, sorted.
+func Holders(ctx context.Context, s Store, object string) ([]string, error) {
+	prefix := markerPrefix(object)
+	list, err := s.List(ctx, prefix)
+	if err != nil {
+		return nil, fmt.Errorf("remote: list references of %s: %w", object, err)
+	}
+	var out []string
+	for _, o := range list {
+		h := strings.TrimPrefix(o.Name, prefix)
+		if h != "" && !strings.Contains(h, "/") {
+			out = append(out, h)
+		}
+	}
+	return out, nil
+}
+
+// Marked returns every marker of the store: for each object that has
+// markers, its holders.
+func Marked(ctx context.Context, s Store) (map[string][]string, error) {
+	list, err := s.List(ctx, refsPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("remote: list references: %w", err)
+	}
+	out := make(map[string][]string)
+	for _, o := range list {
+		rest := strings.TrimPrefix(o.Name, refsPrefix)
+		i := strings.LastIndexByte(rest, '/')
+		if i <= 0 || i == len(rest)-1 {
+			continue
+		}
+		out[rest[:i]] = append(out[rest[:i]], rest[i+1:])
+	}
+	return out, nil
+}
+
+// Sweep deletes the objects under shared/ that no marker holds (what a
+// crash between rule 3's two requests leaves) and returns their names.
+// Objects that only a registry knows (checkpoint segments) are the
+// registry's to delete.
+func Sweep(ctx context.Context, s Store) ([]string, error) {
+	marked, err := Marked(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	list, err := s.List(ctx, sharedPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("remote: list shared objects: %w", err)
+	}
+	var deleted []string
+	for _, o := range list {
+		if len(marked[o.Name]) > 0 {
+			continue
+		}
+		// Listed before the markers were? Then a marker written since
+		// might hold it: check once more, for this object alone.
+		holders, err := Holders(ctx, s, o.Name)
+		if err != nil {
+			return deleted, err
+		}
+		if len(holders) > 0 {
+			continue
+		}
+		if err := s.Delete(ctx, o.Name); err != nil {
+			return deleted, fmt.Errorf("remote: delete %s: %w", o.Name, err)
+		}
+		deleted = append(deleted, o.Name)
+	}
+	return deleted, nil
+}

@@ -1,0 +1,59 @@
+package remote
+
+import (
+	"bytes"
+	"context"
+	"testing"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRefs: an object goes when its last holder drops its marker, not
+// before; Sweep deletes shared objects no marker holds (what a crash
+// between a marker's deletion and the object's leaves), and nothing else.
+func TestRefs(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore()
+	obj := "shared/0123456789abcdef/000007.sst"
+	require.NoError(t, AddRef(ctx, s, obj, "i-a"))
+	require.NoError(t, s.Put(ctx, obj, bytes.NewReader([]byte("data")), 4))
+	require.NoError(t, AddRef(ctx, s, obj, RegistryHolder))
+	h, err := Holders(ctx, s, obj)
+	require.NoError(t, err)
+	require.Equal(t, []string{"i-a", RegistryHolder}, h)
+
+	deleted, err := DropRef(ctx, s, obj, "i-a")
+	require.NoError(t, err)
+	require.False(t, deleted)
+	require.True(t, s.has(obj), "deleted while the registry holds it")
+	deleted, err = DropRef(ctx, s, obj, RegistryHolder)
+	require.NoError(t, err)
+	require.True(t, deleted)
+	require.False(t, s.has(obj))
+
+	// Sweep: an unmarked shared object goes; a marked one and objects
+	// outside shared/ stay.
+	for _, name := range []string{"shared/aa/000001.sst", "shared/aa/000002.sst", "data/1-2-x"} {
+		require.NoError(t, s.Put(ctx, name, bytes.NewReader(nil), 0))
+	}
+	require.NoError(t, AddRef(ctx, s, "shared/aa/000002.sst", "i-b"))
+	swept, err := Sweep(ctx, s)
+	require.NoError(t, err)
+	require.Equal(t, []string{"shared/aa/000001.sst"}, swept)
+	require.True(t, s.has("shared/aa/000002.sst"))
+	require.True(t, s.has("data/1-2-x"))
+	marked, err := Marked(ctx, s)
+	require.NoError(t, err)
+	require.Equal(t, map[string][]string{"shared/aa/000002.sst": {"i-b"}}, marked)
+}
+
+func TestInstanceID(t *testing.T) {
+	id := NewInstanceID()
+	require.NoError(t, CheckInstanceID(id))
+	require.NotEqual(t, id, NewInstanceID())
+	for _, bad := range []string{"", "abc", "0123456789ABCDEF", "0123456789abcdeg", "0123456789abcdef0"} {
+		require.Error(t, CheckInstanceID(bad), bad)
+	}
+	require.Equal(t, "shared/0123456789abcdef/000012.vlog", ObjectName("0123456789abcdef", base.FileTypeVlog, 12))
+}
