@@ -85,6 +85,9 @@ func (d *DB) removeFile(t base.FileType, num base.FileNum) {
 		d.vlogs.Evict(num)
 		d.live.remove(num)
 	}
+	if d.releaseShared(t, num) {
+		return // the share loop deletes its local bytes and releases its object
+	}
 	err := d.fs.Remove(d.path(t, num))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return

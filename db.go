@@ -56,6 +56,9 @@ type DB struct {
 	files      *filecache.Cache
 	tableCache *tableCache
 	vlogs      *vlog.ReaderCache
+	// shared is the DB's side of its shared files (shared.go); nil
+	// without Options.SharedStore.
+	shared *sharedState
 	// observer is the separation policy when it wants to see the workload.
 	observer vlog.Observer
 
@@ -172,6 +175,7 @@ func (d *DB) loadReadState() *readState {
 // updateReadStateLocked publishes a read state for the current memtables
 // and version. d.mu must be held.
 func (d *DB) updateReadStateLocked() {
+	d.scheduleShare()
 	rs := &readState{version: d.vs.Current()}
 	rs.version.Ref()
 	rs.refs.Store(1)

@@ -70,6 +70,9 @@ func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
 			if d.files != nil {
 				d.files.Close()
 			}
+			if d.shared != nil {
+				d.shared.cancel()
+			}
 			if d.vs != nil {
 				d.vs.Close()
 			}
@@ -100,6 +103,9 @@ func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
 		return nil, err
 	}
 	if err := d.checkMerger(); err != nil {
+		return nil, err
+	}
+	if err := d.openShared(names); err != nil {
 		return nil, err
 	}
 	if err := d.checkTables(); err != nil {
@@ -283,9 +289,14 @@ func (d *DB) checkTables() error {
 		if err != nil {
 			return
 		}
+		if d.isRemoteOnly(base.FileTypeTable, f.FileNum) {
+			// Read at its first use: a footer a request away, per table,
+			// would make Open wait on the store.
+			return
+		}
 		name := base.MakeFilename(base.FileTypeTable, f.FileNum)
 		var file vfs.File
-		if file, err = filecache.OpenLive(d.fs, d.dirname, name, "table"); err != nil {
+		if file, err = d.openFile(base.FileTypeTable, f.FileNum); err != nil {
 			return
 		}
 		err = sstable.CheckFooter(file, int64(f.Size), name)
@@ -463,6 +474,7 @@ func (d *DB) start(names []string) {
 		return // nothing to delete, flush, compact or collect
 	}
 	d.deleteUnreferencedFiles(names)
+	d.startShared()
 	d.bgWG.Add(3)
 	go d.backgroundLoop()
 	go d.walFlushLoop()
@@ -789,6 +801,7 @@ func (d *DB) Close() error {
 	if d.expiryStop != nil { // nil for a read-only DB, which starts no goroutine
 		close(d.expiryStop)
 	}
+	d.stopShared()
 	d.stopBackground()
 	if b := d.writeBudget(); b != nil {
 		b.unregister(d)

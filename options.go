@@ -7,9 +7,11 @@ import (
 	"time"
 
 	"github.com/strata-db/strata/cache"
+	"github.com/strata-db/strata/checkpoint"
 	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/index/learned"
+	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/sstable"
 	"github.com/strata-db/strata/vfs"
 	"github.com/strata-db/strata/vlog"
@@ -214,6 +216,26 @@ type Options struct {
 	// has not opened yet (reads of them then fail): for a stable view of a
 	// database in use, open a checkpoint of it. Default: false.
 	ReadOnly bool
+
+	// SharedStore keeps the primary copy of the database's lower levels in
+	// an object store (see package remote): tables written to
+	// SharedFromLevel or deeper and every finished value log are uploaded
+	// once, in the background, and from then on their local copies are a
+	// cache bounded by SharedCacheSize; reads of a part not cached fetch
+	// it with a ranged GET. The WAL, the memtables and the upper levels
+	// stay local. A database that has shared files must be opened with
+	// its store. Default: nil, every file local.
+	SharedStore checkpoint.Store
+	// SharedFromLevel is the level from which tables are shared. Default
+	// (0): the two bottom levels (L5 and L6); L0 is never shared.
+	SharedFromLevel int
+	// SharedCacheSize bounds the local bytes of shared files (whole copies
+	// and fetched parts). Default (0): 1 GiB; negative: no bound.
+	SharedCacheSize int64
+	// SharedWarmup, in bytes per second, downloads the shared files not
+	// cached locally in the background after Open, until the cache is
+	// full. Default (0): none.
+	SharedWarmup int64
 }
 
 // Defaults of the Options fields. Those that shape the tree are the
@@ -403,6 +425,12 @@ func (o *Options) Validate() error {
 	}
 	if c.MaxManifestFileSize < 4<<10 {
 		bad("MaxManifestFileSize %d is smaller than 4 KiB", c.MaxManifestFileSize)
+	}
+	if c.SharedFromLevel < 0 || c.SharedFromLevel >= manifest.NumLevels {
+		bad("SharedFromLevel %d is outside [1, %d] (0: the default)", c.SharedFromLevel, manifest.NumLevels-1)
+	}
+	if c.SharedWarmup < 0 {
+		bad("SharedWarmup %d is negative", c.SharedWarmup)
 	}
 	if c.ReadOnly && c.ErrorIfExists {
 		bad("ReadOnly and ErrorIfExists are both set: a read-only Open never creates a database")

@@ -28,6 +28,9 @@ type tableCache struct {
 	// what the open tables' indexes hold and the lookups they serve.
 	noLearned bool
 	learned   sstable.LearnedStats
+	// openFile, if set, opens a table for reading (the DB's, which knows
+	// shared files); otherwise the table is read from the directory.
+	openFile func(base.FileNum) (vfs.File, error)
 }
 
 // openTable is a table's reader and what is derived from it once.
@@ -73,7 +76,13 @@ func (tc *tableCache) release(h tableHandle) { tc.files.Release(h.fh) }
 
 func (tc *tableCache) open(f *manifest.FileMetadata) (*openTable, error) {
 	name := base.MakeFilename(base.FileTypeTable, f.FileNum)
-	file, err := filecache.OpenLive(tc.fs, tc.dirname, name, "table")
+	var file vfs.File
+	var err error
+	if tc.openFile != nil {
+		file, err = tc.openFile(f.FileNum)
+	} else {
+		file, err = filecache.OpenLive(tc.fs, tc.dirname, name, "table")
+	}
 	if err != nil {
 		return nil, err
 	}

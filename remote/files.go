@@ -55,7 +55,14 @@ type Options struct {
 	// RequestTimeout bounds each store request the read path makes (0:
 	// one minute): a read of a shared file cannot wait longer.
 	RequestTimeout time.Duration
+	// ReadOnly reads without writing anything, locally or to the store:
+	// parts already cached are used, fetched ones are not kept, and
+	// Share, Adopt and Release fail.
+	ReadOnly bool
 }
+
+// errReadOnly is returned by the requests a read-only Files refuses.
+var errReadOnly = errors.New("remote: read-only")
 
 // fileKey names a file of the database.
 type fileKey struct {
@@ -153,8 +160,10 @@ func New(o Options) (*Files, error) {
 	if f.cap == 0 {
 		f.cap = DefaultCacheSize
 	}
-	if err := o.FS.MkdirAll(f.cacheDir, 0o755); err != nil {
-		return nil, fmt.Errorf("remote: create %s: %w", f.cacheDir, err)
+	if !o.ReadOnly {
+		if err := o.FS.MkdirAll(f.cacheDir, 0o755); err != nil {
+			return nil, fmt.Errorf("remote: create %s: %w", f.cacheDir, err)
+		}
 	}
 	return f, nil
 }
@@ -192,7 +201,15 @@ func (f *Files) Track(t base.FileType, num base.FileNum, ref manifest.SharedRef,
 func (f *Files) Start() error {
 	names, err := f.o.FS.List(f.cacheDir)
 	if err != nil {
+		if f.o.ReadOnly && errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
 		return fmt.Errorf("remote: list %s: %w", f.cacheDir, err)
+	}
+	remove := func(name string) {
+		if !f.o.ReadOnly {
+			_ = f.o.FS.Remove(f.o.FS.PathJoin(f.cacheDir, name))
+		}
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -200,12 +217,12 @@ func (f *Files) Start() error {
 		k, idx, ok := parsePartName(name)
 		s := f.files[k]
 		if !ok || s == nil || s.whole != nil || idx*f.o.PartSize >= s.size || s.parts[idx] != nil {
-			_ = f.o.FS.Remove(f.o.FS.PathJoin(f.cacheDir, name))
+			remove(name)
 			continue
 		}
 		n := min(f.o.PartSize, s.size-idx*f.o.PartSize)
 		if st, err := f.o.FS.Stat(f.o.FS.PathJoin(f.cacheDir, name)); err != nil || st.Size() != n {
-			_ = f.o.FS.Remove(f.o.FS.PathJoin(f.cacheDir, name))
+			remove(name)
 			continue
 		}
 		s.parts[idx] = f.lru.PushBack(&lruEntry{f: s, part: idx, size: n})
@@ -274,6 +291,9 @@ func (f *Files) Open(t base.FileType, num base.FileNum) (vfs.File, error) {
 // where it is. The caller records the file as shared (a version edit) and
 // then calls Track; the local file stays, as the cache's whole copy.
 func (f *Files) Share(ctx context.Context, t base.FileType, num base.FileNum, size int64) (manifest.SharedRef, error) {
+	if f.o.ReadOnly {
+		return manifest.SharedRef{}, errReadOnly
+	}
 	object := ObjectName(f.o.Instance, t, num)
 	if err := AddRef(ctx, f.o.Store, object, f.holder); err != nil {
 		return manifest.SharedRef{}, err
@@ -293,6 +313,9 @@ func (f *Files) Share(ctx context.Context, t base.FileType, num base.FileNum, si
 // (an object another holder keeps: a database opened from a checkpoint
 // adopts the checkpoint's objects before its manifest names them).
 func (f *Files) Adopt(ctx context.Context, ref manifest.SharedRef) error {
+	if f.o.ReadOnly {
+		return errReadOnly
+	}
 	return AddRef(ctx, f.o.Store, ref.Object, f.holder)
 }
 
@@ -301,6 +324,9 @@ func (f *Files) Adopt(ctx context.Context, ref manifest.SharedRef) error {
 // and parts, drops the instance's reference marker, and deletes the
 // object if no holder is left. A file Files does not know is ignored.
 func (f *Files) Release(ctx context.Context, t base.FileType, num base.FileNum) error {
+	if f.o.ReadOnly {
+		return errReadOnly
+	}
 	k := fileKey{t, num}
 	f.mu.Lock()
 	s := f.files[k]
@@ -364,10 +390,14 @@ func (f *Files) dropLocked(e *list.Element) {
 	f.used -= le.size
 	if le.part < 0 {
 		le.f.whole = nil
-		_ = f.o.FS.Remove(f.o.FS.PathJoin(f.o.Dir, le.f.key.name()))
+		if !f.o.ReadOnly {
+			_ = f.o.FS.Remove(f.o.FS.PathJoin(f.o.Dir, le.f.key.name()))
+		}
 	} else {
 		delete(le.f.parts, le.part)
-		_ = f.o.FS.Remove(f.partPath(le.f.key, le.part))
+		if !f.o.ReadOnly {
+			_ = f.o.FS.Remove(f.partPath(le.f.key, le.part))
+		}
 	}
 }
 
@@ -410,11 +440,11 @@ func (f *Files) readPart(s *shared, idx int64, p []byte, off int64) (int, error)
 			fe.data, fe.err = f.fetchPart(s, idx)
 			f.mu.Lock()
 			delete(s.fetching, idx)
-			if fe.err == nil && !s.released && s.parts[idx] == nil {
+			if fe.err == nil && !s.released && s.parts[idx] == nil && !f.o.ReadOnly {
 				s.parts[idx] = f.lru.PushFront(&lruEntry{f: s, part: idx, size: int64(len(fe.data))})
 				f.used += int64(len(fe.data))
 				f.evictLocked()
-			} else if fe.err == nil {
+			} else if fe.err == nil && !f.o.ReadOnly {
 				_ = f.o.FS.Remove(f.partPath(s.key, idx))
 			}
 			close(fe.done)
@@ -462,6 +492,9 @@ func (f *Files) fetchPart(s *shared, idx int64) ([]byte, error) {
 		return nil, fmt.Errorf("remote: read %s (object %s): %w", s.key.name(), s.ref, err)
 	}
 	f.stats.getBytes.Add(int64(len(data)))
+	if f.o.ReadOnly {
+		return data, nil
+	}
 	path := f.partPath(s.key, idx)
 	tmp := path + ".tmp-" + strconv.FormatUint(rand.Uint64(), 16)
 	if err := writeFileSynced(f.o.FS, tmp, data); err != nil {

@@ -29,7 +29,14 @@ type ReaderCache struct {
 	cache   *cache.Cache
 	cacheID uint64
 	files   *filecache.Cache
+	// openFile, if set, opens a value log for reading (see SetOpener).
+	openFile func(base.FileNum) (vfs.File, error)
 }
+
+// SetOpener makes the cache open value logs with open (a database whose
+// files may be elsewhere than its directory) instead of from the
+// directory. Call it before the first read.
+func (rc *ReaderCache) SetOpener(open func(base.FileNum) (vfs.File, error)) { rc.openFile = open }
 
 // NewReaderCache returns a cache of the value logs in dirname. c, the value
 // cache, may be nil.
@@ -73,7 +80,13 @@ func (rc *ReaderCache) Release(h Handle) {
 
 func (rc *ReaderCache) open(m *manifest.VlogMetadata) (*Reader, error) {
 	name := base.MakeFilename(base.FileTypeVlog, m.FileNum)
-	f, err := filecache.OpenLive(rc.fs, rc.dirname, name, "value log")
+	var f vfs.File
+	var err error
+	if rc.openFile != nil {
+		f, err = rc.openFile(m.FileNum)
+	} else {
+		f, err = filecache.OpenLive(rc.fs, rc.dirname, name, "value log")
+	}
 	if err != nil {
 		return nil, err
 	}

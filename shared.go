@@ -1,0 +1,399 @@
+package strata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/filecache"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/remote"
+	"github.com/strata-db/strata/vfs"
+)
+
+// Shared files (Options.SharedStore). Package remote owns them: object
+// names, reference markers, the local cache and its reads. The DB wires
+// it in: at Open it registers the version's shared files; a background
+// goroutine uploads the files that qualify (sharedCandidates), records
+// them in a version edit and releases the shared files compactions and
+// garbage collection made obsolete; readers open shared files through it.
+
+// ErrSharedStoreRequired is returned by Open for a database that has
+// shared files when Options.SharedStore is nil.
+var ErrSharedStoreRequired = errors.New("strata: the database has shared files: open it with Options.SharedStore")
+
+// sharedState is the DB's side of its shared files; nil without a store.
+type sharedState struct {
+	files *remote.Files
+	// from is the first level whose tables are shared.
+	from int
+	// kick wakes the share loop; ctx ends with Close.
+	kick   chan struct{}
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu sync.Mutex
+	// releases are obsolete shared files waiting for the loop to release
+	// them (store requests stay off the flush path).
+	releases []sharedKey
+	// errs counts failed uploads and releases (retried later).
+	errs int
+	// idle is set, and cond broadcast, after a pass of the loop that left
+	// nothing to share or release; a kick clears it.
+	idle bool
+	cond sync.Cond
+}
+
+type sharedKey struct {
+	t   base.FileType
+	num base.FileNum
+}
+
+// sharedFromLevel resolves Options.SharedFromLevel.
+func sharedFromLevel(o *Options) int {
+	if o.SharedFromLevel > 0 {
+		return o.SharedFromLevel
+	}
+	return manifest.NumLevels - 2
+}
+
+// openShared sets up the shared files of the database Open is opening:
+// names is the directory listing. Without a store, a database with shared
+// files is refused.
+func (d *DB) openShared(names []string) error {
+	d.mu.Lock()
+	v := d.vs.Current()
+	tables, vlogs := v.NumShared()
+	instance := v.InstanceID
+	d.mu.Unlock()
+	o := d.opts
+	if o.SharedStore == nil {
+		if tables+vlogs > 0 {
+			return fmt.Errorf("%w (%d tables and %d value logs are in a store)", ErrSharedStoreRequired, tables, vlogs)
+		}
+		return nil
+	}
+	if instance == "" {
+		if o.ReadOnly {
+			// Nothing is shared yet (the instance id comes first), and a
+			// read-only DB shares nothing: read the local files.
+			return nil
+		}
+		instance = remote.NewInstanceID()
+		d.mu.Lock()
+		err := d.vs.LogAndApply(&manifest.VersionEdit{InstanceID: instance})
+		d.mu.Unlock()
+		if err != nil {
+			return fmt.Errorf("strata: record the instance id: %w", err)
+		}
+	}
+	files, err := remote.New(remote.Options{
+		Store: o.SharedStore, FS: d.fs, Dir: d.dirname, Instance: instance,
+		CacheSize: o.SharedCacheSize, ReadOnly: o.ReadOnly,
+	})
+	if err != nil {
+		return err
+	}
+	local := make(map[string]bool, len(names))
+	for _, n := range names {
+		local[n] = true
+	}
+	d.mu.Lock()
+	v = d.vs.Current()
+	v.SharedFiles(func(sf manifest.SharedFile) {
+		t, size := base.FileTypeTable, uint64(0)
+		if sf.Vlog {
+			t = base.FileTypeVlog
+			size = v.Vlogs[sf.FileNum].Size
+		} else {
+			v.Files(func(_ int, f *manifest.FileMetadata) {
+				if f.FileNum == sf.FileNum {
+					size = f.Size
+				}
+			})
+		}
+		files.Track(t, sf.FileNum, sf.Ref, int64(size), local[base.MakeFilename(t, sf.FileNum)])
+	})
+	d.mu.Unlock()
+	if err := files.Start(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	d.shared = &sharedState{files: files, from: sharedFromLevel(o), kick: make(chan struct{}, 1), ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	d.shared.cond.L = &d.shared.mu
+	open := func(t base.FileType) func(base.FileNum) (vfs.File, error) {
+		return func(num base.FileNum) (vfs.File, error) { return d.openFile(t, num) }
+	}
+	d.tableCache.openFile = open(base.FileTypeTable)
+	d.vlogs.SetOpener(open(base.FileTypeVlog))
+	return nil
+}
+
+// openFile opens a table or value log of the manifest for reading: a
+// shared one through package remote, a local one from the directory.
+func (d *DB) openFile(t base.FileType, num base.FileNum) (vfs.File, error) {
+	if s := d.shared; s != nil {
+		if _, ok := s.files.Shared(t, num); ok {
+			return s.files.Open(t, num)
+		}
+	}
+	what := "table"
+	if t == base.FileTypeVlog {
+		what = "value log"
+	}
+	return filecache.OpenLive(d.fs, d.dirname, base.MakeFilename(t, num), what)
+}
+
+// isRemoteOnly reports whether the file is shared and has no local copy.
+func (d *DB) isRemoteOnly(t base.FileType, num base.FileNum) bool {
+	s := d.shared
+	if s == nil {
+		return false
+	}
+	_, ok := s.files.Shared(t, num)
+	return ok && !s.files.HasLocal(t, num)
+}
+
+// startShared starts the share loop of a writable DB with a store.
+func (d *DB) startShared() {
+	if d.shared == nil || d.opts.ReadOnly {
+		return
+	}
+	go d.shareLoop()
+	d.scheduleShare()
+}
+
+// stopShared stops the share loop (Close): an upload in flight is
+// abandoned, its object left for the next Open to release.
+func (d *DB) stopShared() {
+	if d.shared == nil || d.opts.ReadOnly {
+		return
+	}
+	d.shared.cancel()
+	<-d.shared.done
+}
+
+// scheduleShare wakes the share loop without blocking.
+func (d *DB) scheduleShare() {
+	if s := d.shared; s != nil {
+		// Under s.mu, so that the loop, which checks for a kick before it
+		// says it is idle, sees this one.
+		s.mu.Lock()
+		s.idle = false
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+		s.mu.Unlock()
+	}
+}
+
+// releaseShared queues the release of an obsolete file if it is shared,
+// and reports whether it was.
+func (d *DB) releaseShared(t base.FileType, num base.FileNum) bool {
+	s := d.shared
+	if s == nil {
+		return false
+	}
+	if _, ok := s.files.Shared(t, num); !ok {
+		return false
+	}
+	s.mu.Lock()
+	s.releases = append(s.releases, sharedKey{t, num})
+	s.mu.Unlock()
+	d.scheduleShare()
+	return true
+}
+
+// shareRetryInterval is how long the share loop waits after a failed
+// store request before it tries again.
+const shareRetryInterval = time.Second
+
+// shareLoop uploads the files that qualify for sharing and releases the
+// obsolete shared ones, one request at a time, until Close. It begins by
+// dropping the instance's references a crash left behind.
+func (d *DB) shareLoop() {
+	s := d.shared
+	defer func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+		close(s.done)
+	}()
+	reconciled := false
+	for {
+		if !reconciled {
+			reconciled = d.reconcileShared() == nil
+		}
+		d.releaseObsoleteShared()
+		failed := d.shareCandidates()
+		var retry <-chan time.Time
+		if failed || !reconciled {
+			retry = time.After(shareRetryInterval)
+		} else {
+			s.mu.Lock()
+			if len(s.releases) == 0 && len(s.kick) == 0 {
+				s.idle = true
+				s.cond.Broadcast()
+			}
+			s.mu.Unlock()
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.kick:
+		case <-retry:
+		}
+	}
+}
+
+// reconcileShared drops the instance's reference markers on objects the
+// current version does not name: what a crash between a marker and the
+// manifest edit naming its object (or an abandoned upload) left.
+func (d *DB) reconcileShared() error {
+	s := d.shared
+	marked, err := remote.Marked(s.ctx, s.files.Store())
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	inUse := make(map[string]bool)
+	d.vs.Current().SharedFiles(func(sf manifest.SharedFile) { inUse[sf.Ref.Object] = true })
+	d.mu.Unlock()
+	holder := remote.InstanceHolder(s.files.Instance())
+	for object, holders := range marked {
+		if inUse[object] || !slices.Contains(holders, holder) {
+			continue
+		}
+		if _, err := remote.DropRef(s.ctx, s.files.Store(), object, holder); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitSharedIdle waits until the share loop has nothing left to upload or
+// release (for tests), or the DB closes.
+func (d *DB) waitSharedIdle() {
+	s := d.shared
+	d.scheduleShare()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.idle && s.ctx.Err() == nil {
+		s.cond.Wait()
+	}
+}
+
+// releaseObsoleteShared releases the queued obsolete shared files; those
+// that fail stay queued.
+func (d *DB) releaseObsoleteShared() {
+	s := d.shared
+	s.mu.Lock()
+	queue := s.releases
+	s.releases = nil
+	s.mu.Unlock()
+	for i, k := range queue {
+		if err := s.files.Release(s.ctx, k.t, k.num); err != nil {
+			s.mu.Lock()
+			s.releases = append(s.releases, queue[i:]...)
+			s.errs++
+			s.mu.Unlock()
+			d.opts.Logger.Warn("strata: releasing a shared file failed; retrying later", "file", base.MakeFilename(k.t, k.num), "err", err)
+			return
+		}
+	}
+}
+
+// sharedCandidates returns the local files of v that qualify for sharing:
+// tables at level from or deeper, and finished value logs (an unfinished
+// one, adopted by recovery, is still a local file), in file number order.
+// shared says whether a file is already shared. A pure decision of a
+// version.
+func sharedCandidates(v *manifest.Version, from int) (tables []*manifest.FileMetadata, vlogs []*manifest.VlogMetadata) {
+	for level := from; level < manifest.NumLevels; level++ {
+		for _, f := range v.Levels[level] {
+			if _, ok := v.SharedRef(false, f.FileNum); !ok {
+				tables = append(tables, f)
+			}
+		}
+	}
+	slices.SortFunc(tables, func(a, b *manifest.FileMetadata) int { return int(a.FileNum) - int(b.FileNum) })
+	for _, vl := range v.SortedVlogs() {
+		if _, ok := v.SharedRef(true, vl.FileNum); !ok && vl.RecordsEnd == 0 {
+			vlogs = append(vlogs, vl)
+		}
+	}
+	return tables, vlogs
+}
+
+// shareCandidates uploads the files that qualify, one at a time, each
+// recorded in a version edit of its own once its object is in the store;
+// it stops at the first failure (reporting it) or when the DB closes.
+func (d *DB) shareCandidates() (failed bool) {
+	s := d.shared
+	for s.ctx.Err() == nil {
+		d.mu.Lock()
+		v := d.vs.Current()
+		tables, vlogs := sharedCandidates(v, s.from)
+		d.mu.Unlock()
+		var k sharedKey
+		var size uint64
+		switch {
+		case len(vlogs) > 0:
+			k, size = sharedKey{base.FileTypeVlog, vlogs[0].FileNum}, vlogs[0].Size
+		case len(tables) > 0:
+			k, size = sharedKey{base.FileTypeTable, tables[0].FileNum}, tables[0].Size
+		default:
+			return false
+		}
+		if err := d.shareFile(k, size); err != nil {
+			if s.ctx.Err() == nil {
+				s.mu.Lock()
+				s.errs++
+				s.mu.Unlock()
+				d.opts.Logger.Warn("strata: sharing a file failed; retrying later", "file", base.MakeFilename(k.t, k.num), "err", err)
+			}
+			return true
+		}
+	}
+	return false
+}
+
+// shareFile uploads one local file and records it as shared. A file the
+// tree dropped meanwhile has its new object released at once.
+func (d *DB) shareFile(k sharedKey, size uint64) error {
+	s := d.shared
+	ref, err := s.files.Share(s.ctx, k.t, k.num, int64(size))
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	v := d.vs.Current()
+	held := false
+	if k.t == base.FileTypeVlog {
+		held = v.Vlogs[k.num] != nil
+	} else {
+		v.Files(func(_ int, f *manifest.FileMetadata) { held = held || f.FileNum == k.num })
+	}
+	if !held {
+		d.mu.Unlock()
+		_, err := remote.DropRef(s.ctx, s.files.Store(), ref.Object, remote.InstanceHolder(s.files.Instance()))
+		return err
+	}
+	ve := &manifest.VersionEdit{SharedFiles: []manifest.SharedFile{{Vlog: k.t == base.FileTypeVlog, FileNum: k.num, Ref: ref}}}
+	err = d.vs.LogAndApply(ve)
+	if err == nil {
+		// Under d.mu, so that the file's obsolescence (a later version)
+		// cannot be seen before it is tracked.
+		s.files.Track(k.t, k.num, ref, int64(size), true)
+	} else {
+		d.setBackgroundErrorLocked(fmt.Errorf("strata: record shared file: %w", err))
+	}
+	d.mu.Unlock()
+	return err
+}
