@@ -21,13 +21,13 @@ import (
 // group, package checkpoint/keygroup). It loads Num keys, then overwrites
 // Num random ones, checkpointing every instance into a store of its own
 // (checkpoint.NewLocalStore, in the run's directory, behind a
-// checkpoint.SlowStore that adds Spec.StoreLatency to every request and
-// limits it to Spec.StoreBandwidth, and counts the requests of each
+// checkpoint.SlowStore that adds Spec.StoreLatency to every request,
+// limits the store to Spec.StoreBandwidth and counts the requests of each
 // step) after every Spec.CheckpointEvery overwrites, and once more at the
-// end. Then it
-// restores every instance's last checkpoint in full, and rescales the job
-// from stateOldInstances to stateNewInstances instances by each method of
-// RescaleMethods, checking that the new instances hold exactly the keys.
+// end. Then it restores every instance's last checkpoint in full, and
+// rescales the job from stateOldInstances to stateNewInstances instances
+// by each method of RescaleMethods, checking that the new instances hold
+// exactly the keys.
 //
 // Only Strata runs it: checkpoints into a store, key-range restore and
 // ingest are Strata's APIs, and the peers get a skipped result saying so.
