@@ -63,6 +63,10 @@
 // engine's module needs no SDK. Object names
 // are '/'-separated parts of letters, digits, '.', '_' and '-', never
 // beginning with '.', so no name reaches outside the store (ValidName).
+// NewSlowStore wraps any store to answer as one across a network does: a
+// latency per request and a bandwidth shared by all, counting requests
+// and bytes, so that work against a store is measured as S3 would serve
+// it (10-100 ms a request), not at the speed of a local disk.
 //
 // strata's DB.CheckpointToStore pins the current version and hands it to
 // an Uploader, which writes into its store:
