@@ -179,12 +179,13 @@ func (r *s3Reader) Read(p []byte) (int, error) {
 		case r.end >= 0 && r.pos == r.end:
 			// Every byte is here (a failure after the last one does not
 			// matter); the answer must end with them.
+			var extra error
 			if err == nil {
-				err = r.finish()
+				extra = r.finish()
 			}
 			r.closeBody()
-			if err != nil && err != io.EOF {
-				r.err = fmt.Errorf("checkpoint: get %s: %w", r.name, err)
+			if extra != nil {
+				r.err = fmt.Errorf("checkpoint: get %s: %w", r.name, extra)
 				return n, r.err
 			}
 			r.err = io.EOF

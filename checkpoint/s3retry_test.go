@@ -179,3 +179,105 @@ func TestS3Options(t *testing.T) {
 		require.True(t, strings.Contains(err.Error(), want), "%v lacks %q", err, want)
 	}
 }
+
+// TestS3ReaderAnswers: what a ranged read makes of answers that real
+// servers rarely give, from a fake server: chunked bodies (no
+// Content-Length), bytes past the range, a range ignored.
+func TestS3ReaderAnswers(t *testing.T) {
+	data := make([]byte, 1000)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	var mode string
+	var gets atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			w.Header().Set("Content-Length", fmt.Sprint(len(data)))
+			return
+		}
+		gets.Add(1)
+		var first, last int
+		if _, err := fmt.Sscanf(r.Header.Get("Range"), "bytes=%d-%d", &first, &last); err != nil {
+			t.Errorf("range %q: %v", r.Header.Get("Range"), err)
+			return
+		}
+		body := data[first : last+1]
+		switch mode {
+		case "ignore-range":
+			w.Header().Set("Content-Length", fmt.Sprint(len(data)))
+			w.Write(data)
+			return
+		case "no-content-range":
+			w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+			w.WriteHeader(http.StatusPartialContent)
+			w.Write(body)
+			return
+		}
+		// Chunked: no Content-Length, the body flushed in pieces.
+		w.Header().Set("Content-Range", fmt.Sprintf("bytes %d-%d/%d", first, last, len(data)))
+		w.WriteHeader(http.StatusPartialContent)
+		w.Write(body[:len(body)/2])
+		w.(http.Flusher).Flush()
+		w.Write(body[len(body)/2:])
+		switch mode {
+		case "extra":
+			w.Write([]byte("extra"))
+		case "cut-after-last":
+			// Every byte sent, then the connection dropped before the
+			// chunked body's end.
+			w.(http.Flusher).Flush()
+			panic(http.ErrAbortHandler)
+		}
+	}))
+	defer srv.Close()
+	s, err := NewS3Store(S3Options{Endpoint: srv.URL, Bucket: "b", AccessKey: "a", SecretKey: "s", RetryBaseDelay: time.Millisecond})
+	require.NoError(t, err)
+	for _, c := range []struct{ mode, err string }{
+		{"exact", ""},
+		{"cut-after-last", ""},
+		{"extra", "more than the bytes [100, 400) asked for"},
+		{"ignore-range", "status 200"},
+		{"no-content-range", "not a range asked for"},
+	} {
+		mode = c.mode
+		gets.Store(0)
+		rc, err := s.Get(context.Background(), "obj", 100, 300)
+		var got []byte
+		if err == nil {
+			got, err = io.ReadAll(rc)
+			rc.Close()
+		}
+		if c.err == "" {
+			require.NoError(t, err, c.mode)
+			require.Equal(t, data[100:400], got, c.mode)
+		} else {
+			require.ErrorContains(t, err, c.err, c.mode)
+			require.NotErrorIs(t, err, ErrTransient, c.mode)
+		}
+		require.Equal(t, int64(1), gets.Load(), c.mode)
+	}
+}
+
+// lastBytesFail returns its bytes together with a failure, as an
+// io.Reader may.
+type lastBytesFail struct{ b []byte }
+
+func (l *lastBytesFail) Read(p []byte) (int, error) {
+	n := copy(p, l.b)
+	l.b = l.b[n:]
+	return n, syscall.ECONNRESET
+}
+
+func (l *lastBytesFail) Close() error { return nil }
+
+// TestS3ReaderFailureAfterLastByte: a failure that comes with the last
+// bytes of a range does not fail the read: every byte is there.
+func TestS3ReaderFailureAfterLastByte(t *testing.T) {
+	s, err := NewS3Store(S3Options{Endpoint: "http://127.0.0.1:1", Bucket: "b", AccessKey: "a", SecretKey: "s"})
+	require.NoError(t, err)
+	r := &s3Reader{s: s, ctx: context.Background(), name: "obj", off: 5, pos: 5, end: 15, size: -1, tries: 1, body: &lastBytesFail{b: []byte("0123456789")}}
+	got, err := io.ReadAll(r)
+	require.NoError(t, err)
+	require.Equal(t, "0123456789", string(got))
+	require.Zero(t, s.Stats().Requests)
+}
