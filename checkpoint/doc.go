@@ -60,7 +60,11 @@
 // (written to a temporary file, synced, renamed into place, the directory
 // synced); NewS3Store speaks the S3 protocol (Signature Version 4,
 // path-style addressing) with the standard library alone, so that the
-// engine's module needs no SDK. Object names
+// engine's module needs no SDK. The S3 store retries transient failures
+// as the AWS SDKs' standard mode does (S3Options.MaxAttempts), abandons
+// an attempt that stalls (S3Options.RequestTimeout), checks that a
+// ranged read gets exactly its range, and resumes a read whose body
+// fails part way from where it stopped. Object names
 // are '/'-separated parts of letters, digits, '.', '_' and '-', never
 // beginning with '.', so no name reaches outside the store (ValidName).
 // NewSlowStore wraps any store to answer as one across a network does: a

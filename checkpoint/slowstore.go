@@ -84,18 +84,6 @@ func (o SlowOptions) withDefaults() SlowOptions {
 	return o
 }
 
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // SlowStats count a SlowStore's requests and bytes since it was made.
 type SlowStats struct {
 	// Requests by kind, each counted when it is made (so also those that
