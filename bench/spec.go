@@ -159,6 +159,13 @@ type Spec struct {
 	// least 1): a count of operations rather than seconds, so that the
 	// checkpoints of two runs hold the same writes.
 	CheckpointEvery int64 `json:"checkpoint_every,omitempty"`
+	// StoreLatency is added to every request the statebackend workload
+	// makes of its stores (--store_latency; default 0: none), as S3 takes
+	// 10-100 ms to answer one; StoreBandwidth limits each store's bytes
+	// to so many per second (--store_bandwidth; default 0: unlimited).
+	// See checkpoint.SlowStore.
+	StoreLatency   time.Duration `json:"store_latency_ns,omitempty"`
+	StoreBandwidth int64         `json:"store_bandwidth,omitempty"`
 	// Seed makes key order and values repeatable.
 	Seed uint64 `json:"seed"`
 	// Dir holds one subdirectory per engine; empty means a temporary
@@ -266,6 +273,12 @@ func (s *Spec) Normalize() error {
 	}
 	if s.CheckpointEvery < 0 {
 		errs = append(errs, fmt.Errorf("checkpoint_every must not be negative, got %d", s.CheckpointEvery))
+	}
+	if s.StoreLatency < 0 {
+		errs = append(errs, fmt.Errorf("store_latency must not be negative, got %s", s.StoreLatency))
+	}
+	if s.StoreBandwidth < 0 {
+		errs = append(errs, fmt.Errorf("store_bandwidth must not be negative (0: unlimited), got %d", s.StoreBandwidth))
 	}
 	if s.CheckpointEvery == 0 && slices.Contains(s.Benchmarks, StateBackend) {
 		s.CheckpointEvery = max(1, s.Num/10)

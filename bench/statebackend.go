@@ -20,11 +20,14 @@ import (
 // each holding a contiguous range of key groups (keys prefixed with their
 // group, package checkpoint/keygroup). It loads Num keys, then overwrites
 // Num random ones, checkpointing every instance into a store of its own
-// (checkpoint.NewLocalStore, in the run's directory) after every
-// Spec.CheckpointEvery overwrites, and once more at the end. Then it
-// restores every instance's last checkpoint in full, and rescales the job
-// from stateOldInstances to stateNewInstances instances by each method of
-// RescaleMethods, checking that the new instances hold exactly the keys.
+// (checkpoint.NewLocalStore, in the run's directory, behind a
+// checkpoint.SlowStore that adds Spec.StoreLatency to every request,
+// limits the store to Spec.StoreBandwidth and counts the requests of each
+// step) after every Spec.CheckpointEvery overwrites, and once more at the
+// end. Then it restores every instance's last checkpoint in full, and
+// rescales the job from stateOldInstances to stateNewInstances instances
+// by each method of RescaleMethods, checking that the new instances hold
+// exactly the keys.
 //
 // Only Strata runs it: checkpoints into a store, key-range restore and
 // ingest are Strata's APIs, and the peers get a skipped result saying so.
@@ -73,6 +76,10 @@ type StateBackendResult struct {
 	OldInstances    int   `json:"old_instances"`
 	NewInstances    int   `json:"new_instances"`
 	CheckpointEvery int64 `json:"checkpoint_every"`
+	// StoreLatency and StoreBandwidth (bytes/s) are what every store added
+	// to each request and shared between them (0: nothing, unlimited).
+	StoreLatency   time.Duration `json:"store_latency_ns,omitempty"`
+	StoreBandwidth int64         `json:"store_bandwidth,omitempty"`
 	// Checkpoints has one entry per checkpoint round, the first after the
 	// load: every instance checkpointed into its own store, summed.
 	Checkpoints []StateCheckpoint `json:"checkpoints"`
@@ -110,6 +117,8 @@ type StateCheckpoint struct {
 	ReferencedFiles int   `json:"referenced_files"`
 	// SpaceAmp is StoreBytes / ReferencedBytes.
 	SpaceAmp float64 `json:"space_amp"`
+	// Store is what the round asked of the stores.
+	Store StoreStats `json:"store"`
 }
 
 // StateTiming is how long a restore or a rescale took and what it yielded.
@@ -119,10 +128,12 @@ type StateTiming struct {
 	// Keys counts the keys the restored or rescaled instances hold (it is
 	// checked against what the old instances held); Bytes the size of
 	// their directories.
-	Keys    int64  `json:"keys"`
-	Bytes   int64  `json:"bytes"`
-	Skipped bool   `json:"skipped,omitempty"`
-	Note    string `json:"note,omitempty"`
+	Keys  int64 `json:"keys"`
+	Bytes int64 `json:"bytes"`
+	// Store is what it asked of the stores.
+	Store   StoreStats `json:"store"`
+	Skipped bool       `json:"skipped,omitempty"`
+	Note    string     `json:"note,omitempty"`
 }
 
 // strataDBEngine is an engine that is a Strata database.
@@ -155,7 +166,8 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 		r.write = strata.Sync
 	}
 	sb := &StateBackendResult{MaxParallelism: stateMaxParallelism, OldInstances: stateOldInstances,
-		NewInstances: stateNewInstances, CheckpointEvery: spec.CheckpointEvery, Note: StateBackendNote}
+		NewInstances: stateNewInstances, CheckpointEvery: spec.CheckpointEvery,
+		StoreLatency: spec.StoreLatency, StoreBandwidth: spec.StoreBandwidth, Note: StateBackendNote}
 
 	var dbs [stateOldInstances]*strata.DB
 	defer func() {
@@ -165,8 +177,12 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 			}
 		}
 	}()
+	ss, err := openStateStores(spec, dir)
+	if err != nil {
+		return res, err
+	}
+	stores := ss.stores
 	var uploaders [stateOldInstances]*checkpoint.Uploader
-	var stores [stateOldInstances]checkpoint.Store
 	for i := range dbs {
 		eng, err := info.Open(r.oldDir(i), spec.Config)
 		if err != nil {
@@ -178,9 +194,6 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 			return res, fmt.Errorf("engine %s is not a Strata database", info.Name)
 		}
 		dbs[i], r.opts = se.strataDB()
-		if stores[i], err = checkpoint.NewLocalStore(filepath.Join(dir, fmt.Sprintf("store-%d", i))); err != nil {
-			return res, err
-		}
 		if uploaders[i], err = checkpoint.NewUploader(stores[i], nil); err != nil {
 			return res, err
 		}
@@ -213,6 +226,7 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 	ids := [stateOldInstances]uint64{}
 	checkpointAll := func(ops, written int64) error {
 		c := StateCheckpoint{Index: len(sb.Checkpoints), Ops: ops, WrittenBytes: written}
+		before := ss.stats()
 		start := time.Now()
 		for i, db := range dbs {
 			st, err := db.CheckpointToStore(ctx, uploaders[i])
@@ -231,6 +245,7 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 			c.ReferencedFiles += st.ReferencedFiles
 		}
 		c.Duration = time.Since(start)
+		c.Store = ss.since(before)
 		if c.ReferencedBytes > 0 {
 			c.SpaceAmp = float64(c.StoreBytes) / float64(c.ReferencedBytes)
 		}
@@ -303,16 +318,20 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 	res.Finish(user)
 
 	// A full restore of every instance.
+	before := ss.stats()
 	restore, err := r.restoreAll(stores, ids)
 	if err != nil {
 		return res, fmt.Errorf("restore: %w", err)
 	}
+	restore.Store = ss.since(before)
 	sb.Restore = restore
 	for _, m := range RescaleMethods {
+		before := ss.stats()
 		t, err := r.rescale(m, stores, ids)
 		if err != nil {
 			return res, fmt.Errorf("rescale by %s: %w", m, err)
 		}
+		t.Store = ss.since(before)
 		sb.Rescale = append(sb.Rescale, t)
 	}
 	res.StateBackend = sb

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -25,6 +26,8 @@ func TestStateBackend(t *testing.T) {
 	spec.CheckpointEvery = 700
 	spec.Value = ValueDist{Kind: "fixed", Size: 2000}
 	spec.Config.MemTableSize = 1 << 20
+	spec.StoreLatency = time.Millisecond
+	spec.StoreBandwidth = 1 << 30
 	spec.Dir = t.TempDir()
 	rep, err := Run(context.Background(), spec, nil)
 	require.NoError(t, err)
@@ -51,6 +54,10 @@ func TestStateBackend(t *testing.T) {
 		require.Positive(t, c.Objects)
 		require.Positive(t, c.ReferencedFiles)
 		require.GreaterOrEqual(t, c.SpaceAmp, 1.0)
+		// The stores saw what the uploads say they sent and composed.
+		require.Positive(t, c.Store.Puts, "checkpoint %d", i)
+		require.Equal(t, c.UploadedBytes, c.Store.PutBytes, "checkpoint %d", i)
+		require.Equal(t, c.ComposedBytes, c.Store.CopiedBytes, "checkpoint %d", i)
 		if i > 0 {
 			written += c.WrittenBytes
 		}
@@ -66,7 +73,20 @@ func TestStateBackend(t *testing.T) {
 		require.False(t, r.Skipped, "%s: %s", r.Method, r.Note)
 		require.Equal(t, int64(3000), r.Keys, r.Method)
 		require.Positive(t, r.Duration, r.Method)
+		if r.Method == RescaleCopyLocal {
+			require.Zero(t, r.Store, "copy-local asks nothing of the stores")
+		} else {
+			require.Positive(t, r.Store.Gets, r.Method)
+			require.Positive(t, r.Store.GetBytes, r.Method)
+			require.Zero(t, r.Store.Puts+r.Store.Deletes+r.Store.Composes, r.Method)
+		}
 	}
+	// The restore fetches each file of the last checkpoints once.
+	require.Positive(t, sb.Restore.Store.Gets)
+	require.Positive(t, sb.Restore.Store.GetBytes)
+	require.Zero(t, sb.Restore.Store.Puts+sb.Restore.Store.Deletes+sb.Restore.Store.Composes)
+	require.Equal(t, time.Millisecond, sb.StoreLatency)
+	require.Equal(t, int64(1<<30), sb.StoreBandwidth)
 }
 
 // TestStateBackendKeys: every key goes to the old instance that owns its
@@ -109,6 +129,11 @@ func TestStateBackendSpec(t *testing.T) {
 	require.Equal(t, int64(123), spec.CheckpointEvery)
 	spec.CheckpointEvery = -1
 	require.ErrorContains(t, spec.Normalize(), "checkpoint_every")
+	spec.CheckpointEvery = 0
+	spec.StoreLatency, spec.StoreBandwidth = -1, -1
+	err := spec.Normalize()
+	require.ErrorContains(t, err, "store_latency")
+	require.ErrorContains(t, err, "store_bandwidth")
 	require.NotContains(t, DefaultSpec().Benchmarks, StateBackend, "the default run stays quick")
 }
 

@@ -60,9 +60,17 @@
 // (written to a temporary file, synced, renamed into place, the directory
 // synced); NewS3Store speaks the S3 protocol (Signature Version 4,
 // path-style addressing) with the standard library alone, so that the
-// engine's module needs no SDK. Object names
+// engine's module needs no SDK. The S3 store retries transient failures
+// as the AWS SDKs' standard mode does (S3Options.MaxAttempts), abandons
+// an attempt that stalls (S3Options.RequestTimeout), checks that a
+// ranged read gets exactly its range, and resumes a read whose body
+// fails part way from where it stopped. Object names
 // are '/'-separated parts of letters, digits, '.', '_' and '-', never
 // beginning with '.', so no name reaches outside the store (ValidName).
+// NewSlowStore wraps any store to answer as one across a network does: a
+// latency per request and a bandwidth shared by all, counting requests
+// and bytes, so that work against a store is measured as S3 would serve
+// it (10-100 ms a request), not at the speed of a local disk.
 //
 // strata's DB.CheckpointToStore pins the current version and hands it to
 // an Uploader, which writes into its store:

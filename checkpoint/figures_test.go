@@ -81,8 +81,10 @@ func TestOverwriteFigures(t *testing.T) {
 		uo.ReuploadBytes = mib << 20
 	}
 	var target checkpoint.Store = store
+	var s3 *checkpoint.S3Store
 	if os.Getenv("STRATA_CHECKPOINT_S3") != "" {
-		target = newS3Store(t, startS3Server(t), "figures", "")
+		s3 = newS3Store(t, startS3Server(t), "figures", "")
+		target = s3
 	}
 	if os.Getenv("STRATA_CHECKPOINT_SEND") != "" {
 		target = struct{ checkpoint.Store }{target}
@@ -173,6 +175,9 @@ func TestOverwriteFigures(t *testing.T) {
 	t.Logf("objects (all, the registry too) against files the retained checkpoints reference: at least %.1fx fewer (after the first %d), last %d for %d",
 		minFewer, u0(checkpoints), last.Objects, last.ReferencedFiles)
 	t.Logf("data objects (without the registry) against the same files: at least %.1fx fewer", minFewerData)
+	if s3 != nil {
+		t.Logf("S3 store: %v", s3.Stats())
+	}
 }
 
 // u0 is the number of checkpoints the space-amplification maximum skips:

@@ -112,12 +112,13 @@ func (s *S3Store) Compose(ctx context.Context, name string, parts []Part) (int64
 		}
 	}
 	key := s.key(name)
-	resp, err := s.do(ctx, http.MethodPost, key, url.Values{"uploads": {""}}, nil, 0, nil)
-	if err != nil {
-		return 0, fmt.Errorf("checkpoint: compose %s: create multipart upload: %w", name, err)
-	}
+	// A retried creation may leave an upload of a lost answer behind; it
+	// holds no object, and bucket lifecycle rules expire abandoned
+	// uploads.
 	var created struct{ UploadId string }
-	err = decodeS3Answer(resp, &created)
+	err = s.call(ctx, &s3Request{method: http.MethodPost, key: key, query: url.Values{"uploads": {""}}, body: emptyBody}, func(resp *http.Response) error {
+		return decodeS3Answer(resp, &created)
+	})
 	if err == nil && created.UploadId == "" {
 		err = fmt.Errorf("no upload id in the answer")
 	}
@@ -128,11 +129,8 @@ func (s *S3Store) Compose(ctx context.Context, name string, parts []Part) (int64
 	completed := false
 	defer func() {
 		if !completed {
-			// Best effort: an upload left behind holds no object, and
-			// bucket lifecycle rules expire abandoned uploads.
-			if resp, err := s.do(context.WithoutCancel(ctx), http.MethodDelete, key, url.Values{"uploadId": {id}}, nil, -1, nil); err == nil {
-				resp.Body.Close()
-			}
+			// Best effort, as above.
+			_ = s.call(context.WithoutCancel(ctx), &s3Request{method: http.MethodDelete, key: key, query: url.Values{"uploadId": {id}}}, nil)
 		}
 	}()
 	type donePart struct {
@@ -147,29 +145,27 @@ func (s *S3Store) Compose(ctx context.Context, name string, parts []Part) (int64
 			h := http.Header{}
 			h.Set("X-Amz-Copy-Source", "/"+uriEncode(s.o.Bucket, false)+"/"+uriEncode(s.key(p.copy.Object), false))
 			h.Set("X-Amz-Copy-Source-Range", fmt.Sprintf("bytes=%d-%d", p.copy.Offset, p.copy.Offset+p.copy.Length-1))
-			resp, err := s.do(ctx, http.MethodPut, key, q, nil, 0, h)
+			var res struct{ ETag string }
+			err := s.call(ctx, &s3Request{method: http.MethodPut, key: key, query: q, header: h, body: emptyBody, slowAnswer: true}, func(resp *http.Response) error {
+				return decodeS3Answer(resp, &res)
+			})
 			if err != nil {
 				return 0, fmt.Errorf("checkpoint: compose %s: copy part %d from %s: %w", name, i+1, p.copy.Object, s.notFound(p.copy.Object, "copy", err))
-			}
-			var res struct{ ETag string }
-			if err := decodeS3Answer(resp, &res); err != nil {
-				return 0, fmt.Errorf("checkpoint: compose %s: copy part %d from %s: %w", name, i+1, p.copy.Object, err)
 			}
 			etag = res.ETag
 		} else {
 			r := &partsReader{ctx: ctx, s: s, parts: p.send}
-			body := &guardedReader{r: r}
-			resp, err := s.do(ctx, http.MethodPut, key, q, body, p.size, nil)
-			sent := body.stop()
+			body, err := newPutBody(r, p.size, s.o.RetryBufferSize)
+			if err == nil {
+				err = s.call(ctx, &s3Request{method: http.MethodPut, key: key, query: q, body: body}, func(resp *http.Response) error {
+					etag = resp.Header.Get("ETag")
+					return nil
+				})
+			}
 			r.close()
 			if err != nil {
 				return 0, fmt.Errorf("checkpoint: compose %s: part %d: %w", name, i+1, err)
 			}
-			resp.Body.Close()
-			if sent != p.size {
-				return 0, fmt.Errorf("checkpoint: compose %s: part %d: sent %d bytes, expected %d", name, i+1, sent, p.size)
-			}
-			etag = resp.Header.Get("ETag")
 		}
 		if etag == "" {
 			return 0, fmt.Errorf("checkpoint: compose %s: part %d: no ETag in the answer", name, i+1)
@@ -183,11 +179,15 @@ func (s *S3Store) Compose(ctx context.Context, name string, parts []Part) (int64
 	}{Parts: done}); err != nil {
 		return 0, fmt.Errorf("checkpoint: compose %s: %w", name, err)
 	}
-	resp, err = s.do(ctx, http.MethodPost, key, url.Values{"uploadId": {id}}, bytes.NewReader(body.Bytes()), int64(body.Len()), nil)
+	// A completion retried after its answer was lost finds the upload
+	// gone (NoSuchUpload) and fails, although the object may be whole:
+	// the caller sees an error for an object that exists, as it would
+	// have without retries.
+	complete := &putBody{buf: body.Bytes(), size: int64(body.Len())}
+	err = s.call(ctx, &s3Request{method: http.MethodPost, key: key, query: url.Values{"uploadId": {id}}, body: complete, slowAnswer: true}, func(resp *http.Response) error {
+		return decodeS3Answer(resp, &struct{ ETag string }{})
+	})
 	if err != nil {
-		return 0, fmt.Errorf("checkpoint: compose %s: complete: %w", name, err)
-	}
-	if err := decodeS3Answer(resp, &struct{ ETag string }{}); err != nil {
 		return 0, fmt.Errorf("checkpoint: compose %s: complete: %w", name, err)
 	}
 	completed = true
@@ -202,12 +202,11 @@ func (s *S3Store) Compose(ctx context.Context, name string, parts []Part) (int64
 	return copied, nil
 }
 
-// decodeS3Answer decodes the XML body of a 2xx answer into v and closes
-// it. S3 may answer a copy or a completion with status 200 and an Error
-// document (the failure came after the status was sent): that is an
-// *S3Error.
+// decodeS3Answer decodes the XML body of a 2xx answer into v. S3 may
+// answer a copy or a completion with status 200 and an Error document
+// (the failure came after the status was sent): that is an *S3Error,
+// retried as such.
 func decodeS3Answer(resp *http.Response, v any) error {
-	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
 		return err

@@ -461,11 +461,12 @@ func roundsSectionOf(r *bench.Report, colors map[string]string) *roundsSection {
 }
 
 var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
-	"headers":      func() []string { return tableHeaders },
-	"span":         func() int { return len(tableHeaders) },
-	"roundHeaders": func() []string { return roundHeaders },
-	"roundSpan":    func() int { return len(roundHeaders) },
-	"stateHeaders": func() []string { return stateHeaders },
+	"headers":           func() []string { return tableHeaders },
+	"span":              func() int { return len(tableHeaders) },
+	"roundHeaders":      func() []string { return roundHeaders },
+	"roundSpan":         func() int { return len(roundHeaders) },
+	"stateHeaders":      func() []string { return stateHeaders },
+	"stateStoreHeaders": func() []string { return stateStoreHeaders },
 }).Parse(pageHTML))
 
 const pageHTML = `<!DOCTYPE html>
@@ -590,6 +591,11 @@ tr.spread td:first-child { padding-left: 24px; }
 <div class="scroll" style="margin-top:12px"><table>
 <thead><tr>{{range stateHeaders}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>{{range .Rows}}<tr>{{range .}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}</tbody></table></div>
+<p class="note">Requests to the stores per step, summed over the stores: MiB up were sent to them, down read from them, copied by them from objects they held.</p>
+<div class="scroll"><table>
+<thead><tr>{{range stateStoreHeaders}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Store}}<tr>{{range .}}<td class="num">{{.}}</td>{{end}}</tr>
 {{end}}</tbody></table></div>
 </section>
 {{end}}

@@ -16,6 +16,7 @@ type stateSection struct {
 	Uploaded, SpaceAmp, Objects, Duration template.HTML
 	Rows                                  [][]string
 	Timings                               [][]string
+	Store                                 [][]string
 	Note                                  string
 }
 
@@ -25,6 +26,12 @@ var stateHeaders = []string{"checkpoint", "overwrites", "written MiB", "uploaded
 
 // stateShortHeaders are stateHeaders for the terminal.
 var stateShortHeaders = []string{"ckpt", "ops", "written", "uploaded", "new", "moved", "in store", "store", "refd", "s-amp", "objects", "refd files", "files", "time"}
+
+// stateStoreHeaders are the columns of the store requests table.
+var stateStoreHeaders = []string{"", "GET", "PUT", "LIST", "DELETE", "COMPOSE", "MiB up", "MiB down", "MiB copied"}
+
+// stateStoreShortHeaders are stateStoreHeaders for the terminal.
+var stateStoreShortHeaders = []string{"", "GET", "PUT", "LIST", "DELETE", "COMPOSE", "up", "down", "copied"}
 
 // stateResults returns the statebackend results that ran, in report order.
 func stateResults(r *bench.Report) []*bench.Result {
@@ -39,11 +46,26 @@ func stateResults(r *bench.Report) []*bench.Result {
 
 // stateLead describes the workload of sb.
 func stateLead(spec *bench.Spec, sb *bench.StateBackendResult) string {
-	return fmt.Sprintf("%s keys of %s in %d key groups over %d instances, %s overwrites, every instance checkpointed into a local store of its own "+
+	return fmt.Sprintf("%s keys of %s in %d key groups over %d instances, %s overwrites, every instance checkpointed into a local store of its own%s "+
 		"after the load and every %s overwrites (figures summed over the stores); then a full restore of each instance's last checkpoint, "+
 		"and a rescale from %d to %d instances by each method. %s.",
-		groupDigits(spec.Num), spec.Value.String(), sb.MaxParallelism, sb.OldInstances, groupDigits(spec.Num),
+		groupDigits(spec.Num), spec.Value.String(), sb.MaxParallelism, sb.OldInstances, groupDigits(spec.Num), stateStoreSpeed(sb),
 		groupDigits(sb.CheckpointEvery), sb.OldInstances, sb.NewInstances, sb.Note)
+}
+
+// stateStoreSpeed says how slow the stores of sb were made, if they were.
+func stateStoreSpeed(sb *bench.StateBackendResult) string {
+	var what []string
+	if sb.StoreLatency > 0 {
+		what = append(what, sb.StoreLatency.String()+" added to every request")
+	}
+	if sb.StoreBandwidth > 0 {
+		what = append(what, fmtMiB(sb.StoreBandwidth)+" MiB/s shared by its requests")
+	}
+	if len(what) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(what, ", ") + ")"
 }
 
 // stateRows are the checkpoints of sb as table cells.
@@ -75,13 +97,33 @@ func stateTimings(sb *bench.StateBackendResult) [][]string {
 	return rows
 }
 
+// stateStoreRows are the requests each step of sb made of the stores:
+// the checkpoints, the restore and the rescales that ran.
+func stateStoreRows(sb *bench.StateBackendResult) [][]string {
+	row := func(what string, st bench.StoreStats) []string {
+		return []string{what, groupDigits(st.Gets), groupDigits(st.Puts), groupDigits(st.Lists), groupDigits(st.Deletes),
+			groupDigits(st.Composes), fmtMiB(st.PutBytes), fmtMiB(st.GetBytes), fmtMiB(st.CopiedBytes)}
+	}
+	var rows [][]string
+	for _, c := range sb.Checkpoints {
+		rows = append(rows, row(fmt.Sprintf("checkpoint %d", c.Index+1), c.Store))
+	}
+	rows = append(rows, row(fmt.Sprintf("full restore (%d instances)", sb.OldInstances), sb.Restore.Store))
+	for _, t := range sb.Rescale {
+		if !t.Skipped {
+			rows = append(rows, row(fmt.Sprintf("rescale %d -> %d by %s", sb.OldInstances, sb.NewInstances, t.Method), t.Store))
+		}
+	}
+	return rows
+}
+
 // stateSectionsOf builds the page's statebackend sections.
 func stateSectionsOf(r *bench.Report, colors map[string]string) []stateSection {
 	var out []stateSection
 	for i, res := range stateResults(r) {
 		sb := res.StateBackend
 		sec := stateSection{Anchor: "statebackend-" + strconv.Itoa(i), Engine: res.Engine, Lead: stateLead(&r.Spec, sb),
-			Rows: stateRows(sb), Timings: stateTimings(sb)}
+			Rows: stateRows(sb), Timings: stateTimings(sb), Store: stateStoreRows(sb)}
 		up := roundLine{engine: res.Engine, what: "uploaded"}
 		nw := roundLine{engine: res.Engine, dashed: true, what: "written since the last checkpoint"}
 		amp := roundLine{engine: res.Engine}
@@ -122,6 +164,9 @@ func writeStateBackend(b *strings.Builder, r *bench.Report, rows []*bench.Result
 		cells := append([][]string{stateShortHeaders}, stateRows(sb)...)
 		writeAligned(b, indent, gap, cells)
 		writeAligned(b, indent, gap, append([][]string{{"", "time", "keys", "MiB"}}, stateTimings(sb)...))
+		b.WriteString(wrap(indent+"store requests per step (summed over the stores; MiB up: sent to them, down: read from them, "+
+			"copied: by them from objects they held):", tableWidth, indent+"  "))
+		writeAligned(b, indent, gap, append([][]string{stateStoreShortHeaders}, stateStoreRows(sb)...))
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,16 +20,21 @@ func stateReport() *bench.Report {
 	spec.Benchmarks = []string{bench.StateBackend}
 	spec.CheckpointEvery = 1000
 	sb := &bench.StateBackendResult{MaxParallelism: 128, OldInstances: 2, NewInstances: 3, CheckpointEvery: 1000, Note: bench.StateBackendNote,
-		Restore: bench.StateTiming{Duration: 1500 * time.Millisecond, Keys: 3000, Bytes: 12 << 20},
+		StoreLatency: 20 * time.Millisecond, StoreBandwidth: 100 << 20,
+		Restore: bench.StateTiming{Duration: 1500 * time.Millisecond, Keys: 3000, Bytes: 12 << 20,
+			Store: bench.StoreStats{Gets: 29, GetBytes: 12 << 20}},
 		Rescale: []bench.StateTiming{
-			{Method: bench.RescaleRestore, Duration: 2 * time.Second, Keys: 3000, Bytes: 20 << 20},
+			{Method: bench.RescaleRestore, Duration: 2 * time.Second, Keys: 3000, Bytes: 20 << 20,
+				Store: bench.StoreStats{Gets: 1234, GetBytes: 24 << 20}},
 			{Method: bench.RescaleCopy, Duration: 5 * time.Second, Keys: 3000, Bytes: 13 << 20},
 			{Method: bench.RescaleIngest, Skipped: true, Note: "failed: an example of a method that did not run"},
 		}}
 	for i := range 4 {
 		sb.Checkpoints = append(sb.Checkpoints, bench.StateCheckpoint{Index: i, Ops: int64(i * 1000), Duration: time.Duration(100+i) * time.Millisecond,
 			WrittenBytes: 4 << 20, UploadedBytes: int64(5+i) << 20, NewBytes: 4 << 20, ReuploadedBytes: int64(i) << 20,
-			StoreBytes: int64(30+i) << 20, ReferencedBytes: 25 << 20, SpaceAmp: float64(30+i) / 25, Objects: 6 + i, ReferencedFiles: 40, Files: 30})
+			StoreBytes: int64(30+i) << 20, ReferencedBytes: 25 << 20, SpaceAmp: float64(30+i) / 25, Objects: 6 + i, ReferencedFiles: 40, Files: 30,
+			Store: bench.StoreStats{Gets: 2, Puts: int64(4 - i%2), Lists: 4, Deletes: int64(i), Composes: int64(i % 2), PutBytes: int64(5+i) << 20,
+				GetBytes: 16 << 10, CopiedBytes: int64(i) << 20}})
 	}
 	return &bench.Report{
 		Spec:    spec,
@@ -56,6 +62,21 @@ func TestWriteStateBackend(t *testing.T) {
 	lineWith(t, table, "rescale 2 -> 3 by restore", "2.0s")
 	lineWith(t, table, "rescale 2 -> 3 by copy", "5.0s")
 	lineWith(t, table, "rescale 2 -> 3 by ingest", "skipped: failed: an example of a method that did not run")
+	lineWith(t, table, "20ms added to every request")
+	lineWith(t, table, "100 MiB/s shared")
+	lineWith(t, table, "GET", "PUT", "LIST", "DELETE", "COMPOSE", "up", "down", "copied")
+	for _, want := range []string{
+		"checkpoint 4 2 3 4 3 1 8.0 0.0 3.0",
+		"full restore (2 instances) 29 0 0 0 0 0 12 0",
+		"rescale 2 -> 3 by restore 1,234 0 0 0 0 0 24 0",
+		"rescale 2 -> 3 by copy 0 0 0 0 0 0 0 0",
+	} {
+		found := false
+		for _, l := range strings.Split(table, "\n") {
+			found = found || strings.Join(strings.Fields(l), " ") == want
+		}
+		require.True(t, found, "no line reads %q in:\n%s", want, table)
+	}
 
 	out := checkHTML(t, r, 1)
 	assert.Contains(t, out, `id="statebackend-0"`)
@@ -65,6 +86,8 @@ func TestWriteStateBackend(t *testing.T) {
 	assert.Contains(t, out, `aria-label="statebackend: checkpoint time"`)
 	assert.Contains(t, out, "strata checkpoint 4: 1.32")
 	assert.Contains(t, out, "rescale 2 -&gt; 3 by ingest")
+	assert.Contains(t, out, "<th>COMPOSE</th>")
+	assert.Contains(t, out, `<td class="num">checkpoint 4</td>`)
 	if d := os.Getenv("STRATA_REPORT_EXAMPLE"); d != "" {
 		writeExample(t, d, "statebackend.html", r)
 	}

@@ -80,6 +80,8 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		listRead  = fs.Int("list_read_percent", 0, "share of listappend's operations that read a whole list, in percent (default 5)")
 		ttl       = fs.Duration("ttl", 0, "time to live of the ttl workload's writes (default 10s; engines on the real clock wait for it)")
 		ckptEvery = fs.Int64("checkpoint_every", 0, "overwrites between the statebackend workload's checkpoints (Strata only; default --num/10)")
+		storeLat  = fs.Duration("store_latency", 0, "latency added to every request of the statebackend workload to its stores, as an object store's (S3: 10-100ms; 0: none)")
+		storeBW   = fs.Int64("store_bandwidth", 0, "bytes per second each of the statebackend workload's stores moves, its requests sharing them (0: unlimited)")
 		repeat    = fs.Int("repeat", 1, "run everything this many times, the engines in turn each time, and report each figure's median with its min and max")
 		cpuProf   = fs.String("cpuprofile", "", "write a CPU profile of Strata's benchmarks (its first run) to this file")
 		memProf   = fs.String("memprofile", "", "write a heap profile at the end of Strata's last benchmark to this file")
@@ -110,6 +112,8 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		ListReadPercent: *listRead,
 		TTL:             *ttl,
 		CheckpointEvery: *ckptEvery,
+		StoreLatency:    *storeLat,
+		StoreBandwidth:  *storeBW,
 		Seed:            *seed,
 		Dir:             *dir,
 		KeepDB:          *keepDB,

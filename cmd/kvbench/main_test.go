@@ -117,4 +117,14 @@ func TestParseStateBackend(t *testing.T) {
 	var out bytes.Buffer
 	_, err := parseFlags([]string{"--engines", "strata", "--benchmarks", "statebackend", "--checkpoint_every", "-3"}, &out)
 	require.ErrorContains(t, err, "checkpoint_every")
+
+	// The stores' latency and bandwidth: none by default.
+	require.Zero(t, s.StoreLatency)
+	require.Zero(t, s.StoreBandwidth)
+	s = parse(t, "--engines", "strata", "--benchmarks", "statebackend", "--store_latency", "20ms", "--store_bandwidth", "104857600").spec
+	require.Equal(t, 20*time.Millisecond, s.StoreLatency)
+	require.Equal(t, int64(100<<20), s.StoreBandwidth)
+	_, err = parseFlags([]string{"--store_latency", "-1ms", "--store_bandwidth", "-5"}, &out)
+	require.ErrorContains(t, err, "store_latency")
+	require.ErrorContains(t, err, "store_bandwidth")
 }

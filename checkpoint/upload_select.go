@@ -1,0 +1,177 @@
+package checkpoint
+
+// This file owns the selection of an upload: the files of the version
+// (versionFiles), the checkpoints that go to make room for the new one
+// (retire), and which of the files the store already holds (match), by
+// name and size, then by checksum. It reads the registry and the
+// database's files, and writes nothing.
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/vfs"
+)
+
+// The lifetime groups of files: segments hold files of one group.
+const (
+	groupShortLived = 0 // tables of L0 and L1
+	groupTables     = 1 // deeper tables
+	groupVlogs      = 2 // value logs
+	// Pieces moved out of an emptied segment that only older checkpoints
+	// use: they die as those checkpoints are dropped.
+	groupExpiring = 3
+	numGroups     = 4
+)
+
+// localFile is a file of the checkpoint's version.
+type localFile struct {
+	name     string
+	size     int64
+	checksum uint64
+	sumKnown bool
+	ref      pieceRef
+	stored   bool // ref names a piece the store holds
+	reupload bool // moved out of a sparse or small segment
+	moveFrom pieceRef
+	// remote: a piece only older checkpoints use, copied from moveFrom in
+	// the store rather than read from the database's directory.
+	remote    bool
+	uploadIdx int
+	// group keeps files of like lifetimes in the same segments: tables of
+	// L0 and L1 (compacted soon), deeper tables, value logs.
+	group int
+}
+
+// versionFiles lists the tables and value logs of src's version.
+func versionFiles(src Source) []*localFile {
+	var files []*localFile
+	src.Version.Files(func(level int, f *manifest.FileMetadata) {
+		group := groupShortLived
+		if level > 1 {
+			group = groupTables
+		}
+		files = append(files, &localFile{name: base.MakeFilename(base.FileTypeTable, f.FileNum), size: int64(f.Size), group: group})
+	})
+	for _, vl := range src.Version.SortedVlogs() {
+		files = append(files, &localFile{name: base.MakeFilename(base.FileTypeVlog, vl.FileNum), size: int64(vl.Size), group: groupVlogs})
+	}
+	return files
+}
+
+// retire drops from next the oldest checkpoints beyond KeepLast (the new
+// one counted), with their references. Their objects stay in next until
+// register drops those no retained checkpoint uses: match may yet find a
+// file of the new checkpoint in a piece left with no reference.
+func (up *upload) retire() {
+	up.dropped = up.next.dropOldest(max(0, len(up.next.Checkpoints)+1-up.u.opts.KeepLast))
+}
+
+// dropOldest removes r's n oldest checkpoints, and their references from
+// the pieces they use, and returns them.
+func (r *registry) dropOldest(n int) []regCheckpoint {
+	dropped := r.Checkpoints[:n]
+	r.Checkpoints = r.Checkpoints[n:]
+	for _, c := range dropped {
+		for _, ref := range c.Pieces {
+			if p := r.piece(ref); p != nil {
+				p.Refs--
+			}
+		}
+	}
+	return dropped
+}
+
+// match finds which of the version's files next holds (see matchStored),
+// with the checksums the uploader caches, reading a file for its checksum
+// only when the store holds a piece of its name and size.
+func (up *upload) match() error {
+	for _, f := range up.files {
+		if sum, ok := up.u.sums[fileKey{f.name, f.size}]; ok {
+			f.checksum, f.sumKnown = sum, true
+		}
+	}
+	return matchStored(up.next, up.files, up.checksum)
+}
+
+// checksum reads the XXH64 of f in the database's directory, and caches
+// it.
+func (up *upload) checksum(f *localFile) (uint64, error) {
+	sum, err := checksumFile(up.src.FS, up.src.FS.PathJoin(up.src.Dir, f.name), f.size)
+	if err != nil {
+		return 0, err
+	}
+	up.u.sums[fileKey{f.name, f.size}] = sum
+	return sum, nil
+}
+
+// matchStored finds each of files among the pieces r holds: by name and
+// size, then by checksum, which sum gives for a file whose checksum is not
+// known (it is asked only for a file of whose name and size r holds a
+// piece). Of several copies, the newest object's is chosen. A file found
+// is stored, at f.ref, and takes a reference on its piece (which a
+// retired checkpoint may have left with none); the others are to be
+// uploaded.
+func matchStored(r *registry, files []*localFile, sum func(*localFile) (uint64, error)) error {
+	held := heldPieces(r)
+	for _, f := range files {
+		cands := held[fileKey{f.name, f.size}]
+		if len(cands) == 0 {
+			continue
+		}
+		if !f.sumKnown {
+			s, err := sum(f)
+			if err != nil {
+				return err
+			}
+			f.checksum, f.sumKnown = s, true
+		}
+		for _, ref := range cands {
+			if p := r.piece(ref); p != nil && p.Checksum == f.checksum {
+				p.Refs++
+				f.ref, f.stored = ref, true
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// heldPieces indexes the pieces r holds by file name and size, each
+// file's newest first.
+func heldPieces(r *registry) map[fileKey][]pieceRef {
+	held := map[fileKey][]pieceRef{}
+	for name, o := range r.Objects {
+		for _, p := range o.Pieces {
+			k := fileKey{p.File, p.Size}
+			held[k] = append(held[k], pieceRef{name, p.Offset})
+		}
+	}
+	for _, refs := range held {
+		slices.SortFunc(refs, func(a, b pieceRef) int { return cmp.Compare(b.Object, a.Object) }) // newest first
+	}
+	return held
+}
+
+// checksumFile returns the XXH64 of the size bytes of the file at path.
+func checksumFile(fs vfs.FS, path string, size int64) (uint64, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer f.Close()
+	h := xxhash.New()
+	n, err := io.Copy(h, io.LimitReader(f, size))
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: read %s: %w", path, err)
+	}
+	if n != size {
+		return 0, fmt.Errorf("checkpoint: %s is %d bytes, the version records %d", path, n, size)
+	}
+	return h.Sum64(), nil
+}
