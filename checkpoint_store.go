@@ -76,6 +76,7 @@ func (d *DB) withPinnedVersion(hook string, fn func(src checkpoint.Source) error
 		Version:     v,
 		LastSeq:     d.vs.LastSeq(),
 		NextFileNum: d.vs.NewFileNum(),
+		Open:        d.openFile,
 	}
 	d.mu.Unlock()
 	defer v.Unref()

@@ -36,6 +36,8 @@ type sharedState struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	// warmDone is closed when the warm-up loop ends (nil without one).
+	warmDone chan struct{}
 
 	mu sync.Mutex
 	// releases are obsolete shared files waiting for the loop to release
@@ -166,6 +168,13 @@ func (d *DB) startShared() {
 	}
 	go d.shareLoop()
 	d.scheduleShare()
+	if d.opts.SharedWarmup > 0 {
+		d.shared.warmDone = make(chan struct{})
+		go func() {
+			defer close(d.shared.warmDone)
+			d.warmLoop()
+		}()
+	}
 }
 
 // stopShared stops the share loop (Close): an upload in flight is
@@ -176,6 +185,9 @@ func (d *DB) stopShared() {
 	}
 	d.shared.cancel()
 	<-d.shared.done
+	if d.shared.warmDone != nil {
+		<-d.shared.warmDone
+	}
 }
 
 // scheduleShare wakes the share loop without blocking.

@@ -2,9 +2,11 @@ package strata
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/remote"
 	"github.com/strata-db/strata/vfs"
@@ -115,4 +117,138 @@ func TestSharedFilesLifecycle(t *testing.T) {
 	require.NoError(t, err)
 	check(rdb, 1)
 	require.NoError(t, rdb.Close())
+}
+
+// TestSharedCheckpointsByReference: a database with shared files
+// checkpoints by reference (its shared files are named, not uploaded);
+// another instance opens that checkpoint from the store without
+// downloading it and reads exactly its state; the objects stay while
+// either holds them (the first instance overwrites everything and its
+// checkpoints are dropped), and go once neither does. A local checkpoint
+// and a full restore of a checkpoint by reference hold every file.
+func TestSharedCheckpointsByReference(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<20)
+	store := opts.SharedStore
+	a, err := Open("a", opts)
+	require.NoError(t, err)
+	const n = 1500
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
+	for i := range n {
+		require.NoError(t, a.Set(key(i), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	a.waitSharedIdle()
+	// Some writes stay in the upper levels (local files).
+	for i := 0; i < n; i += 10 {
+		require.NoError(t, a.Set(key(i), sharedValue(i, 1), NoSync))
+	}
+	u, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 2})
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	t.Logf("checkpoint by reference: %d files, %d bytes; uploaded %d bytes", st.Files, st.Bytes, st.UploadedBytes)
+	require.Less(t, st.UploadedBytes, st.Bytes/3, "the shared files were uploaded again")
+	want := map[string]string{}
+	for i := range n {
+		v := sharedValue(i, 0)
+		if i%10 == 0 {
+			v = sharedValue(i, 1)
+		}
+		want[string(key(i))] = string(v)
+	}
+	checkAll := func(db *DB, want map[string]string, what string) {
+		t.Helper()
+		got, err := readAll(t, db)
+		require.NoError(t, err, what)
+		require.Equal(t, len(want), len(got), what)
+		for k, v := range want {
+			require.Equal(t, v, got[k], "%s: key %s", what, k)
+		}
+	}
+
+	// Another instance opens it from the store.
+	b, err := OpenFromStore(ctx, store, st.ID, "b", &Options{FS: fs, SharedCacheSize: 64 << 10, SharedFromLevel: 1,
+		MemTableSize: 64 << 10, ValueThreshold: 256, TargetFileSize: 32 << 10})
+	require.NoError(t, err)
+	names, err := fs.List("b")
+	require.NoError(t, err)
+	for _, name := range names {
+		typ, _, _ := base.ParseFilename(name)
+		require.NotEqual(t, base.FileTypeTable, typ, "a table was downloaded: %v", names)
+		require.NotEqual(t, base.FileTypeVlog, typ, "a value log was downloaded: %v", names)
+	}
+	checkAll(b, want, "opened from the store")
+	require.Positive(t, b.shared.files.Stats().Gets)
+	require.NotEqual(t, a.shared.files.Instance(), b.shared.files.Instance())
+
+	// The first instance moves on: everything overwritten, its old
+	// checkpoints dropped.
+	for i := range n {
+		require.NoError(t, a.Set(key(i), sharedValue(i, 2), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	for range 3 {
+		_, err := a.CheckpointToStore(ctx, u)
+		require.NoError(t, err)
+	}
+	a.waitSharedIdle()
+	ids, err := checkpoint.Checkpoints(ctx, store)
+	require.NoError(t, err)
+	require.NotContains(t, ids, st.ID)
+	checkAll(b, want, "after the checkpoint was dropped")
+	require.NoError(t, b.Close())
+	b, err = Open("b", &Options{FS: fs, SharedStore: store, SharedCacheSize: 64 << 10})
+	require.NoError(t, err)
+	checkAll(b, want, "reopened")
+
+	// A local checkpoint of b holds every file, and needs no store.
+	require.NoError(t, b.Checkpoint("b-local"))
+	c, err := Open("b-local", &Options{FS: fs})
+	require.NoError(t, err)
+	checkAll(c, want, "local checkpoint")
+	require.NoError(t, c.Close())
+
+	// A full restore of a's latest checkpoint (by reference) holds every
+	// file too.
+	ids, err = checkpoint.Checkpoints(ctx, store)
+	require.NoError(t, err)
+	require.NoError(t, checkpoint.Restore(ctx, store, ids[len(ids)-1], fs, "a-restored", nil))
+	r, err := Open("a-restored", &Options{FS: fs})
+	require.NoError(t, err)
+	want2 := map[string]string{}
+	for i := range n {
+		want2[string(key(i))] = string(sharedValue(i, 2))
+	}
+	checkAll(r, want2, "restored")
+	require.NoError(t, r.Close())
+
+	// b lets go of the old state: what only it held goes.
+	for i := range n {
+		require.NoError(t, b.Set(key(i), sharedValue(i, 3), NoSync))
+	}
+	require.NoError(t, b.Compact(nil, nil))
+	b.waitSharedIdle()
+	require.NoError(t, b.Close())
+	require.NoError(t, a.Close())
+	swept, err := remote.Sweep(ctx, store)
+	require.NoError(t, err)
+	require.Empty(t, swept, "objects left without a holder")
+	marked, err := remote.Marked(ctx, store)
+	require.NoError(t, err)
+	objects, err := store.List(ctx, "")
+	require.NoError(t, err)
+	for _, o := range objects {
+		if strings.HasPrefix(o.Name, "shared/") || strings.HasPrefix(o.Name, "data/") {
+			require.NotEmpty(t, marked[o.Name], "object %s has no holder", o.Name)
+		}
+	}
+	for object := range marked {
+		found := false
+		for _, o := range objects {
+			found = found || o.Name == object
+		}
+		require.True(t, found, "a marker holds %s, which is gone", object)
+	}
 }

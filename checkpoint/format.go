@@ -65,6 +65,9 @@ type FileRef struct {
 	Checksum uint64 `json:"xxh64"`
 	Object   string `json:"object"`
 	Offset   int64  `json:"offset"`
+	// External: the bytes are a shared file's (an object the registry
+	// references, see regObject.External); Checksum is not known.
+	External bool `json:"external,omitempty"`
 }
 
 // registry is the reference-counted registry of a store.
@@ -98,6 +101,13 @@ type pieceRef struct {
 
 type regObject struct {
 	Size int64 `json:"size"`
+	// External is set for an object the registry does not own: a shared
+	// file of a database (package remote), which a checkpoint references
+	// instead of copying. The registry holds it by a reference marker
+	// while a retained checkpoint uses it, never uploads, moves or
+	// deletes it, and records no checksum of its pieces (the files'
+	// own checksums verify them). Size is where its last piece ends.
+	External bool `json:"external,omitempty"`
 	// Segment is set for objects that pack several small files; Group is
 	// the lifetime group of their files (0: tables of L0 and L1, 1: deeper
 	// tables, 2: value logs).

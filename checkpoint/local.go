@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"syscall"
@@ -21,6 +22,10 @@ type Source struct {
 	Version     *manifest.Version
 	LastSeq     base.SeqNum
 	NextFileNum base.FileNum
+	// Open, if set, opens a file of the version that is not in Dir (a
+	// shared file whose local copy is not cached: see package remote);
+	// a local checkpoint copies it from there.
+	Open func(t base.FileType, num base.FileNum) (vfs.File, error)
 }
 
 // WriteLocal writes a checkpoint of src into dst, which must not exist or
@@ -172,15 +177,13 @@ func fill(src Source, dir string) error {
 		if linkErr != nil {
 			return
 		}
-		name := base.MakeFilename(base.FileTypeTable, f.FileNum)
-		linkErr = linkOrCopy(fs, fs.PathJoin(src.Dir, name), fs.PathJoin(dir, name))
+		linkErr = placeFile(src, base.FileTypeTable, f.FileNum, int64(f.Size), dir)
 	})
 	for _, vl := range src.Version.SortedVlogs() {
 		if linkErr != nil {
 			break
 		}
-		name := base.MakeFilename(base.FileTypeVlog, vl.FileNum)
-		linkErr = linkOrCopy(fs, fs.PathJoin(src.Dir, name), fs.PathJoin(dir, name))
+		linkErr = placeFile(src, base.FileTypeVlog, vl.FileNum, int64(vl.Size), dir)
 	}
 	if linkErr != nil {
 		return linkErr
@@ -191,7 +194,7 @@ func fill(src Source, dir string) error {
 	manifestNum := src.NextFileNum
 	tempNum := manifestNum + 1
 	next := manifestNum + 2
-	w, err := manifest.WriteSnapshot(fs, dir, manifestNum, src.Version, next, src.LastSeq, next+1)
+	w, err := manifest.WriteSnapshot(fs, dir, manifestNum, src.Version.Detached(), next, src.LastSeq, next+1)
 	if err != nil {
 		return err
 	}
@@ -200,6 +203,44 @@ func fill(src Source, dir string) error {
 	}
 	// SetCurrent syncs dir.
 	return manifest.SetCurrent(fs, dir, manifestNum, tempNum)
+}
+
+// placeFile puts a file of src's version into dir: a link to (or copy
+// of) the file in src.Dir, or, for a shared file without a local copy, a
+// copy read through src.Open.
+func placeFile(src Source, t base.FileType, num base.FileNum, size int64, dir string) error {
+	fs := src.FS
+	name := base.MakeFilename(t, num)
+	err := linkOrCopy(fs, fs.PathJoin(src.Dir, name), fs.PathJoin(dir, name))
+	if err == nil || src.Open == nil || !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if _, ok := src.Version.SharedRef(t == base.FileTypeVlog, num); !ok {
+		return err
+	}
+	in, oerr := src.Open(t, num)
+	if oerr != nil {
+		return fmt.Errorf("checkpoint: %s: %w", name, oerr)
+	}
+	defer in.Close()
+	out, cerr := fs.CreateExclusive(fs.PathJoin(dir, name))
+	if cerr != nil {
+		return fmt.Errorf("checkpoint: %w", cerr)
+	}
+	n, cerr := io.Copy(out, io.NewSectionReader(in, 0, size))
+	if cerr == nil && n != size {
+		cerr = fmt.Errorf("read %d of %d bytes", n, size)
+	}
+	if cerr == nil {
+		cerr = out.Sync()
+	}
+	if err := out.Close(); cerr == nil {
+		cerr = err
+	}
+	if cerr != nil {
+		return fmt.Errorf("checkpoint: copy shared file %s: %w", name, cerr)
+	}
+	return nil
 }
 
 // linkOrCopy is vfs.LinkOrCopy with the package's error prefix.

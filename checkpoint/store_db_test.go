@@ -17,6 +17,7 @@ import (
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/checkpoint"
 	"github.com/strata-db/strata/gc"
+	"github.com/strata-db/strata/remote"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -197,9 +198,19 @@ func requireStoreTidy(t *testing.T, s checkpoint.Store) {
 	require.NoError(t, err)
 	var got []string
 	for _, o := range list {
-		got = append(got, o.Name)
+		if !strings.HasPrefix(o.Name, "refs/") {
+			got = append(got, o.Name)
+		}
 	}
 	require.ElementsMatch(t, sortedKeys(want), got)
+	// Reference markers: the registry's, on objects it names (objects
+	// written before markers existed have none).
+	marked, err := remote.Marked(ctx, s)
+	require.NoError(t, err)
+	for object, holders := range marked {
+		require.True(t, want[object], "a marker holds %s, which no checkpoint uses", object)
+		require.Equal(t, []string{remote.RegistryHolder}, holders, "holders of %s", object)
+	}
 }
 
 func sortedKeys(m map[string]bool) []string {

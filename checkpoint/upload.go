@@ -270,6 +270,12 @@ type upload struct {
 	unused    []string
 	committed bool  // the store's registry may be next: abort deletes nothing
 	regSize   int64 // the bytes of next as committed
+	// external are the shared files' objects next references that the
+	// store's registry did not (match): hold marks them before commit.
+	external []string
+	// held names the objects hold marked: until the commit, abort drops
+	// those marks.
+	held []string
 }
 
 // uploadLocked is Upload, with u.mu held: the steps of an upload, in
@@ -287,6 +293,14 @@ type upload struct {
 // is left besides (the objects of a failed or interrupted upload, the
 // deletions of an interrupted sweep), no registry names, and the next
 // upload's sweep deletes it.
+//
+// Objects other holders may use as well (package remote: a database's
+// shared files, which a checkpoint references; the data objects a
+// database opened from a checkpoint reads) are held by reference
+// markers: the registry's (remote.RegistryHolder) is written before the
+// Put of a data object and, for a shared file's object, before the
+// commit that names it, and dropped after the commit that stops naming
+// it; an object goes with its last marker (remote.DropRef).
 func (u *Uploader) uploadLocked(ctx context.Context, src Source) (Stats, error) {
 	up, err := u.begin(ctx, src)
 	if err != nil {
@@ -307,6 +321,9 @@ func (u *Uploader) uploadLocked(ctx context.Context, src Source) (Stats, error) 
 		return Stats{}, err
 	}
 	if err := up.register(); err != nil {
+		return Stats{}, err
+	}
+	if err := up.hold(); err != nil {
 		return Stats{}, err
 	}
 	if err := up.commit(); err != nil {

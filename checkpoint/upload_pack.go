@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/strata-db/strata/remote"
 	"github.com/strata-db/strata/vfs"
 )
 
@@ -33,6 +34,12 @@ func (up *upload) write() error {
 		mu.Lock()
 		up.written = append(up.written, o.name)
 		mu.Unlock()
+		// The registry's marker first: an object never exists without
+		// one (see package remote), so an instance that opens a
+		// checkpoint can hold the object by a marker of its own.
+		if err := remote.AddRef(ctx, up.u.store, o.name, remote.RegistryHolder); err != nil {
+			return err
+		}
 		return up.u.putObject(ctx, up.src, o)
 	})
 }

@@ -146,14 +146,14 @@ func (up *upload) commit() error {
 func buildManifest(id uint64, src Source, files []*localFile) (*Manifest, error) {
 	m := &Manifest{ID: id, Time: time.Now().UnixNano(), LastSeq: src.LastSeq}
 	for _, f := range files {
-		m.Files = append(m.Files, FileRef{Name: f.name, Size: f.size, Checksum: f.checksum, Object: f.ref.Object, Offset: f.ref.Offset})
+		m.Files = append(m.Files, FileRef{Name: f.name, Size: f.size, Checksum: f.checksum, Object: f.ref.Object, Offset: f.ref.Offset, External: f.external})
 	}
 	// As a local checkpoint: the manifest and CURRENT's temporary file
 	// take numbers past everything the version holds, and the log number
 	// is past them, so no WAL is replayed.
 	m.ManifestNum = src.NextFileNum
 	m.NextFileNum = src.NextFileNum + 2
-	b, err := encodeDBManifest(src.Version, m.ManifestNum, m.NextFileNum, src.LastSeq)
+	b, err := encodeDBManifest(src.Version.Detached(), m.ManifestNum, m.NextFileNum, src.LastSeq)
 	if err != nil {
 		return nil, err
 	}

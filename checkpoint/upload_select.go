@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"sort"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/strata-db/strata/internal/base"
@@ -43,6 +44,13 @@ type localFile struct {
 	// the store rather than read from the database's directory.
 	remote    bool
 	uploadIdx int
+	// shared is where the file's primary copy is, for a shared file of
+	// the database: the checkpoint references that object range instead
+	// of uploading the file.
+	shared *manifest.SharedRef
+	// external: stored as a piece of an external object (the shared
+	// file's own), whose checksum is not known.
+	external bool
 	// group keeps files of like lifetimes in the same segments: tables of
 	// L0 and L1 (compacted soon), deeper tables, value logs.
 	group int
@@ -56,10 +64,18 @@ func versionFiles(src Source) []*localFile {
 		if level > 1 {
 			group = groupTables
 		}
-		files = append(files, &localFile{name: base.MakeFilename(base.FileTypeTable, f.FileNum), size: int64(f.Size), group: group})
+		lf := &localFile{name: base.MakeFilename(base.FileTypeTable, f.FileNum), size: int64(f.Size), group: group}
+		if ref, ok := src.Version.SharedRef(false, f.FileNum); ok {
+			lf.shared = &ref
+		}
+		files = append(files, lf)
 	})
 	for _, vl := range src.Version.SortedVlogs() {
-		files = append(files, &localFile{name: base.MakeFilename(base.FileTypeVlog, vl.FileNum), size: int64(vl.Size), group: groupVlogs})
+		lf := &localFile{name: base.MakeFilename(base.FileTypeVlog, vl.FileNum), size: int64(vl.Size), group: groupVlogs}
+		if ref, ok := src.Version.SharedRef(true, vl.FileNum); ok {
+			lf.shared = &ref
+		}
+		files = append(files, lf)
 	}
 	return files
 }
@@ -96,7 +112,41 @@ func (up *upload) match() error {
 			f.checksum, f.sumKnown = sum, true
 		}
 	}
+	up.external = matchShared(up.next, up.files)
 	return matchStored(up.next, up.files, up.checksum)
+}
+
+// matchShared references the version's shared files where they are: a
+// piece next holds at that place (a database opened from a checkpoint of
+// this store reads its files from the checkpoint's objects) takes a
+// reference; any other place becomes a piece of an external object (see
+// regObject.External). It returns the external objects next did not
+// hold, which the registry's marker must hold before the commit.
+func matchShared(r *registry, files []*localFile) (added []string) {
+	for _, f := range files {
+		if f.shared == nil {
+			continue
+		}
+		ref := pieceRef{f.shared.Object, int64(f.shared.Offset)}
+		if p := r.piece(ref); p != nil && p.File == f.name && p.Size == f.size {
+			p.Refs++
+			f.ref, f.stored = ref, true
+			f.external = r.Objects[ref.Object].External
+			f.checksum, f.sumKnown = p.Checksum, !f.external
+			continue
+		}
+		o := r.Objects[ref.Object]
+		if o == nil {
+			o = &regObject{External: true}
+			r.Objects[ref.Object] = o
+			added = append(added, ref.Object)
+		}
+		i := sort.Search(len(o.Pieces), func(i int) bool { return o.Pieces[i].Offset >= ref.Offset })
+		o.Pieces = slices.Insert(o.Pieces, i, regPiece{File: f.name, Size: f.size, Offset: ref.Offset, Refs: 1})
+		o.Size = max(o.Size, ref.Offset+f.size)
+		f.ref, f.stored, f.external = ref, true, true
+	}
+	return added
 }
 
 // checksum reads the XXH64 of f in the database's directory, and caches
@@ -120,6 +170,9 @@ func (up *upload) checksum(f *localFile) (uint64, error) {
 func matchStored(r *registry, files []*localFile, sum func(*localFile) (uint64, error)) error {
 	held := heldPieces(r)
 	for _, f := range files {
+		if f.stored {
+			continue // a shared file, referenced where it is
+		}
 		cands := held[fileKey{f.name, f.size}]
 		if len(cands) == 0 {
 			continue
@@ -147,6 +200,9 @@ func matchStored(r *registry, files []*localFile, sum func(*localFile) (uint64, 
 func heldPieces(r *registry) map[fileKey][]pieceRef {
 	held := map[fileKey][]pieceRef{}
 	for name, o := range r.Objects {
+		if o.External {
+			continue // a shared file's: matched by place only (matchShared)
+		}
 		for _, p := range o.Pieces {
 			k := fileKey{p.File, p.Size}
 			held[k] = append(held[k], pieceRef{name, p.Offset})

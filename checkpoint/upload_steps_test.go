@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/strata-db/strata/remote"
 	"github.com/stretchr/testify/require"
 )
 
@@ -297,8 +298,9 @@ func TestSweepChoice(t *testing.T) {
 		checkpoints []regCheckpoint // retained
 		dropped     []regCheckpoint
 		listed      []ObjectInfo
-		wantKept    []string // objects left in the registry
-		want        []string // deleted
+		marked      map[string][]string // the store's reference markers
+		wantKept    []string            // objects left in the registry
+		want        []string            // released
 	}{
 		{name: "objects in use stay",
 			objects:  map[string]*regObject{"data/a": live()},
@@ -328,6 +330,21 @@ func TestSweepChoice(t *testing.T) {
 			want:        []string{manifestName(4), manifestName(3)}},
 		{name: "the registry itself never goes",
 			listed: list(registryName)},
+		{name: "the registry's stray marks go; others' marks and named objects stay",
+			objects: map[string]*regObject{"data/a": live()},
+			marked: map[string][]string{
+				"data/a":                 {remote.RegistryHolder},
+				"shared/x/000001.sst":    {remote.RegistryHolder, "i-x"},
+				"shared/x/000002.sst":    {"i-x"},
+				"data/old-moved-segment": {"i-y"},
+			},
+			wantKept: []string{"data/a"},
+			want:     []string{"shared/x/000001.sst"}},
+		{name: "an external object no checkpoint uses goes from the registry",
+			objects:  map[string]*regObject{"data/a": live(), "shared/x/000003.sst": {External: true, Size: 10, Pieces: []regPiece{{File: "000003.sst", Size: 10}}}},
+			marked:   map[string][]string{"shared/x/000003.sst": {remote.RegistryHolder, "i-x"}},
+			wantKept: []string{"data/a"},
+			want:     []string{"shared/x/000003.sst"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			objects := tc.objects
@@ -336,7 +353,7 @@ func TestSweepChoice(t *testing.T) {
 			}
 			r := &registry{Objects: objects, Checkpoints: tc.checkpoints}
 			unused := dropUnused(r, tc.dropped)
-			got := toSweep(r, unused, tc.listed)
+			got := toSweep(r, unused, tc.listed, tc.marked)
 			require.ElementsMatch(t, tc.want, got)
 			var kept []string
 			for name := range r.Objects {

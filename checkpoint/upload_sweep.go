@@ -8,7 +8,12 @@ package checkpoint
 // commit deletes what it wrote (abort). The rule: an object is deleted
 // only when no registry the store may hold names it.
 
-import "context"
+import (
+	"context"
+	"slices"
+
+	"github.com/strata-db/strata/remote"
+)
 
 // dropUnused removes from r the objects none of whose pieces a retained
 // checkpoint uses, and returns their names, after those of the manifest
@@ -34,11 +39,29 @@ func dropUnused(r *registry, dropped []regCheckpoint) []string {
 	return unused
 }
 
+// hold writes the registry's marker on each shared file's object next
+// references and the store's registry did not, before the commit that
+// names them (see package remote): from then on the object stays while
+// the registry names it, whatever its database does with the file. The
+// database holds it meanwhile (its version is pinned while it uploads).
+func (up *upload) hold() error {
+	for _, name := range up.external {
+		up.held = append(up.held, name)
+		if err := remote.AddRef(up.ctx, up.u.store, name, remote.RegistryHolder); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // sweep deletes, once next is committed, what register dropped from it
-// and any other object under data/ or checkpoints/ it does not name. A
-// List or Delete that fails is counted in CleanupErrors; the next
-// upload's sweep, which finds the object listed and not named, retries
-// it.
+// and any other object under data/ or checkpoints/ it does not name, and
+// drops the registry's markers on objects it does not name. An object
+// another holder still marks (a database opened from a checkpoint reads
+// it) loses the registry's marker and stays: remote.DropRef deletes an
+// object with its last marker. A List or Delete that fails is counted
+// in CleanupErrors; the next upload's sweep, which finds the object
+// listed and not named, retries it.
 //
 // Crash safety: it runs only after commit's Put returned, so the store's
 // registry names none of what it deletes; a crash part way leaves objects
@@ -53,8 +76,13 @@ func (up *upload) sweep() {
 		}
 		listed = append(listed, list...)
 	}
-	for _, name := range toSweep(up.next, up.unused, listed) {
-		if err := up.u.store.Delete(up.ctx, name); err != nil {
+	marked, err := remote.Marked(up.ctx, up.u.store)
+	if err != nil {
+		up.stats.CleanupErrors++
+		return
+	}
+	for _, name := range toSweep(up.next, up.unused, listed, marked) {
+		if err := up.u.release(up.ctx, name, marked[name]); err != nil {
 			up.stats.CleanupErrors++
 		} else {
 			up.stats.DeletedObjects++
@@ -62,10 +90,27 @@ func (up *upload) sweep() {
 	}
 }
 
-// toSweep returns what a sweep after the commit of r deletes, each name
-// once: unused (what register dropped from r), then the objects of listed
-// that r does not name.
-func toSweep(r *registry, unused []string, listed []ObjectInfo) []string {
+// release drops the registry's hold on the object name, whose markers
+// are holders: an object no marker holds is deleted (a manifest of a
+// format-1 checkpoint, or a data object written before markers), a
+// marked one loses the registry's marker and goes with the last one.
+func (u *Uploader) release(ctx context.Context, name string, holders []string) error {
+	if len(holders) == 0 {
+		return u.store.Delete(ctx, name)
+	}
+	if !slices.Contains(holders, remote.RegistryHolder) {
+		return nil // others hold it; the registry never did or no longer does
+	}
+	_, err := remote.DropRef(ctx, u.store, name, remote.RegistryHolder)
+	return err
+}
+
+// toSweep returns what a sweep after the commit of r releases, each name
+// once: unused (what register dropped from r), the objects of listed
+// that r does not name, and the objects r does not name that marked says
+// the registry marks (a crash between a marker and the commit naming its
+// object leaves one).
+func toSweep(r *registry, unused []string, listed []ObjectInfo, marked map[string][]string) []string {
 	keep := r.names()
 	del := make([]string, 0, len(unused))
 	seen := map[string]bool{}
@@ -80,6 +125,17 @@ func toSweep(r *registry, unused []string, listed []ObjectInfo) []string {
 			seen[o.Name] = true
 			del = append(del, o.Name)
 		}
+	}
+	var stray []string
+	for name, holders := range marked {
+		if !keep[name] && !seen[name] && slices.Contains(holders, remote.RegistryHolder) {
+			stray = append(stray, name)
+		}
+	}
+	slices.Sort(stray)
+	for _, name := range stray {
+		seen[name] = true
+		del = append(del, name)
 	}
 	return del
 }
@@ -99,19 +155,24 @@ func (r *registry) names() map[string]bool {
 	return keep
 }
 
-// abort deletes, unless the upload may have committed, the objects write
-// put, which no registry names.
+// abort releases, unless the upload may have committed, the objects write
+// put (which no registry names) and the registry's marks hold made.
 func (up *upload) abort() {
 	if !up.committed {
-		up.u.deleteBestEffort(up.written)
+		up.u.releaseBestEffort(append(up.written, up.held...))
 	}
 }
 
-// deleteBestEffort deletes names, ignoring errors: what a failed upload
-// wrote. Whatever remains, the next upload's sweep deletes.
-func (u *Uploader) deleteBestEffort(names []string) {
+// releaseBestEffort releases names (see release), ignoring errors: what
+// a failed upload wrote or marked. Whatever remains, the next upload's
+// sweep releases.
+func (u *Uploader) releaseBestEffort(names []string) {
 	ctx := context.Background()
 	for _, name := range names {
-		_ = u.store.Delete(ctx, name)
+		holders, err := remote.Holders(ctx, u.store, name)
+		if err != nil {
+			continue
+		}
+		_ = u.release(ctx, name, holders)
 	}
 }

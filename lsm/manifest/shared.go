@@ -53,6 +53,15 @@ func (v *Version) SharedFiles(fn func(SharedFile)) {
 	}
 }
 
+// Detached returns a version with v's tree and nothing of its sharing:
+// no shared files, no instance id. A checkpoint describes its files so
+// (its copies are its own, or a database that opens it adopts their
+// objects under an instance id of its own). The result holds no
+// references and is only for describing v (SnapshotEdit, WriteSnapshot).
+func (v *Version) Detached() *Version {
+	return &Version{Levels: v.Levels, Vlogs: v.Vlogs, MergerName: v.MergerName, live: v.live, liveUnknown: v.liveUnknown}
+}
+
 // NumShared returns the numbers of shared tables and value logs of v.
 func (v *Version) NumShared() (tables, vlogs int) {
 	return len(v.sharedTables), len(v.sharedVlogs)

@@ -1,0 +1,108 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/remote"
+	"github.com/strata-db/strata/vfs"
+)
+
+// Reference writes into dst on fs (which must not exist or be an empty
+// directory) a database that is checkpoint id of store s by reference:
+// its manifest describes the checkpoint's tables and value logs as shared
+// files, each the object range the registry says holds it, under a new
+// instance id, and no file is downloaded. The instance holds each object
+// by a reference marker (package remote), written before the manifest
+// names it; once they are written, the registry is read again, and the
+// checkpoint must still be retained there with its files where they were
+// (else the objects may have gone: the marks are dropped and it fails).
+// Open the result with the store as Options.SharedStore; reads fetch what
+// they need. On failure the marks it wrote are dropped and dst is as it
+// was.
+func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance string) (err error) {
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if err := remote.CheckInstanceID(instance); err != nil {
+		return err
+	}
+	m, err := ReadManifest(ctx, s, id)
+	if err != nil {
+		return err
+	}
+	v, err := decodeDBManifest(m)
+	if err != nil {
+		return err
+	}
+	refs := map[string]FileRef{}
+	for _, f := range m.Files {
+		if err := checkFileName(f.Name); err != nil {
+			return base.CorruptionErrorf(manifestName(id), -1, "%v", err)
+		}
+		refs[f.Name] = f
+	}
+	holder := remote.InstanceHolder(instance)
+	var marked []string
+	defer func() {
+		if err != nil {
+			for _, object := range marked {
+				_, _ = remote.DropRef(context.WithoutCancel(ctx), s, object, holder)
+			}
+		}
+	}()
+	for _, f := range m.Files {
+		if !slices.Contains(marked, f.Object) {
+			if err := remote.AddRef(ctx, s, f.Object, holder); err != nil {
+				return err
+			}
+			marked = append(marked, f.Object)
+		}
+	}
+	// The registry held the objects before the marks; if it still
+	// retains the checkpoint with its files in the same places, the
+	// objects were there when the marks were written, and stay.
+	m2, err := ReadManifest(ctx, s, id)
+	if err != nil {
+		if errors.Is(err, ErrNotExist) {
+			return fmt.Errorf("checkpoint: checkpoint %d was dropped while it was being opened: %w", id, err)
+		}
+		return err
+	}
+	if !slices.Equal(m.Files, m2.Files) {
+		return fmt.Errorf("checkpoint: the files of checkpoint %d moved while it was being opened (an upload emptied their segments); try again", id)
+	}
+
+	ve := v.SnapshotEdit()
+	ve.InstanceID = instance
+	for _, name := range versionFileNames(v) {
+		f, ok := refs[name]
+		if !ok {
+			return base.CorruptionErrorf(manifestName(id), -1, "the database's manifest lists %s, the checkpoint's files do not", name)
+		}
+		t, num, _ := base.ParseFilename(name)
+		ve.SharedFiles = append(ve.SharedFiles, manifest.SharedFile{Vlog: t == base.FileTypeVlog, FileNum: num,
+			Ref: manifest.SharedRef{Object: f.Object, Offset: uint64(f.Offset)}})
+	}
+	nv, err := manifest.Apply(nil, ve)
+	if err != nil {
+		return base.CorruptionErrorf(manifestName(id), -1, "%v", err)
+	}
+	return buildDest(fs, dst, func(tmp string) error {
+		w, err := manifest.WriteSnapshot(fs, tmp, m.ManifestNum, nv, m.NextFileNum, m.LastSeq, m.NextFileNum+1)
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		if err := w.Close(); err != nil {
+			return fmt.Errorf("checkpoint: close manifest: %w", err)
+		}
+		if err := manifest.SetCurrent(fs, tmp, m.ManifestNum, m.ManifestNum+1); err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,82 @@
+package strata
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/remote"
+	"github.com/strata-db/strata/vfs"
+)
+
+// OpenFromStore opens checkpoint id of store s as a new database instance
+// in dir (which must not exist or be empty), without downloading its
+// files: dir gets a manifest that refers to the checkpoint's objects, and
+// the database opens at once, reading what it needs from the store
+// through its cache (Options.SharedCacheSize) and, with
+// Options.SharedWarmup, downloading the rest in the background. New
+// writes go to local files; tables and value logs it shares go to s
+// under its own instance id. s becomes Options.SharedStore (a different
+// one in opts is an error); the database must be opened with it from
+// then on. The instance holds every object it uses by a reference marker
+// (see package remote), so the checkpoint can be dropped afterwards
+// without taking its files from the instance.
+func OpenFromStore(ctx context.Context, s checkpoint.Store, id uint64, dir string, opts *Options) (*DB, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	switch {
+	case s == nil:
+		return nil, errors.New("strata: OpenFromStore: no store")
+	case o.SharedStore != nil && o.SharedStore != s:
+		return nil, errors.New("strata: OpenFromStore: Options.SharedStore is another store than the checkpoint's")
+	case o.ReadOnly:
+		return nil, fmt.Errorf("%w: OpenFromStore writes a new instance (open a restored copy read-only instead)", ErrReadOnly)
+	}
+	o.SharedStore = s
+	if err := o.Validate(); err != nil {
+		return nil, err
+	}
+	fs := o.FS
+	if fs == nil {
+		fs = vfs.Default
+	}
+	if err := checkpoint.Reference(ctx, s, id, fs, dir, remote.NewInstanceID()); err != nil {
+		return nil, fmt.Errorf("strata: open checkpoint %d from the store: %w", id, err)
+	}
+	return Open(dir, &o)
+}
+
+// warmLoop downloads whole copies of the shared files not cached, at
+// Options.SharedWarmup bytes per second, until the cache is full or
+// every file is local, or the DB closes.
+func (d *DB) warmLoop() {
+	s := d.shared
+	rate := d.opts.SharedWarmup
+	start, done := time.Now(), int64(0)
+	for s.ctx.Err() == nil {
+		n, err := s.files.Warm(s.ctx)
+		if err != nil {
+			if s.ctx.Err() == nil {
+				d.opts.Logger.Warn("strata: warming the shared-file cache failed", "err", err)
+			}
+			return
+		}
+		if n == 0 {
+			return
+		}
+		done += n
+		// Pace to the rate: the next download starts once the bytes so
+		// far have had their time.
+		if wait := time.Duration(float64(done)/float64(rate)*float64(time.Second)) - time.Since(start); wait > 0 {
+			select {
+			case <-s.ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+		}
+	}
+}
