@@ -33,12 +33,12 @@ import (
 // markers, which nothing can refer to again (rule 2 needs a holder):
 // Sweep deletes such objects. A crash after rule 1's marker and before
 // the holder names the object leaves a marker that holds the object for
-// nothing: Audit reports markers of an instance that its manifest does
-// not explain.
+// nothing (a stray): its holder drops it, an instance at Open and a
+// registry in its next upload's sweep; checkpoint.Audit reports them.
 
 // AddRef writes holder's marker on object (rule 1 or 2 above).
 func AddRef(ctx context.Context, s Store, object, holder string) error {
-	if err := s.Put(ctx, markerName(object, holder), bytes.NewReader(nil), 0); err != nil {
+	if err := s.Put(ctx, MarkerName(object, holder), bytes.NewReader(nil), 0); err != nil {
 		return fmt.Errorf("remote: add reference of %s to %s: %w", holder, object, err)
 	}
 	return nil
@@ -47,7 +47,7 @@ func AddRef(ctx context.Context, s Store, object, holder string) error {
 // DropRef removes holder's marker on object and deletes the object when
 // no marker is left (rule 3); deleted says whether it did.
 func DropRef(ctx context.Context, s Store, object, holder string) (deleted bool, err error) {
-	if err := s.Delete(ctx, markerName(object, holder)); err != nil {
+	if err := s.Delete(ctx, MarkerName(object, holder)); err != nil {
 		return false, fmt.Errorf("remote: drop reference of %s to %s: %w", holder, object, err)
 	}
 	holders, err := Holders(ctx, s, object)
@@ -89,14 +89,46 @@ func Marked(ctx context.Context, s Store) (map[string][]string, error) {
 	}
 	out := make(map[string][]string)
 	for _, o := range list {
-		rest := strings.TrimPrefix(o.Name, refsPrefix)
-		i := strings.LastIndexByte(rest, '/')
-		if i <= 0 || i == len(rest)-1 {
-			continue
+		if object, holder, ok := ParseMarker(o.Name); ok {
+			out[object] = append(out[object], holder)
 		}
-		out[rest[:i]] = append(out[rest[:i]], rest[i+1:])
 	}
 	return out, nil
+}
+
+// ParseMarker reports whether name is a reference marker, and if so the
+// object it holds and its holder.
+func ParseMarker(name string) (object, holder string, ok bool) {
+	rest, ok := strings.CutPrefix(name, refsPrefix)
+	if !ok {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i <= 0 || i == len(rest)-1 {
+		return "", "", false
+	}
+	return rest[:i], rest[i+1:], true
+}
+
+// DeleteUnheld deletes object if no marker holds it, and says whether it
+// did: the deletion Sweep makes, for one object. The caller saw the
+// object without markers; they are listed once more, for this object
+// alone, just before the Delete, since a holder may have marked it since
+// (rule 1 puts a marker before an object, so an object that exists
+// unmarked at this check was let go by its last holder, and no holder can
+// mark it again without failing rule 2's check).
+func DeleteUnheld(ctx context.Context, s Store, object string) (bool, error) {
+	holders, err := Holders(ctx, s, object)
+	if err != nil {
+		return false, err
+	}
+	if len(holders) > 0 {
+		return false, nil
+	}
+	if err := s.Delete(ctx, object); err != nil {
+		return false, fmt.Errorf("remote: delete %s: %w", object, err)
+	}
+	return true, nil
 }
 
 // Sweep deletes the objects under shared/ that no marker holds (what a
@@ -118,18 +150,14 @@ func Sweep(ctx context.Context, s Store) ([]string, error) {
 			continue
 		}
 		// Listed before the markers were? Then a marker written since
-		// might hold it: check once more, for this object alone.
-		holders, err := Holders(ctx, s, o.Name)
+		// might hold it: DeleteUnheld checks once more.
+		ok, err := DeleteUnheld(ctx, s, o.Name)
 		if err != nil {
 			return deleted, err
 		}
-		if len(holders) > 0 {
-			continue
+		if ok {
+			deleted = append(deleted, o.Name)
 		}
-		if err := s.Delete(ctx, o.Name); err != nil {
-			return deleted, fmt.Errorf("remote: delete %s: %w", o.Name, err)
-		}
-		deleted = append(deleted, o.Name)
 	}
 	return deleted, nil
 }

@@ -57,3 +57,42 @@ func TestInstanceID(t *testing.T) {
 	}
 	require.Equal(t, "shared/0123456789abcdef/000012.vlog", ObjectName("0123456789abcdef", base.FileTypeVlog, 12))
 }
+
+// TestMarkerNames: ParseMarker and HolderInstance read back what
+// markerName and InstanceHolder write, and refuse anything else.
+func TestMarkerNames(t *testing.T) {
+	obj, holder, ok := ParseMarker(MarkerName("shared/0123456789abcdef/000007.sst", "i-0123456789abcdef"))
+	require.True(t, ok)
+	require.Equal(t, "shared/0123456789abcdef/000007.sst", obj)
+	require.Equal(t, "i-0123456789abcdef", holder)
+	for _, bad := range []string{"refs/", "refs/x", "refs/x/", "data/x/registry", "refs//registry"} {
+		_, _, ok := ParseMarker(bad)
+		require.False(t, ok, bad)
+	}
+	id, ok := HolderInstance(InstanceHolder("0123456789abcdef"))
+	require.True(t, ok)
+	require.Equal(t, "0123456789abcdef", id)
+	for _, bad := range []string{RegistryHolder, "i-", "i-0123", "x-0123456789abcdef"} {
+		_, ok := HolderInstance(bad)
+		require.False(t, ok, bad)
+	}
+}
+
+// TestDeleteUnheld: an object goes only when no marker holds it at the
+// moment of the deletion.
+func TestDeleteUnheld(t *testing.T) {
+	ctx := context.Background()
+	s := newMemStore()
+	for _, name := range []string{"shared/aa/000001.sst", "data/1-2-x"} {
+		require.NoError(t, s.Put(ctx, name, bytes.NewReader(nil), 0))
+	}
+	require.NoError(t, AddRef(ctx, s, "data/1-2-x", RegistryHolder))
+	deleted, err := DeleteUnheld(ctx, s, "data/1-2-x")
+	require.NoError(t, err)
+	require.False(t, deleted)
+	require.True(t, s.has("data/1-2-x"))
+	deleted, err = DeleteUnheld(ctx, s, "shared/aa/000001.sst")
+	require.NoError(t, err)
+	require.True(t, deleted)
+	require.False(t, s.has("shared/aa/000001.sst"))
+}
