@@ -179,20 +179,29 @@ func loadRegistry(ctx context.Context, s Store) (*registry, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	r := &registry{}
-	if err := unseal(registryName, b, r); err != nil {
+	r, err := decodeRegistry(b)
+	if err != nil {
 		return nil, 0, err
 	}
+	return r, int64(len(b)), nil
+}
+
+// decodeRegistry decodes the registry's bytes and checks its invariants.
+func decodeRegistry(b []byte) (*registry, error) {
+	r := &registry{}
+	if err := unseal(registryName, b, r); err != nil {
+		return nil, err
+	}
 	if r.Format != registryFormat && r.Format != 1 {
-		return nil, 0, fmt.Errorf("checkpoint: registry format %d, this build reads 1 and %d", r.Format, registryFormat)
+		return nil, fmt.Errorf("checkpoint: registry format %d, this build reads 1 and %d", r.Format, registryFormat)
 	}
 	if r.Objects == nil {
 		r.Objects = map[string]*regObject{}
 	}
 	if err := r.check(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return r, int64(len(b)), nil
+	return r, nil
 }
 
 // check verifies the registry's invariants.
