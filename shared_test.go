@@ -252,3 +252,58 @@ func TestSharedCheckpointsByReference(t *testing.T) {
 		require.True(t, found, "a marker holds %s, which is gone", object)
 	}
 }
+
+// TestCheckpointByReferenceOfUploadedFiles: files an Uploader uploaded
+// (and so knows the checksums of) before they were shared are referenced
+// by its next checkpoint as shared files, whose checksums the registry
+// does not record: the checkpoint's manifest must not record them either,
+// or the two disagree and the checkpoint cannot be read.
+func TestCheckpointByReferenceOfUploadedFiles(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<20)
+	store := opts.SharedStore
+	local := *opts
+	local.SharedStore = nil
+	db, err := Open("db", &local)
+	require.NoError(t, err)
+	want := map[string]string{}
+	for i := range 1000 {
+		k := fmt.Sprintf("k%05d", i)
+		require.NoError(t, db.Set([]byte(k), sharedValue(i, 0), NoSync))
+		want[k] = string(sharedValue(i, 0))
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	u, err := checkpoint.NewUploader(store, nil)
+	require.NoError(t, err)
+	_, err = db.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	// Reopened with the store, it shares its files; the same Uploader
+	// references them.
+	db, err = Open("db", opts)
+	require.NoError(t, err)
+	db.waitSharedIdle()
+	st, err := db.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.Less(t, st.UploadedBytes, st.Bytes/3, "the shared files were uploaded again")
+	require.NoError(t, db.Close())
+	m, err := checkpoint.ReadManifest(ctx, store, st.ID)
+	require.NoError(t, err)
+	external := 0
+	for _, f := range m.Files {
+		if f.External {
+			external++
+			require.Zero(t, f.Checksum, "%s: a checksum the registry does not have", f.Name)
+		}
+	}
+	require.Positive(t, external)
+	require.NoError(t, checkpoint.Restore(ctx, store, st.ID, fs, "restored", nil))
+	r, err := Open("restored", &Options{FS: fs})
+	require.NoError(t, err)
+	got, err := readAll(t, r)
+	require.NoError(t, err)
+	require.Equal(t, model(want), got)
+	require.NoError(t, r.Close())
+}

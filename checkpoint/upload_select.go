@@ -144,7 +144,12 @@ func matchShared(r *registry, files []*localFile) (added []string) {
 		i := sort.Search(len(o.Pieces), func(i int) bool { return o.Pieces[i].Offset >= ref.Offset })
 		o.Pieces = slices.Insert(o.Pieces, i, regPiece{File: f.name, Size: f.size, Offset: ref.Offset, Refs: 1})
 		o.Size = max(o.Size, ref.Offset+f.size)
+		// The registry records no checksum of an external piece, so the
+		// manifest does not either, even one the uploader knows (of a
+		// file it uploaded before it was shared): the two must agree, or
+		// the checkpoint cannot be read (ReadManifest).
 		f.ref, f.stored, f.external = ref, true, true
+		f.checksum, f.sumKnown = 0, false
 	}
 	return added
 }
