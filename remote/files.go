@@ -321,8 +321,17 @@ func (f *Files) Adopt(ctx context.Context, ref manifest.SharedRef) error {
 
 // Release forgets the shared file t/num, which the database no longer
 // holds (nothing durable of it names the file): it deletes the local copy
-// and parts, drops the instance's reference marker, and deletes the
-// object if no holder is left. A file Files does not know is ignored.
+// and parts and, unless another file it tracks is in the same object (a
+// database opened from a checkpoint reads several files from one
+// segment, and holds it by one marker), drops the instance's reference
+// marker and deletes the object if no holder is left. A file Files does
+// not know is ignored.
+//
+// INVARIANT: the marker stays while a tracked file is in its object, so
+// rule 3 holds for each object, not only each file. Files share an object
+// only when a database opened from a checkpoint reads them from one of
+// its segments, and those are all tracked at Open; a file the instance
+// shares gets an object of its own.
 func (f *Files) Release(ctx context.Context, t base.FileType, num base.FileNum) error {
 	if f.o.ReadOnly {
 		return errReadOnly
@@ -342,7 +351,14 @@ func (f *Files) Release(ctx context.Context, t base.FileType, num base.FileNum) 
 	for _, e := range s.parts {
 		f.dropLocked(e)
 	}
+	inUse := false
+	for _, o := range f.files {
+		inUse = inUse || o.ref.Object == s.ref.Object
+	}
 	f.mu.Unlock()
+	if inUse {
+		return nil
+	}
 	_, err := DropRef(ctx, f.o.Store, s.ref.Object, f.holder)
 	return err
 }

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -245,4 +247,31 @@ func TestFilesReadErrors(t *testing.T) {
 	s.mu.Unlock()
 	_, err = file.ReadAt(buf, 2990)
 	require.Error(t, err)
+}
+
+// TestFilesReleaseKeepsSharedObject: files read from one object (pieces
+// of a checkpoint's segment) hold it by one marker, which their release
+// drops only with the last of them: before, the release of one file let
+// the object go while the others still read from it.
+func TestFilesReleaseKeepsSharedObject(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	f := newTestFiles(t, fs, s, 1<<20, 4096)
+	const seg = "data/00000000000000000001-0000-00000000"
+	require.NoError(t, s.Put(ctx, seg, bytes.NewReader(make([]byte, 300)), 300))
+	for i, num := range []base.FileNum{7, 8} {
+		ref := manifest.SharedRef{Object: seg, Offset: uint64(i * 100)}
+		require.NoError(t, f.Adopt(ctx, ref))
+		f.Track(base.FileTypeTable, num, ref, 100, false)
+	}
+	require.NoError(t, f.Start())
+	require.NoError(t, f.Release(ctx, base.FileTypeTable, 7))
+	holders, err := Holders(ctx, s, seg)
+	require.NoError(t, err)
+	require.Equal(t, []string{InstanceHolder(testInstance)}, holders, "released while 000008.sst reads from it")
+	require.True(t, s.has(seg))
+	require.NoError(t, f.Release(ctx, base.FileTypeTable, 8))
+	require.False(t, s.has(seg), "the last file's release keeps the object")
 }
