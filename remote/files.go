@@ -289,12 +289,24 @@ func (f *Files) Open(t base.FileType, num base.FileNum) (vfs.File, error) {
 // Share uploads the local file t/num of size bytes as an object of its
 // own, after writing the instance's reference marker on it, and returns
 // where it is. The caller records the file as shared (a version edit) and
-// then calls Track; the local file stays, as the cache's whole copy.
-func (f *Files) Share(ctx context.Context, t base.FileType, num base.FileNum, size int64) (manifest.SharedRef, error) {
+// then calls Track; the local file stays, as the cache's whole copy. If
+// it fails (the file was deleted meanwhile, the Put failed), it drops the
+// marker again, unless ctx is done (the database closes: the next Open
+// drops it).
+func (f *Files) Share(ctx context.Context, t base.FileType, num base.FileNum, size int64) (_ manifest.SharedRef, err error) {
 	if f.o.ReadOnly {
 		return manifest.SharedRef{}, errReadOnly
 	}
 	object := ObjectName(f.o.Instance, t, num)
+	defer func() {
+		// Nothing names the object: a marker left would hold it, and
+		// the instance's later markers, until the next Open. A failed
+		// Put leaves no object; DropRef deletes one an unknown outcome
+		// left.
+		if err != nil && ctx.Err() == nil {
+			_, _ = DropRef(ctx, f.o.Store, object, f.holder)
+		}
+	}()
 	if err := AddRef(ctx, f.o.Store, object, f.holder); err != nil {
 		return manifest.SharedRef{}, err
 	}

@@ -275,3 +275,30 @@ func TestFilesReleaseKeepsSharedObject(t *testing.T) {
 	require.NoError(t, f.Release(ctx, base.FileTypeTable, 8))
 	require.False(t, s.has(seg), "the last file's release keeps the object")
 }
+
+// TestFilesShareFailureDropsMarker: a Share that fails after its marker
+// (the local file was deleted meanwhile, the Put failed) drops the
+// marker: nothing names the object, and the marker would otherwise hold
+// it until the next Open.
+func TestFilesShareFailureDropsMarker(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	f := newTestFiles(t, fs, s, 1<<20, 4096)
+	_, err := f.Share(ctx, base.FileTypeTable, 9, 100) // no such local file
+	require.Error(t, err)
+	writeLocal(t, fs, 10, 100, 1)
+	s.fail = func(op, name string) error {
+		if op == "put" && name == ObjectName(testInstance, base.FileTypeTable, 10) {
+			return errors.New("injected")
+		}
+		return nil
+	}
+	_, err = f.Share(ctx, base.FileTypeTable, 10, 100)
+	require.ErrorContains(t, err, "injected")
+	s.fail = nil
+	marked, err := Marked(ctx, s)
+	require.NoError(t, err)
+	require.Empty(t, marked)
+}
