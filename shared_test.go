@@ -307,3 +307,55 @@ func TestCheckpointByReferenceOfUploadedFiles(t *testing.T) {
 	require.Equal(t, model(want), got)
 	require.NoError(t, r.Close())
 }
+
+// plainStore hides the Composer of the store it wraps: an upload into it
+// sends every byte it writes.
+type plainStore struct{ checkpoint.Store }
+
+// TestCheckpointMovesPiecesOfSharedFiles: an upload that empties a sparse
+// segment moves every live piece of it, and a database opened from a
+// checkpoint reads some of its files from that segment, with no local
+// copy: into a store that cannot compose, the upload copies those pieces
+// from the store instead of reading the files from the directory, where
+// they are not.
+func TestCheckpointMovesPiecesOfSharedFiles(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	inner, err := checkpoint.NewLocalStoreFS(fs, "store")
+	require.NoError(t, err)
+	store := plainStore{inner}
+	a, err := Open("a", &Options{FS: fs, MemTableSize: 64 << 10, ValueThreshold: 256, ValueLogFileSize: 128 << 10, TargetFileSize: 32 << 10})
+	require.NoError(t, err)
+	want := model{}
+	for i := range 1000 {
+		k := fmt.Sprintf("k%05d", i)
+		require.NoError(t, a.Set([]byte(k), sharedValue(i, 0), NoSync))
+		want[k] = string(sharedValue(i, 0))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	ua, err := checkpoint.NewUploader(store, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, ua)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+
+	// b rewrites its tables; its value logs stay in the checkpoint's
+	// segment, which its own checkpoint (the first one retired) leaves
+	// sparse, and so empties.
+	b, err := OpenFromStore(ctx, store, st.ID, "b", &Options{FS: fs, DisableGC: true, DisableAutomaticCompactions: true})
+	require.NoError(t, err)
+	require.NoError(t, b.Compact(nil, nil))
+	ub, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 1, MinLiveRatio: 0.99})
+	require.NoError(t, err)
+	st2, err := b.CheckpointToStore(ctx, ub)
+	require.NoError(t, err)
+	require.Positive(t, st2.CopiedBytes, "no piece was moved: %v", st2)
+	require.NoError(t, b.Close())
+	require.NoError(t, checkpoint.Restore(ctx, inner, st2.ID, fs, "restored", nil))
+	r, err := Open("restored", &Options{FS: fs})
+	require.NoError(t, err)
+	got, err := readAll(t, r)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NoError(t, r.Close())
+}

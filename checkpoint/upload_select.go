@@ -40,8 +40,9 @@ type localFile struct {
 	stored   bool // ref names a piece the store holds
 	reupload bool // moved out of a sparse or small segment
 	moveFrom pieceRef
-	// remote: a piece only older checkpoints use, copied from moveFrom in
-	// the store rather than read from the database's directory.
+	// remote: copied from moveFrom in the store rather than read from
+	// the database's directory: a piece only older checkpoints use, or a
+	// shared file's (which may have no local copy).
 	remote    bool
 	uploadIdx int
 	// shared is where the file's primary copy is, for a shared file of
