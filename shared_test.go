@@ -359,3 +359,52 @@ func TestCheckpointMovesPiecesOfSharedFiles(t *testing.T) {
 	require.Equal(t, want, got)
 	require.NoError(t, r.Close())
 }
+
+// TestOpenFromStoreOfObjectsWithoutMarkers: a store written before
+// reference markers existed holds data objects the registry has no
+// marker on. A database opened from one of its checkpoints holds them by
+// its markers; when it lets them go, the checkpoint must keep them: the
+// object goes with its last marker, so the registry's must be there.
+func TestOpenFromStoreOfObjectsWithoutMarkers(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	store, err := checkpoint.NewLocalStoreFS(fs, "store")
+	require.NoError(t, err)
+	a, err := Open("a", &Options{FS: fs, MemTableSize: 64 << 10, ValueThreshold: 256, ValueLogFileSize: 128 << 10, TargetFileSize: 32 << 10})
+	require.NoError(t, err)
+	want := model{}
+	for i := range 1000 {
+		k := fmt.Sprintf("k%05d", i)
+		require.NoError(t, a.Set([]byte(k), sharedValue(i, 0), NoSync))
+		want[k] = string(sharedValue(i, 0))
+	}
+	u, err := checkpoint.NewUploader(store, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	// As an older build left it: no marker.
+	marked, err := remote.Marked(ctx, store)
+	require.NoError(t, err)
+	for object := range marked {
+		require.NoError(t, store.Delete(ctx, remote.MarkerName(object, remote.RegistryHolder)))
+	}
+
+	bo := sharedOptions(t, fs, 1<<20)
+	bo.SharedStore = nil
+	b, err := OpenFromStore(ctx, store, st.ID, "b", bo)
+	require.NoError(t, err)
+	for i := range 1000 {
+		require.NoError(t, b.Set([]byte(fmt.Sprintf("k%05d", i)), sharedValue(i, 1), NoSync))
+	}
+	require.NoError(t, b.Compact(nil, nil))
+	b.waitSharedIdle()
+	require.NoError(t, b.Close())
+	require.NoError(t, checkpoint.Restore(ctx, store, st.ID, fs, "restored", nil))
+	r, err := Open("restored", &Options{FS: fs})
+	require.NoError(t, err)
+	got, err := readAll(t, r)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NoError(t, r.Close())
+}
