@@ -1,7 +1,9 @@
 package strata
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 
@@ -407,4 +409,73 @@ func TestOpenFromStoreOfObjectsWithoutMarkers(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, want, got)
 	require.NoError(t, r.Close())
+}
+
+// gatedStore holds the Puts of shared files' objects until open is
+// closed.
+type gatedStore struct {
+	checkpoint.Store
+	open chan struct{}
+}
+
+func (s gatedStore) Put(ctx context.Context, name string, r io.Reader, size int64) error {
+	if remote.IsShared(name) {
+		select {
+		case <-s.open:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.Store.Put(ctx, name, r, size)
+}
+
+// TestCheckpointOfFilesSharedAfterThePin: a checkpoint reads the files of
+// the version it pinned; one the database shares meanwhile may lose its
+// local copy to the cache's bound, and is read through the store instead
+// (before, the upload and the local checkpoint failed: the file was not
+// in the directory, and the pinned version did not say it was shared).
+func TestCheckpointOfFilesSharedAfterThePin(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1) // every whole copy evicted at once
+	inner := opts.SharedStore
+	gate := gatedStore{Store: inner, open: make(chan struct{})}
+	opts.SharedStore = gate
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	defer db.Close()
+	want := model{}
+	for i := range 1000 {
+		k := fmt.Sprintf("k%05d", i)
+		require.NoError(t, db.Set([]byte(k), sharedValue(i, 0), NoSync))
+		want[k] = string(sharedValue(i, 0))
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	u, err := checkpoint.NewUploader(inner, nil)
+	require.NoError(t, err)
+	var stats checkpoint.Stats
+	require.NoError(t, db.withPinnedVersion("test", func(src checkpoint.Source) error {
+		tables, vlogs := src.Version.NumShared()
+		require.Zero(t, tables+vlogs, "shared before the pin")
+		close(gate.open)
+		db.waitSharedIdle()
+		db.mu.Lock()
+		tables, vlogs = db.vs.Current().NumShared()
+		db.mu.Unlock()
+		require.Positive(t, tables+vlogs, "nothing shared")
+		require.NoError(t, checkpoint.WriteLocal(src, "local"))
+		stats, err = u.Upload(ctx, src)
+		return err
+	}))
+	for _, dir := range []string{"local", "restored"} {
+		if dir == "restored" {
+			require.NoError(t, checkpoint.Restore(ctx, inner, stats.ID, fs, dir, nil))
+		}
+		r, err := Open(dir, &Options{FS: fs})
+		require.NoError(t, err, dir)
+		got, err := readAll(t, r)
+		require.NoError(t, err, dir)
+		require.Equal(t, want, got, dir)
+		require.NoError(t, r.Close())
+	}
 }

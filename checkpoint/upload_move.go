@@ -215,7 +215,7 @@ func (u *Uploader) composeObject(ctx context.Context, c Composer, src Source, o 
 		parts = append(parts, r.part)
 	}
 	o.files = append(o.files, sent...)
-	fr := &filesReader{ctx: ctx, store: u.store, fs: src.FS, dir: src.Dir, files: sent}
+	fr := &filesReader{ctx: ctx, store: u.store, src: src, files: sent}
 	defer fr.close()
 	var sentSize int64
 	for _, f := range sent {

@@ -16,7 +16,6 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
-	"github.com/strata-db/strata/vfs"
 )
 
 // The lifetime groups of files: segments hold files of one group.
@@ -158,7 +157,7 @@ func matchShared(r *registry, files []*localFile) (added []string) {
 // checksum reads the XXH64 of f in the database's directory, and caches
 // it.
 func (up *upload) checksum(f *localFile) (uint64, error) {
-	sum, err := checksumFile(up.src.FS, up.src.FS.PathJoin(up.src.Dir, f.name), f.size)
+	sum, err := checksumFile(up.src, f.name, f.size)
 	if err != nil {
 		return 0, err
 	}
@@ -220,9 +219,10 @@ func heldPieces(r *registry) map[fileKey][]pieceRef {
 	return held
 }
 
-// checksumFile returns the XXH64 of the size bytes of the file at path.
-func checksumFile(fs vfs.FS, path string, size int64) (uint64, error) {
-	f, err := fs.Open(path)
+// checksumFile returns the XXH64 of the size bytes of src's file name.
+func checksumFile(src Source, name string, size int64) (uint64, error) {
+	path := src.FS.PathJoin(src.Dir, name)
+	f, err := src.open(name)
 	if err != nil {
 		return 0, fmt.Errorf("checkpoint: %w", err)
 	}
