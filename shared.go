@@ -138,18 +138,36 @@ func (d *DB) openShared(names []string) error {
 
 // openFile opens a table or value log of the manifest for reading: a
 // shared one through package remote, a local one from the directory.
+//
+// A local file may be shared between the check and the open, and its
+// local copy evicted at once (a cache smaller than the file): the open
+// then fails, and the file, shared by then, is read through the store.
 func (d *DB) openFile(t base.FileType, num base.FileNum) (vfs.File, error) {
-	if s := d.shared; s != nil {
+	s := d.shared
+	if s != nil {
 		if _, ok := s.files.Shared(t, num); ok {
 			return s.files.Open(t, num)
 		}
+	}
+	if testHookOpenLocal != nil {
+		testHookOpenLocal(t, num)
 	}
 	what := "table"
 	if t == base.FileTypeVlog {
 		what = "value log"
 	}
-	return filecache.OpenLive(d.fs, d.dirname, base.MakeFilename(t, num), what)
+	f, err := filecache.OpenLive(d.fs, d.dirname, base.MakeFilename(t, num), what)
+	if err != nil && s != nil {
+		if _, ok := s.files.Shared(t, num); ok {
+			return s.files.Open(t, num)
+		}
+	}
+	return f, err
 }
+
+// testHookOpenLocal runs in openFile between the check that a file is not
+// shared and the open of its local copy (TestReadWhileSharing).
+var testHookOpenLocal func(t base.FileType, num base.FileNum)
 
 // isRemoteOnly reports whether the file is shared and has no local copy.
 func (d *DB) isRemoteOnly(t base.FileType, num base.FileNum) bool {

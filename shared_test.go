@@ -479,3 +479,40 @@ func TestCheckpointOfFilesSharedAfterThePin(t *testing.T) {
 		require.NoError(t, r.Close())
 	}
 }
+
+// TestReadWhileSharing: a read finds a file not shared, and then its
+// local copy gone: the database shared it meanwhile, and its cache, too
+// small for it, evicted the copy at once. The read goes to the store
+// (before, it failed as if the file were missing from the directory).
+func TestReadWhileSharing(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1) // every whole copy evicted at once
+	opts.DisableGC = true
+	gate := gatedStore{Store: opts.SharedStore, open: make(chan struct{})}
+	opts.SharedStore = gate
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	defer db.Close()
+	const n = 1000
+	for i := range n {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("k%05d", i)), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	// The share loop waits at the gate; the first open of a local value
+	// log lets it share everything before the open goes on.
+	fired := false
+	testHookOpenLocal = func(t base.FileType, num base.FileNum) {
+		if t == base.FileTypeVlog && !fired {
+			fired = true
+			close(gate.open)
+			db.waitSharedIdle()
+		}
+	}
+	defer func() { testHookOpenLocal = nil }()
+	for i := range n {
+		v, err := db.Get([]byte(fmt.Sprintf("k%05d", i)))
+		require.NoError(t, err, "key %d", i)
+		require.Equal(t, sharedValue(i, 0), v, "key %d", i)
+	}
+	require.True(t, fired, "no value log was opened locally")
+}
