@@ -77,7 +77,7 @@ func TestAuditSharedFiles(t *testing.T) {
 		fixed  bool
 	}{
 		{"Missing", func(s checkpoint.Store) { require.NoError(t, s.Delete(ctx, object)) },
-			[]string{"missing; retained checkpoints", "missing; the database a (instance " + in.ID + ") reads", "missing; the database b"}, false},
+			[]string{"missing; retained checkpoint", "missing; the database a (instance " + in.ID + ") reads", "missing; the database b"}, false},
 		{"Short", func(s checkpoint.Store) {
 			rc, err := s.Get(ctx, object, 0, -1)
 			require.NoError(t, err)

@@ -398,6 +398,9 @@ func usesText(name string, o *regObject, uses map[pieceRef][]uint64) string {
 	if n > maxFiles {
 		parts = append(parts, fmt.Sprintf("%d more", n-maxFiles))
 	}
+	if len(ids) == 1 {
+		return fmt.Sprintf("retained checkpoint %s uses %s", idsText(slices.Sorted(maps.Keys(ids))), strings.Join(parts, ", "))
+	}
 	return fmt.Sprintf("retained checkpoints %s use %s", idsText(slices.Sorted(maps.Keys(ids))), strings.Join(parts, ", "))
 }
 
@@ -452,7 +455,7 @@ func (a *auditor) verify(names []string, uses map[pieceRef][]uint64) error {
 			a.rep.VerifiedPieces++
 			a.rep.VerifiedBytes += p.Size
 			if got := h.Sum64(); got != p.Checksum {
-				a.problemf(name, "offset %d: %s (%d bytes) has XXH64 %016x, the registry says %016x; retained checkpoints %s use it",
+				a.problemf(name, "offset %d: %s (%d bytes) has XXH64 %016x, the registry says %016x; used by retained checkpoints %s",
 					p.Offset, p.File, p.Size, got, p.Checksum, idsText(uses[pieceRef{name, p.Offset}]))
 			}
 			mu.Unlock()

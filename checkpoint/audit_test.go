@@ -195,7 +195,7 @@ func TestAuditDamage(t *testing.T) {
 		// whole: only the audit, which knows its size, sees it)
 		restore bool
 	}{
-		{"Missing", func(s checkpoint.Store, o string, _ []byte) { require.NoError(t, s.Delete(ctx, o)) }, "missing; retained checkpoints", true, true},
+		{"Missing", func(s checkpoint.Store, o string, _ []byte) { require.NoError(t, s.Delete(ctx, o)) }, "missing; retained checkpoint", true, true},
 		{"Truncated", func(s checkpoint.Store, o string, d []byte) { put(t, s, o, string(d[:len(d)-1])) }, "bytes, the registry says", true, true},
 		{"Longer", func(s checkpoint.Store, o string, d []byte) { put(t, s, o, string(d)+"x") }, "bytes, the registry says", true, false},
 		{"FlippedByte", func(s checkpoint.Store, o string, d []byte) {

@@ -145,7 +145,7 @@ func TestCheckStore(t *testing.T) {
 		fixed  bool     // --fix repairs it
 	}{
 		{name: "MissingDataObject", damage: func(t *testing.T, fs vfs.FS) { deleteObject(t, fs, other) },
-			want: []string{"PROBLEM: " + other + ": missing; retained checkpoints "}, quick: true},
+			want: []string{"PROBLEM: " + other + ": missing; retained checkpoint"}, quick: true},
 		{name: "TruncatedDataObject", damage: func(t *testing.T, fs vfs.FS) {
 			data := getObject(t, fs, other)
 			putObject(t, fs, other, data[:len(data)-10])
@@ -157,7 +157,7 @@ func TestCheckStore(t *testing.T) {
 		}, want: []string{"PROBLEM: " + other + ": offset ", "has XXH64"}},
 		{name: "MissingSharedFileObject", damage: func(t *testing.T, fs vfs.FS) { deleteObject(t, fs, bObject) },
 			want: []string{"PROBLEM: " + bObject + ": missing; the database b (instance " + b.ID + ") reads " + b.Files[0].Name,
-				"PROBLEM: " + bObject + ": missing; retained checkpoints "}, quick: true},
+				"PROBLEM: " + bObject + ": missing; retained checkpoint"}, quick: true},
 		{name: "SharedFileWithoutInstanceMarker", damage: func(t *testing.T, fs vfs.FS) { deleteObject(t, fs, remote.MarkerName(bObject, holder)) },
 			want: []string{"PROBLEM: " + bObject + ": no marker of instance " + b.ID + ", whose database b reads "}, quick: true, fixed: true},
 		{name: "MarkerWithoutObject", damage: func(t *testing.T, fs vfs.FS) {
