@@ -11,6 +11,7 @@ import (
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/remote"
 )
 
 // LevelMetrics describe one level of the tree.
@@ -181,6 +182,30 @@ type Metrics struct {
 	// LearnedIndex describes the learned indexes of the open tables and
 	// the point lookups they served.
 	LearnedIndex LearnedIndexMetrics
+
+	// Shared describes the shared files (Options.SharedStore; zero
+	// without one).
+	Shared SharedMetrics
+}
+
+// SharedMetrics describes a database's shared files: how many the tree
+// holds and how many wait to be uploaded, their local cache, and the
+// store requests of the read path.
+type SharedMetrics struct {
+	Tables, ValueLogs int    // shared files of the current version
+	Bytes             uint64 // their bytes
+	// Pending are the local files that qualify for sharing and are not
+	// shared yet (uploaded by the share loop, in the background);
+	// Failures counts failed uploads and releases (retried).
+	Pending, Failures int
+	remote.Stats      // the cache and the read path's GETs
+}
+
+func (m SharedMetrics) String() string {
+	return fmt.Sprintf("%d tables, %d value logs, %s; %d pending, %d failures; cache %s / %s; %d GETs (%s), part hits %d, misses %d, evicted %d (%s)",
+		m.Tables, m.ValueLogs, humanBytes(m.Bytes), m.Pending, m.Failures,
+		humanBytes(uint64(max(m.CachedBytes, 0))), humanBytes(uint64(max(m.CacheSize, 0))), m.Gets, humanBytes(uint64(m.GetBytes)),
+		m.PartHits, m.PartMisses, m.Evicted, humanBytes(uint64(m.EvictedBytes)))
 }
 
 // ValueLogMetrics is one value log's line of the garbage ledger.
@@ -272,6 +297,26 @@ func (d *DB) Metrics() *Metrics {
 		m.GC.WriteAmp = float64(g.relocatedBytes) / float64(g.deletedBytes)
 	}
 	m.Compact.InProgress = d.compactions.running
+	if s := d.shared; s != nil {
+		v := d.vs.Current()
+		v.SharedFiles(func(sf manifest.SharedFile) {
+			if sf.Vlog {
+				m.Shared.ValueLogs++
+				if vl := v.Vlogs[sf.FileNum]; vl != nil {
+					m.Shared.Bytes += vl.Size
+				}
+			} else {
+				m.Shared.Tables++
+			}
+		})
+		v.Files(func(_ int, f *manifest.FileMetadata) {
+			if _, ok := v.SharedRef(false, f.FileNum); ok {
+				m.Shared.Bytes += f.Size
+			}
+		})
+		tables, vlogs := sharedCandidates(v, s.from)
+		m.Shared.Pending = len(tables) + len(vlogs)
+	}
 	if d.bgErr != nil {
 		m.BackgroundE = d.bgErr.Error()
 	}
@@ -309,6 +354,12 @@ func (d *DB) Metrics() *Metrics {
 	m.LearnedIndex = d.tableCache.learnedMetrics()
 	m.ValueLogs.Open = d.vlogs.Open()
 	m.VisibleSeq = d.visibleSeq.Load()
+	if s := d.shared; s != nil {
+		m.Shared.Stats = s.files.Stats()
+		s.mu.Lock()
+		m.Shared.Failures = s.errs
+		s.mu.Unlock()
+	}
 	return m
 }
 
@@ -404,6 +455,9 @@ func (m *Metrics) String() string {
 		fmt.Fprintf(&b, "ingests: %d, tables written %s\n", m.Ingest.Count, humanBytes(m.Ingest.BytesWritten))
 	}
 	fmt.Fprintf(&b, "learned index: %s\n", m.LearnedIndex)
+	if m.Shared.CacheSize != 0 || m.Shared.Tables+m.Shared.ValueLogs > 0 {
+		fmt.Fprintf(&b, "shared: %s\n", m.Shared)
+	}
 	fmt.Fprintf(&b, "tables open: %d, snapshots: %d, visible seq: %d\n", m.TablesOpen, m.Snapshots, m.VisibleSeq)
 	m.latencyTable(&b)
 	if m.BackgroundE != "" {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strata-db/strata/checkpoint"
 	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/index/learned"
 	"github.com/strata-db/strata/vfs"
@@ -336,7 +337,7 @@ func (mt *modelTest) iterStep(mi *modelIter) {
 			}
 			fit.Close()
 		}
-		mt.fatalf("iterator [%q,%q) %s at %q=%q, want %q=%q", mi.lower, mi.upper, op, it.Key(), trunc(it.Value()), k, trunc([]byte(mi.vals[k])))
+		mt.fatalf("iterator [%q,%q) %s at %q=%q (error %v), want %q=%q", mi.lower, mi.upper, op, it.Key(), trunc(it.Value()), it.Error(), k, trunc([]byte(mi.vals[k])))
 	}
 }
 
@@ -413,6 +414,12 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 	}
 	if o.Merger == nil {
 		o.Merger = ListAppend
+	}
+	if o.SharedStore == modelSharedStore {
+		// A store of its own on the model's filesystem.
+		store, err := checkpoint.NewLocalStoreFS(fs, "store")
+		require.NoError(t, err)
+		o.SharedStore = store
 	}
 	o.Clock = func() time.Time { return time.UnixMilli(mt.clockMs.Load()) }
 	db, err := Open("db", mt.opts)
@@ -670,6 +677,16 @@ func TestModel(t *testing.T) {
 			LearnedIndex: &learned.Options{ErrorBound: 2, MinKeys: 1, MinKeysPerSegment: 1, MaxSpread: 1 << 20, MaxShare: 1e9}},
 		"learned-off": {MemTableSize: 32 << 10, TargetFileSize: 8 << 10, LBaseMaxBytes: 32 << 10, LevelMultiplier: 3,
 			L0CompactionThreshold: 2, BlockSize: 256, ValueThreshold: 64, DisableLearnedIndex: true},
+		// Shared files (tables of L1 and deeper, value logs) in a store:
+		// with a cache smaller than a part, every read of a shared file
+		// goes to the store; with a large one, local copies serve them.
+		"shared-tiny-cache": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 3,
+			L0CompactionThreshold: 2, ValueThreshold: 64, ValueLogFileSize: 64 << 10,
+			SharedStore: modelSharedStore, SharedFromLevel: 1, SharedCacheSize: 1},
+		"shared-large-cache": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 3,
+			L0CompactionThreshold: 2, ValueThreshold: 64, ValueLogFileSize: 64 << 10,
+			SharedStore: modelSharedStore, SharedFromLevel: 1, SharedCacheSize: -1,
+			GCPolicy: &gc.ReverseLookupPolicy{Ratio: 0.3, MaxSpaceAmp: 1.1, MaxInFlight: 8}},
 	}
 	for name, opts := range configs {
 		t.Run(name, func(t *testing.T) {
@@ -687,6 +704,17 @@ func TestModel(t *testing.T) {
 				if !testing.Short() && mt.expired == 0 {
 					t.Fatalf("seed %d: no flush or compaction dropped an expired entry", seed)
 				}
+				if strings.HasPrefix(name, "shared-") {
+					// The last DB of the run (closed) shared files, and
+					// with the tiny cache read them from the store.
+					tables, vlogs := mt.db.vs.Current().NumShared()
+					if tables+vlogs == 0 {
+						t.Fatalf("seed %d: nothing shared", seed)
+					}
+					if name == "shared-tiny-cache" && mt.db.shared.files.Stats().Gets == 0 {
+						t.Fatalf("seed %d: no read went to the store", seed)
+					}
+				}
 				switch li := mt.db.Metrics().LearnedIndex; {
 				case name == "learned-every-table" && li.Hits == 0:
 					t.Fatalf("seed %d: no point read went through a model: %s", seed, li)
@@ -697,3 +725,9 @@ func TestModel(t *testing.T) {
 		})
 	}
 }
+
+// modelSharedStore in a configuration's Options asks runModel for a
+// shared store of the model's own (see runModel).
+var modelSharedStore checkpoint.Store = sentinelStore{}
+
+type sentinelStore struct{ checkpoint.Store }

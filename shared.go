@@ -138,10 +138,6 @@ func (d *DB) openShared(names []string) error {
 
 // openFile opens a table or value log of the manifest for reading: a
 // shared one through package remote, a local one from the directory.
-//
-// A local file may be shared between the check and the open, and its
-// local copy evicted at once (a cache smaller than the file): the open
-// then fails, and the file, shared by then, is read through the store.
 func (d *DB) openFile(t base.FileType, num base.FileNum) (vfs.File, error) {
 	s := d.shared
 	if s != nil {
@@ -157,7 +153,10 @@ func (d *DB) openFile(t base.FileType, num base.FileNum) (vfs.File, error) {
 		what = "value log"
 	}
 	f, err := filecache.OpenLive(d.fs, d.dirname, base.MakeFilename(t, num), what)
-	if err != nil && s != nil {
+	if err != nil && s != nil && errors.Is(err, base.ErrCorruption) {
+		// Shared since the check above, and its local copy evicted: the
+		// share loop records a file as shared, and only then may the cache
+		// drop its local copy.
 		if _, ok := s.files.Shared(t, num); ok {
 			return s.files.Open(t, num)
 		}
@@ -282,19 +281,20 @@ func (d *DB) shareLoop() {
 	}
 }
 
-// reconcileShared drops the instance's reference markers on objects the
-// current version does not name: what a crash between a marker and the
-// manifest edit naming its object (or an abandoned upload) left.
+// reconcileShared drops the instance's reference markers on objects no
+// version it may still read names: what a crash between a marker and the
+// manifest edit naming its object (or an abandoned upload) left. The
+// objects in use are those Files tracks, not the current version's alone:
+// an iterator or snapshot may hold an older version whose files garbage
+// collection has dropped since (Files releases them when no version
+// holds them). It runs in the share loop, so no upload is in flight.
 func (d *DB) reconcileShared() error {
 	s := d.shared
 	marked, err := remote.Marked(s.ctx, s.files.Store())
 	if err != nil {
 		return err
 	}
-	d.mu.Lock()
-	inUse := make(map[string]bool)
-	d.vs.Current().SharedFiles(func(sf manifest.SharedFile) { inUse[sf.Ref.Object] = true })
-	d.mu.Unlock()
+	inUse := s.files.Objects()
 	holder := remote.InstanceHolder(s.files.Instance())
 	for object, holders := range marked {
 		if inUse[object] || !slices.Contains(holders, holder) {
@@ -395,7 +395,8 @@ func (d *DB) shareCandidates() (failed bool) {
 }
 
 // shareFile uploads one local file and records it as shared. A file the
-// tree dropped meanwhile has its new object released at once.
+// tree dropped meanwhile (the edit then finds it gone, and writes
+// nothing) has its new object released at once.
 func (d *DB) shareFile(k sharedKey, size uint64) error {
 	s := d.shared
 	ref, err := s.files.Share(s.ctx, k.t, k.num, int64(size))
@@ -403,25 +404,18 @@ func (d *DB) shareFile(k sharedKey, size uint64) error {
 		return err
 	}
 	d.mu.Lock()
-	v := d.vs.Current()
-	held := false
-	if k.t == base.FileTypeVlog {
-		held = v.Vlogs[k.num] != nil
-	} else {
-		v.Files(func(_ int, f *manifest.FileMetadata) { held = held || f.FileNum == k.num })
-	}
-	if !held {
-		d.mu.Unlock()
-		_, err := remote.DropRef(s.ctx, s.files.Store(), ref.Object, remote.InstanceHolder(s.files.Instance()))
-		return err
-	}
 	ve := &manifest.VersionEdit{SharedFiles: []manifest.SharedFile{{Vlog: k.t == base.FileTypeVlog, FileNum: k.num, Ref: ref}}}
 	err = d.vs.LogAndApply(ve)
-	if err == nil {
+	switch {
+	case err == nil:
 		// Under d.mu, so that the file's obsolescence (a later version)
 		// cannot be seen before it is tracked.
 		s.files.Track(k.t, k.num, ref, int64(size), true)
-	} else {
+	case errors.Is(err, manifest.ErrSharedFileGone):
+		d.mu.Unlock()
+		_, err := remote.DropRef(s.ctx, s.files.Store(), ref.Object, remote.InstanceHolder(s.files.Instance()))
+		return err
+	default:
 		d.setBackgroundErrorLocked(fmt.Errorf("strata: record shared file: %w", err))
 	}
 	d.mu.Unlock()

@@ -1,10 +1,14 @@
 package strata
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/strata-db/strata/checkpoint"
@@ -515,4 +519,140 @@ func TestReadWhileSharing(t *testing.T) {
 		require.Equal(t, sharedValue(i, 0), v, "key %d", i)
 	}
 	require.True(t, fired, "no value log was opened locally")
+}
+
+// faultStore fails requests of a store on a schedule: Gets fail with an
+// error, a deadline, or a body cut short; everything else passes.
+type faultStore struct {
+	checkpoint.Store
+	mu    sync.Mutex
+	rng   *rand.Rand
+	on    bool
+	fails int
+}
+
+func (s *faultStore) Get(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	s.mu.Lock()
+	kind := -1
+	if s.on && strings.HasPrefix(name, "shared/") && s.rng.IntN(3) > 0 {
+		kind = s.rng.IntN(3)
+		s.fails++
+	}
+	s.mu.Unlock()
+	switch kind {
+	case 0:
+		return nil, errors.New("injected: connection reset")
+	case 1:
+		return nil, fmt.Errorf("injected: %w", context.DeadlineExceeded)
+	}
+	rc, err := s.Store.Get(ctx, name, off, length)
+	if err != nil || kind != 2 {
+		return rc, err
+	}
+	b, err := io.ReadAll(rc)
+	rc.Close()
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(b[:len(b)/2])), nil // the body ends early
+}
+
+func (s *faultStore) set(on bool) {
+	s.mu.Lock()
+	s.on = on
+	s.mu.Unlock()
+}
+
+// TestSharedStoreFaults: reads of shared files through a store whose
+// GETs fail, time out or return short bodies give the right value or an
+// error, never a wrong value, and once the store answers again every
+// read is right (a failed fetch leaves nothing in the cache). A shared
+// object damaged in the store gives ErrCorruption for what it holds,
+// never a wrong value.
+func TestSharedStoreFaults(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1) // every read of a shared file goes to the store
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	const n = 1500
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
+	for i := range n {
+		require.NoError(t, db.Set(key(i), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	db.waitSharedIdle()
+	require.NoError(t, db.Close())
+
+	fstore := &faultStore{Store: opts.SharedStore, rng: rand.New(rand.NewPCG(1, 2))}
+	o := *opts
+	o.SharedStore = fstore
+	db, err = Open("db", &o)
+	require.NoError(t, err)
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	readAllKeys := func(what string) (errs int) {
+		t.Helper()
+		for range 600 {
+			i := rng.IntN(n)
+			v, err := db.Get(key(i))
+			if err != nil {
+				errs++
+				continue
+			}
+			require.Equal(t, sharedValue(i, 0), v, "%s: key %d", what, i)
+		}
+		it, err := db.NewIter(nil)
+		require.NoError(t, err)
+		for ok := it.First(); ok; ok = it.Next() {
+			var i int
+			_, err := fmt.Sscanf(string(it.Key()), "k%05d", &i)
+			require.NoError(t, err)
+			require.Equal(t, sharedValue(i, 0), it.Value(), "%s: scan at %s", what, it.Key())
+		}
+		if it.Close() != nil {
+			errs++
+		}
+		return errs
+	}
+	fstore.set(true)
+	errs := readAllKeys("faults")
+	require.Positive(t, errs, "no read failed")
+	require.Positive(t, fstore.fails)
+	fstore.set(false)
+	require.Zero(t, readAllKeys("after the faults"), "reads failed once the store answered again")
+
+	// Damage one shared object in the store: what it holds reads as
+	// corruption, the rest as before.
+	require.NoError(t, db.Close())
+	objs, err := opts.SharedStore.List(t.Context(), "shared/")
+	require.NoError(t, err)
+	var target string
+	for _, ob := range objs {
+		if strings.HasSuffix(ob.Name, ".sst") {
+			target = ob.Name
+			break
+		}
+	}
+	require.NotEmpty(t, target)
+	path := "store/" + target
+	data := []byte(readFile(t, fs, path))
+	data[len(data)/3] ^= 0x40
+	f, err := fs.Create(path)
+	require.NoError(t, err)
+	_, err = f.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, f.Close())
+	db, err = Open("db", opts)
+	require.NoError(t, err)
+	corrupt := 0
+	for i := range n {
+		v, err := db.Get(key(i))
+		if err != nil {
+			require.ErrorIs(t, err, ErrCorruption, "key %d", i)
+			corrupt++
+			continue
+		}
+		require.Equal(t, sharedValue(i, 0), v, "key %d", i)
+	}
+	require.Positive(t, corrupt, "the damage went unnoticed")
 }

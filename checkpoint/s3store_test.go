@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/checkpoint"
@@ -84,6 +85,48 @@ func TestS3Store(t *testing.T) {
 		copied, err = s.Compose(ctx, "sent", []checkpoint.Part{{R: strings.NewReader("head"), Length: 4}, {Object: "src", Length: 6 * mib}})
 		require.NoError(t, err)
 		require.Equal(t, int64(0), copied)
+	})
+	t.Run("SharedFiles", func(t *testing.T) {
+		// A database whose lower levels live in S3: shared files read with
+		// ranged GETs, a checkpoint by reference, another instance opened
+		// from it without downloading, and the objects released once
+		// neither instance nor a retained checkpoint holds them.
+		ctx := context.Background()
+		fs, root := vfs.Default, t.TempDir()
+		store := newS3Store(t, endpoint, "shared", "job-2")
+		opts := smallOptions(fs)
+		opts.SharedStore, opts.SharedFromLevel, opts.SharedCacheSize = store, 1, 1
+		db, err := strata.Open(filepath.Join(root, "a"), opts)
+		require.NoError(t, err)
+		defer db.Close()
+		for i := range 600 {
+			require.NoError(t, db.Set([]byte(fmt.Sprintf("key%05d", i)), []byte(bigValue(i, 0)), strata.NoSync))
+		}
+		require.NoError(t, db.Compact(nil, nil))
+		require.Eventually(t, func() bool { m := db.Metrics().Shared; return m.Pending == 0 && m.Tables > 0 },
+			time.Minute, 10*time.Millisecond, "the lower levels were not shared")
+		want := scanAll(t, db)
+		require.Positive(t, db.Metrics().Shared.Gets, "reads did not go to the store")
+		u, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 1})
+		require.NoError(t, err)
+		st, err := db.CheckpointToStore(ctx, u)
+		require.NoError(t, err)
+		require.Less(t, st.UploadedBytes, st.Bytes/2, "shared files were uploaded again")
+
+		other, err := strata.OpenFromStore(ctx, store, st.ID, filepath.Join(root, "b"), &strata.Options{FS: fs, SharedCacheSize: 1})
+		require.NoError(t, err)
+		defer other.Close()
+		require.Equal(t, want, scanAll(t, other))
+
+		// The first instance moves on and its checkpoint is replaced: the
+		// second still reads everything.
+		for i := range 600 {
+			require.NoError(t, db.Set([]byte(fmt.Sprintf("key%05d", i)), []byte(bigValue(i, 1)), strata.NoSync))
+		}
+		require.NoError(t, db.Compact(nil, nil))
+		_, err = db.CheckpointToStore(ctx, u)
+		require.NoError(t, err)
+		require.Equal(t, want, scanAll(t, other))
 	})
 	t.Run("CheckpointRestore", func(t *testing.T) {
 		// Incremental checkpoints into S3, a full and a key-range restore.

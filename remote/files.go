@@ -243,6 +243,19 @@ func (f *Files) Shared(t base.FileType, num base.FileNum) (manifest.SharedRef, b
 	return s.ref, true
 }
 
+// Objects returns the objects of the shared files Files tracks: every
+// shared file of a version the database may still read (a file is
+// tracked from the version that shares it until Release).
+func (f *Files) Objects() map[string]bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]bool, len(f.files))
+	for _, s := range f.files {
+		out[s.ref.Object] = true
+	}
+	return out
+}
+
 // HasLocal reports whether a whole local copy of the shared file t/num is
 // in the directory.
 func (f *Files) HasLocal(t base.FileType, num base.FileNum) bool {

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/strata-db/strata/internal/base"
@@ -22,6 +23,11 @@ func (r SharedRef) String() string {
 	}
 	return fmt.Sprintf("%s@%d", r.Object, r.Offset)
 }
+
+// ErrSharedFileGone is matched by the error of an edit that shares a file
+// the version no longer holds (compacted or collected away while it was
+// being uploaded): nothing was written, and the edit is moot.
+var ErrSharedFileGone = errors.New("the file is no longer in the tree")
 
 // SharedFile records that a table (Vlog false) or value log of the version
 // is shared: its primary copy is the object range Ref, and a local copy is

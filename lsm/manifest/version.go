@@ -345,10 +345,10 @@ func Apply(baseV *Version, edits ...*VersionEdit) (*Version, error) {
 		for _, sf := range ve.SharedFiles {
 			if sf.Vlog {
 				if vlogs[sf.FileNum] == nil {
-					return nil, fmt.Errorf("version edit shares value log %s, which the version does not hold", sf.FileNum)
+					return nil, fmt.Errorf("version edit shares value log %s, which the version does not hold: %w", sf.FileNum, ErrSharedFileGone)
 				}
 			} else if _, ok := where[sf.FileNum]; !ok {
-				return nil, fmt.Errorf("version edit shares table %s, which the version does not hold", sf.FileNum)
+				return nil, fmt.Errorf("version edit shares table %s, which the version does not hold: %w", sf.FileNum, ErrSharedFileGone)
 			}
 			if sf.Ref.Object == "" {
 				return nil, fmt.Errorf("version edit shares file %s without an object", sf.FileNum)
