@@ -11,6 +11,7 @@ import (
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/remote"
 )
 
 // LevelMetrics describe one level of the tree.
@@ -181,6 +182,16 @@ type Metrics struct {
 	// LearnedIndex describes the learned indexes of the open tables and
 	// the point lookups they served.
 	LearnedIndex LearnedIndexMetrics
+
+	// Shared describes the shared files (Options.SharedStore); zero
+	// without a store. Its counts (remote.Stats) run since Open: the
+	// ranged GETs of parts and whole files, and the cache's hits, misses
+	// and evictions. Warming is set while the warm-up
+	// (Options.SharedWarmup) still downloads files.
+	Shared struct {
+		remote.Stats
+		Warming bool
+	}
 }
 
 // ValueLogMetrics is one value log's line of the garbage ledger.
@@ -309,6 +320,16 @@ func (d *DB) Metrics() *Metrics {
 	m.LearnedIndex = d.tableCache.learnedMetrics()
 	m.ValueLogs.Open = d.vlogs.Open()
 	m.VisibleSeq = d.visibleSeq.Load()
+	if s := d.shared; s != nil {
+		m.Shared.Stats = s.files.Stats()
+		if s.warmDone != nil {
+			select {
+			case <-s.warmDone:
+			default:
+				m.Shared.Warming = true
+			}
+		}
+	}
 	return m
 }
 
@@ -405,6 +426,18 @@ func (m *Metrics) String() string {
 	}
 	fmt.Fprintf(&b, "learned index: %s\n", m.LearnedIndex)
 	fmt.Fprintf(&b, "tables open: %d, snapshots: %d, visible seq: %d\n", m.TablesOpen, m.Snapshots, m.VisibleSeq)
+	if sh := m.Shared; sh.Files > 0 {
+		warming, bound := "", "no bound"
+		if sh.Warming {
+			warming = ", warming up"
+		}
+		if sh.CacheSize >= 0 {
+			bound = humanBytes(uint64(sh.CacheSize))
+		}
+		fmt.Fprintf(&b, "shared files: %d, cached %s of %s, %d GETs (%s), part hits %d, misses %d, evicted %d (%s)%s\n",
+			sh.Files, humanBytes(uint64(sh.CachedBytes)), bound, sh.Gets, humanBytes(uint64(sh.GetBytes)),
+			sh.PartHits, sh.PartMisses, sh.Evicted, humanBytes(uint64(sh.EvictedBytes)), warming)
+	}
 	m.latencyTable(&b)
 	if m.BackgroundE != "" {
 		fmt.Fprintf(&b, "background error: %s\n", m.BackgroundE)

@@ -252,3 +252,67 @@ func TestSharedCheckpointsByReference(t *testing.T) {
 		require.True(t, found, "a marker holds %s, which is gone", object)
 	}
 }
+
+// TestSharedMetrics: Metrics.Shared counts the shared files, the GETs of
+// reads through the store and the cache; it says the warm-up is running
+// until it has downloaded every file, and String prints it. Without a
+// store it is zero and not printed.
+func TestSharedMetrics(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<30)
+	a, err := Open("a", opts)
+	require.NoError(t, err)
+	for i := range 1500 {
+		require.NoError(t, a.Set([]byte(fmt.Sprintf("k%05d", i)), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	a.waitSharedIdle()
+	m := a.Metrics()
+	require.Positive(t, m.Shared.Files)
+	require.False(t, m.Shared.Warming)
+	require.Contains(t, m.String(), "shared files: ")
+	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+
+	open := func(dir string, warmup int64) *DB {
+		db, err := OpenFromStore(ctx, opts.SharedStore, st.ID, dir, &Options{FS: fs, SharedCacheSize: 1 << 30, SharedWarmup: warmup})
+		require.NoError(t, err)
+		return db
+	}
+	b := open("b", 0)
+	m = b.Metrics()
+	require.Equal(t, st.Files, m.Shared.Files)
+	require.Zero(t, m.Shared.Gets, "Open fetched parts")
+	require.Zero(t, m.Shared.CachedBytes)
+	_, err = b.Get([]byte("k00001"))
+	require.NoError(t, err)
+	m = b.Metrics()
+	require.Positive(t, m.Shared.Gets)
+	require.Positive(t, m.Shared.PartMisses)
+	require.Positive(t, m.Shared.CachedBytes)
+	require.False(t, m.Shared.Warming)
+	require.NoError(t, b.Close())
+
+	// At a byte a second the warm-up is still at its first file.
+	e := open("e", 1)
+	require.True(t, e.Metrics().Shared.Warming)
+	require.Contains(t, e.Metrics().String(), "warming up")
+	require.NoError(t, e.Close())
+
+	c := open("c", 1<<40)
+	<-c.shared.warmDone
+	m = c.Metrics()
+	require.False(t, m.Shared.Warming)
+	require.Equal(t, st.Bytes, m.Shared.CachedBytes, "the warm-up left files to download")
+	require.NoError(t, c.Close())
+
+	d, err := Open("local", &Options{FS: fs})
+	require.NoError(t, err)
+	require.Zero(t, d.Metrics().Shared)
+	require.NotContains(t, d.Metrics().String(), "shared files")
+	require.NoError(t, d.Close())
+}
