@@ -145,6 +145,11 @@ func matchShared(r *registry, files []*localFile) (added []string) {
 		o.Pieces = slices.Insert(o.Pieces, i, regPiece{File: f.name, Size: f.size, Offset: ref.Offset, Refs: 1})
 		o.Size = max(o.Size, ref.Offset+f.size)
 		f.ref, f.stored, f.external = ref, true, true
+		// The piece's checksum is unknown, and so is the file's for
+		// this checkpoint, even if the uploader knows it from an
+		// earlier upload of the file, made before the database shared
+		// it: the manifest must say what the registry says.
+		f.checksum, f.sumKnown = 0, false
 	}
 	return added
 }
