@@ -55,13 +55,17 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 			}
 		}
 	}()
+	var objects []string
 	for _, f := range m.Files {
-		if !slices.Contains(marked, f.Object) {
-			if err := remote.AddRef(ctx, s, f.Object, holder); err != nil {
-				return err
-			}
-			marked = append(marked, f.Object)
+		if !slices.Contains(objects, f.Object) {
+			objects = append(objects, f.Object)
 		}
+	}
+	// In parallel: one round trip each would make Open wait for as many
+	// as the checkpoint has objects.
+	marked, err = remote.AddRefs(ctx, s, objects, holder)
+	if err != nil {
+		return err
 	}
 	// The registry held the objects before the marks; if it still
 	// retains the checkpoint with its files in the same places, the
