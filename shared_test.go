@@ -316,3 +316,49 @@ func TestSharedMetrics(t *testing.T) {
 	require.NotContains(t, d.Metrics().String(), "shared files")
 	require.NoError(t, d.Close())
 }
+
+// TestSharedWarmupReopens: readers opened before the warm-up downloaded
+// their files read the local copies afterwards, not the store (whose
+// parts of the files the warm-up dropped): a second pass over every key,
+// after the warm-up, makes no GET.
+func TestSharedWarmupReopens(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<30)
+	a, err := Open("a", opts)
+	require.NoError(t, err)
+	const n = 1500
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
+	for i := range n {
+		require.NoError(t, a.Set(key(i), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	a.waitSharedIdle()
+	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+
+	// No block cache: every read reaches the files.
+	b, err := OpenFromStore(ctx, opts.SharedStore, st.ID, "b", &Options{FS: fs, SharedCacheSize: 1 << 30, CacheSize: -1})
+	require.NoError(t, err)
+	readAllKeys := func() {
+		t.Helper()
+		for i := range n {
+			v, err := b.Get(key(i))
+			require.NoError(t, err, "key %d", i)
+			require.Equal(t, sharedValue(i, 0), v, "key %d", i)
+		}
+	}
+	readAllKeys() // opens every file through the store
+	require.Positive(t, b.Metrics().TablesOpen)
+	require.Positive(t, b.Metrics().ValueLogs.Open)
+	b.opts.SharedWarmup = 1 << 40
+	b.warmLoop()
+	m := b.Metrics()
+	require.Equal(t, st.Bytes, m.Shared.CachedBytes, "the warm-up left files to download")
+	readAllKeys()
+	require.Equal(t, m.Shared.Gets, b.Metrics().Shared.Gets, "reads after the warm-up went to the store")
+	require.NoError(t, b.Close())
+}
