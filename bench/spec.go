@@ -194,6 +194,11 @@ type Spec struct {
 	// and compares each read phase with the local copy
 	// (--open_repeats; default 3).
 	OpenRepeats int `json:"open_repeats,omitempty"`
+	// OpenSkipLocal leaves out of that step the local copies of the state
+	// and the reads compared with them (--open_skip_local): at the
+	// step's peak the disk holds the store, a full local copy and a full
+	// warm one, which a large state may not fit.
+	OpenSkipLocal bool `json:"open_skip_local,omitempty"`
 	// Seed makes key order and values repeatable.
 	Seed uint64 `json:"seed"`
 	// Dir holds one subdirectory per engine; empty means a temporary

@@ -164,6 +164,26 @@ func TestStateBackendShared(t *testing.T) {
 	require.Equal(t, ReadsZipfSmall, so.Reads[1].Name)
 	require.Equal(t, stateZipfReaders, so.Reads[1].Readers)
 	require.Less(t, so.Reads[1].CacheSize, so.StateBytes)
+	require.Equal(t, int64(-1), so.WarmCache, "warm against a local copy is the whole state")
+
+	// Without the local copies: the opens and the store's reads alone.
+	spec.OpenSkipLocal = true
+	spec.OpenRepeats = 1
+	rep, err = Run(context.Background(), spec, nil)
+	require.NoError(t, err)
+	require.False(t, rep.Results[0].Skipped, rep.Results[0].Note)
+	so = rep.Results[0].StateBackend.Open
+	require.True(t, so.SkipLocal)
+	require.Equal(t, spec.Config.SharedCache, so.WarmCache)
+	require.Len(t, so.Opens, 2*stateOldInstances)
+	var curves []string
+	for _, c := range so.Curves {
+		curves = append(curves, c.Name)
+	}
+	require.Equal(t, []string{CurveCold + " 1", CurveWarmup, CurveZipfShared}, curves)
+	require.Len(t, so.Reads, 1)
+	require.Empty(t, so.Reads[0].Local)
+	require.Len(t, so.Reads[0].Shared, 1)
 }
 
 // TestStateBackendKeys: every key goes to the old instance that owns its

@@ -20,10 +20,11 @@ import (
 // restarts from the latest checkpoints without downloading them
 // (strata.OpenFromStore), and reads.
 //
-//   - Local copies: every instance's latest checkpoint restored in full
-//     (checkpoint.Restore, untimed: the restore step timed it) and
-//     opened from its local files, the baseline of the reads; readrandom
-//     on them for Spec.OpenReadTime is the curve "local files".
+//   - Local copies (unless Spec.OpenSkipLocal): every instance's latest
+//     checkpoint restored in full (checkpoint.Restore, untimed: the
+//     restore step timed it) and opened from its local files, the
+//     baseline of the reads; readrandom on them for Spec.OpenReadTime is
+//     the curve "local files".
 //   - Cold opens, Spec.OpenRepeats rounds: every instance opened from
 //     its store into a new directory (an empty cache of
 //     Config.SharedCache bytes), one after the other, each timed to
@@ -31,10 +32,10 @@ import (
 //     holds), with the requests it made of its store until then; then
 //     readrandom over the instances for Spec.OpenReadTime, its
 //     throughput every second (the curve "cold <round>").
-//   - A warm open: the same with Options.SharedWarmup = Spec.SharedWarmup,
-//     the curve "warm-up"; then, once the warm-up has ended (untimed),
-//     Spec.OpenRepeats rounds of readrandom on the local copies and on the
-//     warm instances in turn.
+//   - A warm open: the same with Options.SharedWarmup = Spec.SharedWarmup
+//     and, with local copies, no bound on the cache, the curve "warm-up";
+//     then, once the warm-up has ended (untimed), Spec.OpenRepeats rounds
+//     of readrandom on the local copies and on the warm instances in turn.
 //   - Zipfian reads with a small cache: the instances opened again, each
 //     with a cache of a tenth of its state, and Spec.OpenRepeats rounds
 //     of zipfian reads (Spec.ZipfTheta, stateZipfReaders readers) on the
@@ -63,10 +64,17 @@ type StateOpen struct {
 	// latest checkpoints, summed over the instances.
 	StateBytes int64 `json:"state_bytes"`
 	// CacheSize is the cache (Options.SharedCacheSize) of each instance
-	// in the cold and warm opens; Warmup the warm open's
-	// Options.SharedWarmup, in bytes per second.
+	// in the cold opens; Warmup and WarmCache the warm open's
+	// Options.SharedWarmup, in bytes per second, and its cache: no bound
+	// (-1) when its reads are compared with the local copies (warm is the
+	// whole state local, as the copies have it), else CacheSize.
 	CacheSize int64 `json:"cache_size"`
 	Warmup    int64 `json:"warmup"`
+	WarmCache int64 `json:"warm_cache"`
+	// SkipLocal says there were no local copies (Spec.OpenSkipLocal): no
+	// curve "local files", no readrandom compared, and the zipfian reads
+	// of the store alone.
+	SkipLocal bool `json:"skip_local,omitempty"`
 	// ReadTime is how long each read phase ran; Readers the readers of
 	// readrandom.
 	ReadTime time.Duration `json:"read_time_ns"`
@@ -156,30 +164,36 @@ func (r *stateRun) closeAll(dbs *stateDBs, dirs []string) error {
 // stores, whose tables and value logs are stateBytes bytes each.
 func (r *stateRun) openFromStore(ss *stateStores, ids [stateOldInstances]uint64, stateBytes [stateOldInstances]int64) (_ *StateOpen, err error) {
 	spec := r.spec
-	so := &StateOpen{CacheSize: spec.Config.SharedCache, Warmup: spec.SharedWarmup, ReadTime: spec.OpenReadTime, Readers: spec.Threads}
+	so := &StateOpen{CacheSize: spec.Config.SharedCache, Warmup: spec.SharedWarmup, WarmCache: spec.Config.SharedCache,
+		ReadTime: spec.OpenReadTime, Readers: spec.Threads, SkipLocal: spec.OpenSkipLocal}
 	for _, b := range stateBytes {
 		so.StateBytes += b
 	}
 
 	// The local copies.
-	var local stateDBs
-	var localDirs []string
-	defer func() { err = errors.Join(err, r.closeAll(&local, localDirs)) }()
-	for i := range local {
-		dir := filepath.Join(r.dir, fmt.Sprintf("local-%d", i))
-		localDirs = append(localDirs, dir)
-		if err := checkpoint.Restore(r.ctx, ss.stores[i], ids[i], vfs.Default, dir, nil); err != nil {
+	var local *stateDBs
+	if !spec.OpenSkipLocal {
+		// Warm means the whole state local, as the copies have it.
+		so.WarmCache = -1
+		local = new(stateDBs)
+		var localDirs []string
+		defer func() { err = errors.Join(err, r.closeAll(local, localDirs)) }()
+		for i := range local {
+			dir := filepath.Join(r.dir, fmt.Sprintf("local-%d", i))
+			localDirs = append(localDirs, dir)
+			if err := checkpoint.Restore(r.ctx, ss.stores[i], ids[i], vfs.Default, dir, nil); err != nil {
+				return so, err
+			}
+			if local[i], err = r.open(dir); err != nil {
+				return so, err
+			}
+		}
+		c, err := r.readFor(local, CurveLocal, spec.Threads, false, 1)
+		if err != nil {
 			return so, err
 		}
-		if local[i], err = r.open(dir); err != nil {
-			return so, err
-		}
+		so.Curves = append(so.Curves, c)
 	}
-	c, err := r.readFor(&local, CurveLocal, spec.Threads, false, 1)
-	if err != nil {
-		return so, err
-	}
-	so.Curves = append(so.Curves, c)
 
 	// Cold opens.
 	for round := 1; round <= spec.OpenRepeats; round++ {
@@ -199,7 +213,7 @@ func (r *stateRun) openFromStore(ss *stateStores, ids [stateOldInstances]uint64,
 	}
 
 	// The warm open, and readrandom against the local copies once warm.
-	if err := r.warmReads(so, ss, ids, &local); err != nil {
+	if err := r.warmReads(so, ss, ids, local); err != nil {
 		return so, err
 	}
 
@@ -226,29 +240,34 @@ func (r *stateRun) openFromStore(ss *stateStores, ids [stateOldInstances]uint64,
 		}
 	}
 	for round := 1; round <= spec.OpenRepeats; round++ {
-		lc, err := r.readFor(&local, CurveZipfLocal, stateZipfReaders, true, uint64(100+round))
-		if err != nil {
-			return so, err
+		if local != nil {
+			lc, err := r.readFor(local, CurveZipfLocal, stateZipfReaders, true, uint64(100+round))
+			if err != nil {
+				return so, err
+			}
+			reads.Local = append(reads.Local, lc.OpsPerSec)
+			if round == 1 {
+				so.Curves = append(so.Curves, lc)
+			}
 		}
 		sc, err := r.readFor(&dbs, CurveZipfShared, stateZipfReaders, true, uint64(200+round))
 		if err != nil {
 			return so, err
 		}
-		reads.Local = append(reads.Local, lc.OpsPerSec)
 		reads.Shared = append(reads.Shared, sc.OpsPerSec)
 		if round == 1 {
-			so.Curves = append(so.Curves, lc, sc)
+			so.Curves = append(so.Curves, sc)
 		}
 	}
 	return so, nil
 }
 
-// warmReads opens every instance with the warm-up, reads while it runs,
-// waits for it to end, and compares readrandom on the warm instances
-// with the local copies.
+// warmReads opens every instance with the warm-up and a cache of
+// so.WarmCache, reads while it runs, waits for it to end, and compares
+// readrandom on the warm instances with the local copies (if any).
 func (r *stateRun) warmReads(so *StateOpen, ss *stateStores, ids [stateOldInstances]uint64, local *stateDBs) (err error) {
 	spec := r.spec
-	dbs, dirs, timings, err := r.openAll(ss, ids, "warm", spec.Config.SharedCache, spec.SharedWarmup, 0)
+	dbs, dirs, timings, err := r.openAll(ss, ids, "warm", so.WarmCache, spec.SharedWarmup, 0)
 	defer func() { err = errors.Join(err, r.closeAll(&dbs, dirs)) }()
 	for i := range timings {
 		timings[i].Warmup = true
@@ -270,7 +289,10 @@ func (r *stateRun) warmReads(so *StateOpen, ss *stateStores, ids [stateOldInstan
 	for _, db := range dbs {
 		so.WarmedBytes += db.Metrics().Shared.CachedBytes
 	}
-	reads := StateReads{Name: ReadsWarm, Readers: spec.Threads, CacheSize: spec.Config.SharedCache}
+	if local == nil {
+		return nil
+	}
+	reads := StateReads{Name: ReadsWarm, Readers: spec.Threads, CacheSize: so.WarmCache}
 	defer func() { so.Reads = append(so.Reads, reads) }()
 	for round := 1; round <= spec.OpenRepeats; round++ {
 		lc, err := r.readFor(local, CurveLocal, spec.Threads, false, uint64(60+round))

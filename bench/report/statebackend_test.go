@@ -131,12 +131,12 @@ func stateSharedReport() *bench.Report {
 		}
 		return c
 	}
-	sb.Open = &bench.StateOpen{StateBytes: 900 << 20, CacheSize: 1 << 30, Warmup: 256 << 20, ReadTime: 3 * time.Second, Readers: 1,
+	sb.Open = &bench.StateOpen{StateBytes: 900 << 20, CacheSize: 1 << 30, Warmup: 256 << 20, WarmCache: -1, ReadTime: 3 * time.Second, Readers: 1,
 		WarmupTime: 4 * time.Second, WarmedBytes: 900 << 20,
 		Curves: []bench.StateCurve{curve(bench.CurveLocal, 30000), curve(bench.CurveCold+" 1", 200), curve(bench.CurveWarmup, 500),
 			curve(bench.CurveZipfLocal, 90000), curve(bench.CurveZipfShared, 60000)},
 		Reads: []bench.StateReads{
-			{Name: bench.ReadsWarm, Readers: 1, CacheSize: 1 << 30, Local: []float64{30000, 31000, 32000}, Shared: []float64{29000, 28000, 33000}},
+			{Name: bench.ReadsWarm, Readers: 1, CacheSize: -1, Local: []float64{30000, 31000, 32000}, Shared: []float64{29000, 28000, 33000}},
 			{Name: bench.ReadsZipfSmall, Readers: 16, CacheSize: 45 << 20, Local: []float64{90000, 95000}, Shared: []float64{60000, 50000}},
 		}}
 	for i := range 2 {
@@ -166,7 +166,8 @@ func TestWriteStateShared(t *testing.T) {
 	lineWith(t, table, "full restore, then Open", "750 ms")
 	lineWith(t, table, "instance 0, cold 1: GET registry 1, PUT refs/ 1, GET shared/ 1")
 	lineWith(t, table, bench.CurveCold+" 1", "200", "12", "200 400 600")
-	lineWith(t, table, bench.ReadsWarm, "median", "31,000", "29,000", "0.97x")
+	lineWith(t, table, bench.ReadsWarm, "no bound", "median", "31,000", "29,000", "0.97x")
+	lineWith(t, table, "a warm-up of 256 MiB/s and no bound on the cache")
 	lineWith(t, table, bench.ReadsZipfSmall, "16", "45", "2", "95,000", "50,000", "0.53x")
 	lineWith(t, table, bench.ReadsZipfSmall, "median", "0.60x")
 	lineWith(t, table, "zipfian reads (readers: 16)")
@@ -181,6 +182,19 @@ func TestWriteStateShared(t *testing.T) {
 	if d := os.Getenv("STRATA_REPORT_EXAMPLE"); d != "" {
 		writeExample(t, d, "statebackend-shared.html", r)
 	}
+
+	// Without local copies: the store's figures alone.
+	so := r.Results[0].StateBackend.Open
+	so.SkipLocal, so.WarmCache = true, 1<<30
+	so.Reads = []bench.StateReads{{Name: bench.ReadsZipfSmall, Readers: 16, CacheSize: 45 << 20, Shared: []float64{60000, 50000}}}
+	buf.Reset()
+	require.NoError(t, WriteTable(&buf, r))
+	table = buf.String()
+	lineWith(t, table, "a warm-up of 256 MiB/s and a cache of 1 GiB")
+	assert.Contains(t, strings.Join(strings.Fields(table), " "), "No local copy of the state (--open_skip_local): nothing compared with one.")
+	lineWith(t, table, bench.ReadsZipfSmall, "16", "45", "2", "-", "50,000", "-")
+	lineWith(t, table, bench.ReadsZipfSmall, "median", "-", "55,000", "-")
+	checkHTML(t, r, 1)
 
 	// Without shared mode, none of it.
 	buf.Reset()

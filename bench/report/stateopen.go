@@ -102,13 +102,24 @@ func stateSharedLead(sb *bench.StateBackendResult) string {
 	if so == nil {
 		return lead
 	}
-	return lead + fmt.Sprintf("Then every instance's latest checkpoint (%s MiB in all) was opened from its store without downloading it "+
+	lead += fmt.Sprintf("Then every instance's latest checkpoint (%s MiB in all) was opened from its store without downloading it "+
 		"(OpenFromStore into an empty directory, a cache of %s), in %d cold rounds, each timed to Open's return and to its first Get; "+
-		"after each round, readrandom (readers: %d) for %s over the instances. Once more with a warm-up of %s MiB/s, and once it ended "+
+		"after each round, readrandom (readers: %d) for %s over the instances. ",
+		fmtMiB(so.StateBytes), fmtSize(so.CacheSize), countRounds(so), so.Readers, so.ReadTime)
+	warmCache := "no bound on the cache"
+	if so.WarmCache >= 0 {
+		warmCache = "a cache of " + fmtSize(so.WarmCache)
+	}
+	if so.SkipLocal {
+		return lead + fmt.Sprintf("Once more with a warm-up of %s MiB/s and %s (it ended after %s, %s MiB cached); "+
+			"then zipfian reads (readers: %d) with each instance's cache a tenth of its state. No local copy of the state "+
+			"(--open_skip_local): nothing compared with one.",
+			fmtMiB(so.Warmup), warmCache, fmtElapsed(so.WarmupTime), fmtMiB(so.WarmedBytes), zipfReaders(so))
+	}
+	return lead + fmt.Sprintf("Once more with a warm-up of %s MiB/s and %s, and once it ended "+
 		"(%s, %s MiB cached), readrandom against a local copy of the same state (restored in full and opened from local files), "+
 		"round by round; then zipfian reads (readers: %d) with each instance's cache a tenth of its state, against the local copy.",
-		fmtMiB(so.StateBytes), fmtSize(so.CacheSize), countRounds(so), so.Readers, so.ReadTime, fmtMiB(so.Warmup),
-		fmtElapsed(so.WarmupTime), fmtMiB(so.WarmedBytes), zipfReaders(so))
+		fmtMiB(so.Warmup), warmCache, fmtElapsed(so.WarmupTime), fmtMiB(so.WarmedBytes), zipfReaders(so))
 }
 
 func countRounds(so *bench.StateOpen) int {
@@ -168,18 +179,25 @@ func stateReadRows(so *bench.StateOpen) [][]string {
 	var rows [][]string
 	for _, r := range so.Reads {
 		var ratios []float64
-		for i := range min(len(r.Local), len(r.Shared)) {
-			ratio := 0.0
-			if r.Local[i] > 0 {
-				ratio = r.Shared[i] / r.Local[i]
-			}
-			ratios = append(ratios, ratio)
-			rows = append(rows, []string{r.Name, strconv.Itoa(r.Readers), fmtMiB(r.CacheSize), strconv.Itoa(i + 1),
-				fmtRate(r.Local[i]), fmtRate(r.Shared[i]), fmtRatio(ratio)})
+		cache := "no bound"
+		if r.CacheSize >= 0 {
+			cache = fmtMiB(r.CacheSize)
 		}
-		if len(ratios) > 1 {
-			rows = append(rows, []string{r.Name, strconv.Itoa(r.Readers), fmtMiB(r.CacheSize), "median",
-				fmtRate(median(r.Local)), fmtRate(median(r.Shared)), fmtRatio(median(ratios))})
+		for i := range r.Shared {
+			local, ratio := "-", "-"
+			if i < len(r.Local) && r.Local[i] > 0 {
+				q := r.Shared[i] / r.Local[i]
+				ratios = append(ratios, q)
+				local, ratio = fmtRate(r.Local[i]), fmtRatio(q)
+			}
+			rows = append(rows, []string{r.Name, strconv.Itoa(r.Readers), cache, strconv.Itoa(i + 1), local, fmtRate(r.Shared[i]), ratio})
+		}
+		if len(r.Shared) > 1 {
+			local, ratio := "-", "-"
+			if len(ratios) > 0 {
+				local, ratio = fmtRate(median(r.Local)), fmtRatio(median(ratios))
+			}
+			rows = append(rows, []string{r.Name, strconv.Itoa(r.Readers), cache, "median", local, fmtRate(median(r.Shared)), ratio})
 		}
 	}
 	return rows

@@ -87,6 +87,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		shWarmup = fs.Int64("shared_warmup", 0, "bytes per second the statebackend workload's warm open from the store downloads in the background (default 256 MiB/s; with --shared_cache)")
 		openTime = fs.Duration("open_read_time", 0, "how long each read phase after the statebackend workload's opens from the store runs (default 10s; with --shared_cache)")
 		openReps = fs.Int("open_repeats", 0, "cold opens from the store of the statebackend workload, and rounds of each read comparison with a local copy (default 3; with --shared_cache)")
+		openSkip = fs.Bool("open_skip_local", false, "leave out the statebackend workload's local copy of the state and the reads compared with it (a copy and a warm copy of the state on disk at once; with --shared_cache)")
 		repeat   = fs.Int("repeat", 1, "run everything this many times, the engines in turn each time, and report each figure's median with its min and max")
 		cpuProf  = fs.String("cpuprofile", "", "write a CPU profile of Strata's benchmarks (its first run) to this file")
 		memProf  = fs.String("memprofile", "", "write a heap profile at the end of Strata's last benchmark to this file")
@@ -122,6 +123,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		SharedWarmup:    *shWarmup,
 		OpenReadTime:    *openTime,
 		OpenRepeats:     *openReps,
+		OpenSkipLocal:   *openSkip,
 		Seed:            *seed,
 		Dir:             *dir,
 		KeepDB:          *keepDB,
