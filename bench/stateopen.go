@@ -34,10 +34,11 @@ import (
 //     throughput every second (the curve "cold <round>").
 //   - A warm open: the same with Options.SharedWarmup = Spec.SharedWarmup
 //     and, with local copies, no bound on the cache, the curve "warm-up";
-//     then, once the warm-up has ended (untimed), Spec.OpenRepeats rounds
-//     of readrandom on the local copies and on the warm instances in turn.
+//     then, once the warm-up has ended and both have no background work
+//     left (untimed), Spec.OpenRepeats rounds of readrandom on the local
+//     copies and on the warm instances in turn.
 //   - Zipfian reads with a small cache: the instances opened again, each
-//     with a cache of a tenth of its state, and Spec.OpenRepeats rounds
+//     with a cache of a tenth of its state, settled, and Spec.OpenRepeats rounds
 //     of zipfian reads (Spec.ZipfTheta, stateZipfReaders readers) on the
 //     local copies and on them in turn.
 //
@@ -123,8 +124,10 @@ type StateCurve struct {
 	OpsPerSec float64       `json:"ops_per_sec"`
 	// Samples are the throughput of each second.
 	Samples []Sample `json:"samples"`
-	// Gets are the store GETs the phase's reads made (Metrics.Shared).
-	Gets int64 `json:"gets"`
+	// Gets are the store GETs the phase's reads made (Metrics.Shared);
+	// Compactions the compactions the databases finished meanwhile.
+	Gets        int64 `json:"gets"`
+	Compactions int64 `json:"compactions"`
 }
 
 // StateReads compares reads of the instances opened from the store with
@@ -239,6 +242,9 @@ func (r *stateRun) openFromStore(ss *stateStores, ids [stateOldInstances]uint64,
 			return so, err
 		}
 	}
+	if err := r.settle(&dbs); err != nil {
+		return so, err
+	}
 	for round := 1; round <= spec.OpenRepeats; round++ {
 		if local != nil {
 			lc, err := r.readFor(local, CurveZipfLocal, stateZipfReaders, true, uint64(100+round))
@@ -292,6 +298,10 @@ func (r *stateRun) warmReads(so *StateOpen, ss *stateStores, ids [stateOldInstan
 	if local == nil {
 		return nil
 	}
+	// Compare the two at rest: no compaction left from their opens.
+	if err := errors.Join(r.settle(local), r.settle(&dbs)); err != nil {
+		return err
+	}
 	reads := StateReads{Name: ReadsWarm, Readers: spec.Threads, CacheSize: so.WarmCache}
 	defer func() { so.Reads = append(so.Reads, reads) }()
 	for round := 1; round <= spec.OpenRepeats; round++ {
@@ -312,6 +322,18 @@ func (r *stateRun) warmReads(so *StateOpen, ss *stateStores, ids [stateOldInstan
 // stateOpenBucket is the interval of the read phases' throughput
 // samples (a test makes it shorter).
 var stateOpenBucket = time.Second
+
+// settle waits until the databases have no background work left
+// (flushes, compactions, garbage collection), as the runner does after
+// an open.
+func (r *stateRun) settle(dbs *stateDBs) error {
+	for _, db := range dbs {
+		if err := (&strataEngine{db: db}).WaitForBackgroundWork(r.ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
 
 // warmPoll is how often waitWarm looks at the warm-ups.
 const warmPoll = 100 * time.Millisecond
@@ -382,14 +404,15 @@ func (r *stateRun) openAll(ss *stateStores, ids [stateOldInstances]uint64, tag s
 // key is an error.
 func (r *stateRun) readFor(dbs *stateDBs, name string, readers int, zipf bool, seed uint64) (StateCurve, error) {
 	c := StateCurve{Name: name, Readers: readers}
-	gets := func() int64 {
-		var n int64
+	counts := func() (gets, compactions int64) {
 		for _, db := range dbs {
-			n += db.Metrics().Shared.Gets
+			m := db.Metrics()
+			gets += m.Shared.Gets
+			compactions += int64(m.Compact.Count)
 		}
-		return n
+		return gets, compactions
 	}
-	gets0 := gets()
+	gets0, compactions0 := counts()
 	n := uint64(r.spec.Num)
 	var z *zipfian
 	if zipf {
@@ -432,7 +455,7 @@ func (r *stateRun) readFor(dbs *stateDBs, name string, readers int, zipf bool, s
 			done.Add(pending)
 		}()
 	}
-	var counts []opsAt
+	var samples []opsAt
 	tick := time.NewTicker(sampleTick)
 	deadline := time.NewTimer(r.spec.OpenReadTime)
 	var ctxErr error
@@ -440,7 +463,7 @@ sample:
 	for {
 		select {
 		case now := <-tick.C:
-			counts = append(counts, opsAt{at: now.Sub(start), ops: done.Load()})
+			samples = append(samples, opsAt{at: now.Sub(start), ops: done.Load()})
 		case <-deadline.C:
 			break sample
 		case <-r.ctx.Done():
@@ -457,7 +480,8 @@ sample:
 	if s := c.Duration.Seconds(); s > 0 {
 		c.OpsPerSec = float64(c.Ops) / s
 	}
-	c.Samples = timeline(counts, stateOpenBucket, c.Duration)
-	c.Gets = gets() - gets0
+	c.Samples = timeline(samples, stateOpenBucket, c.Duration)
+	gets1, compactions1 := counts()
+	c.Gets, c.Compactions = gets1-gets0, compactions1-compactions0
 	return c, errors.Join(append(errs, ctxErr)...)
 }

@@ -306,9 +306,9 @@ func writeStateShared(b *strings.Builder, indent, gap string, sb *bench.StateBac
 		for _, s := range c.Samples {
 			per = append(per, fmtCompact(s.OpsPerSec))
 		}
-		curves = append(curves, []string{c.Name, fmtRate(c.OpsPerSec), groupDigits(c.Gets), strings.Join(per, " ")})
+		curves = append(curves, []string{c.Name, fmtRate(c.OpsPerSec), groupDigits(c.Gets), groupDigits(c.Compactions), strings.Join(per, " ")})
 	}
-	writeAligned(b, indent, gap, append([][]string{{"phase", "ops/s", "GETs", "ops/s each second"}}, curves...))
+	writeAligned(b, indent, gap, append([][]string{{"phase", "ops/s", "GETs", "compactions", "ops/s each second"}}, curves...))
 	b.WriteString(indent + "reads compared with the local copy:\n")
 	writeAligned(b, indent, gap, append([][]string{stateReadHeaders}, sec.Reads...))
 }
