@@ -284,16 +284,19 @@ func TestSharedMetrics(t *testing.T) {
 		return db
 	}
 	b := open("b", 0)
+	<-b.shared.prefetchDone // the tables' parts are fetched after Open
 	m = b.Metrics()
 	require.Equal(t, st.Files, m.Shared.Files)
-	require.Zero(t, m.Shared.Gets, "Open fetched parts")
-	require.Zero(t, m.Shared.CachedBytes)
+	require.Positive(t, m.Shared.Gets)
+	require.Positive(t, m.Shared.CachedBytes)
+	gets, misses := m.Shared.Gets, m.Shared.PartMisses
+	_, err = b.Get([]byte("k00006")) // a value of 700 bytes, in a value log
+	require.NoError(t, err)
 	_, err = b.Get([]byte("k00001"))
 	require.NoError(t, err)
 	m = b.Metrics()
-	require.Positive(t, m.Shared.Gets)
-	require.Positive(t, m.Shared.PartMisses)
-	require.Positive(t, m.Shared.CachedBytes)
+	require.Greater(t, m.Shared.Gets, gets, "the value log was read from the store")
+	require.Greater(t, m.Shared.PartMisses, misses)
 	require.False(t, m.Shared.Warming)
 	require.NoError(t, b.Close())
 
@@ -360,5 +363,47 @@ func TestSharedWarmupReopens(t *testing.T) {
 	require.Equal(t, st.Bytes, m.Shared.CachedBytes, "the warm-up left files to download")
 	readAllKeys()
 	require.Equal(t, m.Shared.Gets, b.Metrics().Shared.Gets, "reads after the warm-up went to the store")
+	require.NoError(t, b.Close())
+}
+
+// TestSharedPrefetchTables: a database opened from a checkpoint opens its
+// tables in the background, before any read asks for them, reading their
+// footers, indexes and filters from the store; reads return the state.
+func TestSharedPrefetchTables(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<30)
+	a, err := Open("a", opts)
+	require.NoError(t, err)
+	const n = 1500
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
+	for i := range n {
+		require.NoError(t, a.Set(key(i), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	a.waitSharedIdle()
+	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+
+	b, err := OpenFromStore(ctx, opts.SharedStore, st.ID, "b", &Options{FS: fs, SharedCacheSize: 1 << 30})
+	require.NoError(t, err)
+	<-b.shared.prefetchDone
+	b.mu.Lock()
+	tables := 0
+	b.vs.Current().Files(func(int, *manifest.FileMetadata) { tables++ })
+	b.mu.Unlock()
+	m := b.Metrics()
+	require.Positive(t, tables)
+	require.Equal(t, tables, m.TablesOpen, "tables left unopened")
+	require.Positive(t, m.Shared.Gets)
+	require.Zero(t, m.ValueLogs.Open, "value logs are not prefetched")
+	for i := range n {
+		v, err := b.Get(key(i))
+		require.NoError(t, err, "key %d", i)
+		require.Equal(t, sharedValue(i, 0), v, "key %d", i)
+	}
 	require.NoError(t, b.Close())
 }

@@ -524,7 +524,9 @@ func (f *Files) readPart(s *shared, idx int64, p []byte, off int64) (int, error)
 			fe.data, fe.err = f.fetchPart(s, idx)
 			f.mu.Lock()
 			delete(s.fetching, idx)
-			if fe.err == nil && !s.released && s.parts[idx] == nil && !f.o.ReadOnly {
+			if fe.err == nil && !s.released && s.whole == nil && s.parts[idx] == nil && !f.o.ReadOnly {
+				// (a part fetched while the warm-up downloaded the whole
+				// copy is not kept: the copy holds its bytes)
 				s.parts[idx] = f.lru.PushFront(&lruEntry{f: s, part: idx, size: int64(len(fe.data))})
 				f.used += int64(len(fe.data))
 				f.evictLocked()
