@@ -656,3 +656,158 @@ func TestSharedStoreFaults(t *testing.T) {
 	}
 	require.Positive(t, corrupt, "the damage went unnoticed")
 }
+
+// TestSharedMetrics: Metrics.Shared counts the shared files, the GETs of
+// reads through the store and the cache; it says the warm-up is running
+// until it has downloaded every file, and String prints it. Without a
+// store it is zero and not printed.
+func TestSharedMetrics(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<30)
+	a, err := Open("a", opts)
+	require.NoError(t, err)
+	for i := range 1500 {
+		require.NoError(t, a.Set([]byte(fmt.Sprintf("k%05d", i)), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	a.waitSharedIdle()
+	m := a.Metrics()
+	require.Positive(t, m.Shared.Files)
+	require.False(t, m.Shared.Warming)
+	require.Contains(t, m.String(), "shared: ")
+	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+
+	open := func(dir string, warmup int64) *DB {
+		db, err := OpenFromStore(ctx, opts.SharedStore, st.ID, dir, &Options{FS: fs, SharedCacheSize: 1 << 30, SharedWarmup: warmup})
+		require.NoError(t, err)
+		return db
+	}
+	b := open("b", 0)
+	<-b.shared.prefetchDone // the tables' parts are fetched after Open
+	m = b.Metrics()
+	require.Equal(t, st.Files, m.Shared.Files)
+	require.Positive(t, m.Shared.Gets)
+	require.Positive(t, m.Shared.CachedBytes)
+	gets, misses := m.Shared.Gets, m.Shared.PartMisses
+	_, err = b.Get([]byte("k00006")) // a value of 700 bytes, in a value log
+	require.NoError(t, err)
+	_, err = b.Get([]byte("k00001"))
+	require.NoError(t, err)
+	m = b.Metrics()
+	require.Greater(t, m.Shared.Gets, gets, "the value log was read from the store")
+	require.Greater(t, m.Shared.PartMisses, misses)
+	require.False(t, m.Shared.Warming)
+	require.NoError(t, b.Close())
+
+	// At a byte a second the warm-up is still at its first file.
+	e := open("e", 1)
+	require.True(t, e.Metrics().Shared.Warming)
+	require.Contains(t, e.Metrics().String(), "warming up")
+	require.NoError(t, e.Close())
+
+	c := open("c", 1<<40)
+	<-c.shared.warmDone
+	m = c.Metrics()
+	require.False(t, m.Shared.Warming)
+	require.Equal(t, st.Bytes, m.Shared.CachedBytes, "the warm-up left files to download")
+	require.NoError(t, c.Close())
+
+	d, err := Open("local", &Options{FS: fs})
+	require.NoError(t, err)
+	require.Zero(t, d.Metrics().Shared)
+	require.NotContains(t, d.Metrics().String(), "shared files")
+	require.NoError(t, d.Close())
+}
+
+// TestSharedWarmupReopens: readers opened before the warm-up downloaded
+// their files read the local copies afterwards, not the store (whose
+// parts of the files the warm-up dropped): a second pass over every key,
+// after the warm-up, makes no GET.
+func TestSharedWarmupReopens(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<30)
+	a, err := Open("a", opts)
+	require.NoError(t, err)
+	const n = 1500
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
+	for i := range n {
+		require.NoError(t, a.Set(key(i), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	a.waitSharedIdle()
+	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+
+	// No block cache: every read reaches the files.
+	b, err := OpenFromStore(ctx, opts.SharedStore, st.ID, "b", &Options{FS: fs, SharedCacheSize: 1 << 30, CacheSize: -1})
+	require.NoError(t, err)
+	readAllKeys := func() {
+		t.Helper()
+		for i := range n {
+			v, err := b.Get(key(i))
+			require.NoError(t, err, "key %d", i)
+			require.Equal(t, sharedValue(i, 0), v, "key %d", i)
+		}
+	}
+	readAllKeys() // opens every file through the store
+	require.Positive(t, b.Metrics().TablesOpen)
+	require.Positive(t, b.Metrics().ValueLogs.Open)
+	b.opts.SharedWarmup = 1 << 40
+	b.warmLoop()
+	m := b.Metrics()
+	require.Equal(t, st.Bytes, m.Shared.CachedBytes, "the warm-up left files to download")
+	readAllKeys()
+	require.Equal(t, m.Shared.Gets, b.Metrics().Shared.Gets, "reads after the warm-up went to the store")
+	require.NoError(t, b.Close())
+}
+
+// TestSharedPrefetchTables: a database opened from a checkpoint opens its
+// tables in the background, before any read asks for them, reading their
+// footers, indexes and filters from the store; reads return the state.
+func TestSharedPrefetchTables(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<30)
+	a, err := Open("a", opts)
+	require.NoError(t, err)
+	const n = 1500
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
+	for i := range n {
+		require.NoError(t, a.Set(key(i), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	a.waitSharedIdle()
+	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+
+	b, err := OpenFromStore(ctx, opts.SharedStore, st.ID, "b", &Options{FS: fs, SharedCacheSize: 1 << 30})
+	require.NoError(t, err)
+	<-b.shared.prefetchDone
+	b.mu.Lock()
+	tables := 0
+	b.vs.Current().Files(func(int, *manifest.FileMetadata) { tables++ })
+	b.mu.Unlock()
+	m := b.Metrics()
+	require.Positive(t, tables)
+	require.Equal(t, tables, m.TablesOpen, "tables left unopened")
+	require.Positive(t, m.Shared.Gets)
+	require.Zero(t, m.ValueLogs.Open, "value logs are not prefetched")
+	for i := range n {
+		v, err := b.Get(key(i))
+		require.NoError(t, err, "key %d", i)
+		require.Equal(t, sharedValue(i, 0), v, "key %d", i)
+	}
+	require.NoError(t, b.Close())
+}

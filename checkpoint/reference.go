@@ -57,25 +57,29 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 			}
 		}
 	}()
+	// Rule 2 has the instance join a holder that has a marker: the
+	// registry's data objects written before markers existed have none,
+	// and the instance's release, finding its own marker the last, would
+	// delete what the checkpoint uses. The registry's marker is written
+	// for them, before the instance's; if the checkpoint is dropped
+	// meanwhile (seen below), the next upload's sweep drops it as stray.
+	var objects, registryObjects []string
 	for _, f := range m.Files {
-		if !slices.Contains(marked, f.Object) {
-			// Rule 2 has the instance join a holder that has a marker:
-			// the registry's data objects written before markers existed
-			// have none, and the instance's release, finding its own
-			// marker the last, would delete what the checkpoint uses. The
-			// registry's marker is written for it, before the
-			// instance's; if the checkpoint is dropped meanwhile (seen
-			// below), the next upload's sweep drops it as stray.
+		if !slices.Contains(objects, f.Object) {
+			objects = append(objects, f.Object)
 			if !f.External {
-				if err := remote.AddRef(ctx, s, f.Object, remote.RegistryHolder); err != nil {
-					return err
-				}
+				registryObjects = append(registryObjects, f.Object)
 			}
-			if err := remote.AddRef(ctx, s, f.Object, holder); err != nil {
-				return err
-			}
-			marked = append(marked, f.Object)
 		}
+	}
+	// In parallel: one round trip each would make Open wait for as many
+	// as the checkpoint has objects.
+	if _, err := remote.AddRefs(ctx, s, registryObjects, remote.RegistryHolder); err != nil {
+		return err
+	}
+	marked, err = remote.AddRefs(ctx, s, objects, holder)
+	if err != nil {
+		return err
 	}
 	// The registry held the objects before the marks; if it still
 	// retains the checkpoint with its files in the same places, the

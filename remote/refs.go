@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // References. An object in the store may be referred to by several
@@ -42,6 +43,57 @@ func AddRef(ctx context.Context, s Store, object, holder string) error {
 		return fmt.Errorf("remote: add reference of %s to %s: %w", holder, object, err)
 	}
 	return nil
+}
+
+// refsParallel bounds the marker PUTs AddRefs has in flight: a store
+// answers each after a round trip (S3: 10-100 ms), and a database opened
+// from a checkpoint marks every object of it before Open can return.
+const refsParallel = 32
+
+// AddRefs writes holder's marker on each of objects (AddRef), up to
+// refsParallel at a time: the markers go in any order, and the caller
+// names the objects only once AddRefs returned. It returns the objects
+// whose markers it wrote, in the order of objects; on a failure, the first
+// error as well, once every request it made has returned (it makes no more
+// after the failure), so that the caller can drop the markers written.
+func AddRefs(ctx context.Context, s Store, objects []string, holder string) ([]string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make([]bool, len(objects))
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, refsParallel)
+	for i, object := range objects {
+		sem <- struct{}{}
+		if ctx.Err() != nil {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := AddRef(ctx, s, object, holder)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				done[i] = true
+			} else if first == nil {
+				first = err
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	var added []string
+	for i, ok := range done {
+		if ok {
+			added = append(added, objects[i])
+		}
+	}
+	return added, first
 }
 
 // DropRef removes holder's marker on object and deletes the object when
