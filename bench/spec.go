@@ -181,6 +181,12 @@ type Spec struct {
 	// See checkpoint.SlowStore.
 	StoreLatency   time.Duration `json:"store_latency_ns,omitempty"`
 	StoreBandwidth int64         `json:"store_bandwidth,omitempty"`
+	// StoreS3 puts the statebackend workload's stores in an S3 bucket
+	// instead of local directories (--store_s3, "http://host:port/bucket";
+	// the credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY),
+	// each store under a prefix of its own, new for each run. The
+	// latency and bandwidth limits apply on top of the server's own.
+	StoreS3 string `json:"store_s3,omitempty"`
 	// SharedWarmup is the Options.SharedWarmup, in bytes per second, of
 	// the statebackend workload's warm open from the store (with
 	// Config.SharedCache; --shared_warmup; default 256 MiB/s).

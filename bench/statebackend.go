@@ -88,6 +88,9 @@ type StateBackendResult struct {
 	// to each request and shared between them (0: nothing, unlimited).
 	StoreLatency   time.Duration `json:"store_latency_ns,omitempty"`
 	StoreBandwidth int64         `json:"store_bandwidth,omitempty"`
+	// StoreS3 is set when the stores were prefixes of an S3 bucket
+	// (Spec.StoreS3), not local directories.
+	StoreS3 bool `json:"store_s3,omitempty"`
 	// Checkpoints has one entry per checkpoint round, the first after the
 	// load: every instance checkpointed into its own store, summed.
 	Checkpoints []StateCheckpoint `json:"checkpoints"`
@@ -194,7 +197,8 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 	}
 	sb := &StateBackendResult{MaxParallelism: stateMaxParallelism, OldInstances: stateOldInstances,
 		NewInstances: stateNewInstances, CheckpointEvery: spec.CheckpointEvery,
-		StoreLatency: spec.StoreLatency, StoreBandwidth: spec.StoreBandwidth, Note: StateBackendNote}
+		StoreLatency: spec.StoreLatency, StoreBandwidth: spec.StoreBandwidth, StoreS3: spec.StoreS3 != "",
+		Note: StateBackendNote}
 
 	var dbs [stateOldInstances]*strata.DB
 	defer func() {

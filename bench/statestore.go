@@ -5,8 +5,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +54,7 @@ type stateStores struct {
 func openStateStores(spec *Spec, dir string) (*stateStores, error) {
 	ss := &stateStores{}
 	for i := range ss.slow {
-		local, err := checkpoint.NewLocalStore(filepath.Join(dir, fmt.Sprintf("store-%d", i)))
+		local, err := newStateStore(spec, dir, i)
 		if err != nil {
 			return nil, err
 		}
@@ -66,6 +69,26 @@ func openStateStores(spec *Spec, dir string) (*stateStores, error) {
 		ss.db[i] = &traceStore{s: s}
 	}
 	return ss, nil
+}
+
+// newStateStore makes store i of a run in dir: a local store in dir, or
+// (Spec.StoreS3) a prefix of its own in the bucket.
+func newStateStore(spec *Spec, dir string, i int) (checkpoint.Store, error) {
+	if spec.StoreS3 == "" {
+		return checkpoint.NewLocalStore(filepath.Join(dir, fmt.Sprintf("store-%d", i)))
+	}
+	u, err := url.Parse(spec.StoreS3)
+	if err != nil {
+		return nil, fmt.Errorf("store_s3: %w", err)
+	}
+	bucket := strings.Trim(u.Path, "/")
+	u.Path = ""
+	return checkpoint.NewS3Store(checkpoint.S3Options{
+		Endpoint: u.String(), Bucket: bucket,
+		Prefix:    fmt.Sprintf("kvbench-%d-%s/store-%d", time.Now().UnixNano(), filepath.Base(dir), i),
+		AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"), SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
+		Region: os.Getenv("AWS_REGION"),
+	})
 }
 
 // stats returns the stores' counts so far, summed.

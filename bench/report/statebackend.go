@@ -58,6 +58,9 @@ func stateLead(spec *bench.Spec, sb *bench.StateBackendResult) string {
 // stateStoreSpeed says how slow the stores of sb were made, if they were.
 func stateStoreSpeed(sb *bench.StateBackendResult) string {
 	var what []string
+	if sb.StoreS3 {
+		what = append(what, "an S3 server")
+	}
 	if sb.StoreLatency > 0 {
 		what = append(what, sb.StoreLatency.String()+" added to every request")
 	}

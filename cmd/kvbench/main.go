@@ -81,6 +81,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		ttl       = fs.Duration("ttl", 0, "time to live of the ttl workload's writes (default 10s; engines on the real clock wait for it)")
 		ckptEvery = fs.Int64("checkpoint_every", 0, "overwrites between the statebackend workload's checkpoints (Strata only; default --num/10)")
 		storeLat  = fs.Duration("store_latency", 0, "latency added to every request of the statebackend workload to its stores, as an object store's (S3: 10-100ms; 0: none)")
+		storeS3   = fs.String("store_s3", "", "put the statebackend workload's stores in this S3 bucket, as http(s)://host:port/bucket (credentials from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY), not in local directories")
 		storeBW   = fs.Int64("store_bandwidth", 0, "bytes per second each of the statebackend workload's stores moves, its requests sharing them (0: unlimited)")
 		shCache   = fs.Int64("shared_cache", 0, "bytes of local cache of shared files: the statebackend workload's databases keep their lower levels in its stores (SharedStore), "+
 			"checkpoint by reference and are opened from the store (0: every file local); strata/shared's cache (0: no bound)")
@@ -119,6 +120,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		TTL:             *ttl,
 		CheckpointEvery: *ckptEvery,
 		StoreLatency:    *storeLat,
+		StoreS3:         *storeS3,
 		StoreBandwidth:  *storeBW,
 		SharedWarmup:    *shWarmup,
 		OpenReadTime:    *openTime,
