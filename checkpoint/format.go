@@ -35,7 +35,10 @@ const (
 	manifestPrefix = "checkpoints/"
 	dataPrefix     = "data/"
 	// registryFormat 2 holds each retained checkpoint's manifest; format 1
-	// (read, never written) kept it in an object of its own.
+	// (read, never written) kept it in an object of its own. A registry of
+	// a newer format is refused (base.ErrNewerFormat): a newer Strata wrote
+	// the store. The manifests inside it carry the database format version
+	// of their own (manifest.FormatVersion).
 	registryFormat    = 2
 	sealTrailerPrefix = "xxhash64:"
 )
@@ -183,8 +186,11 @@ func loadRegistry(ctx context.Context, s Store) (*registry, int64, error) {
 	if err := unseal(registryName, b, r); err != nil {
 		return nil, 0, err
 	}
-	if r.Format != registryFormat && r.Format != 1 {
-		return nil, 0, fmt.Errorf("checkpoint: registry format %d, this build reads 1 and %d", r.Format, registryFormat)
+	if r.Format > registryFormat {
+		return nil, 0, &base.NewerFormatError{File: registryName, What: "checkpoint registry", Version: uint64(r.Format), Newest: registryFormat}
+	}
+	if r.Format < 1 {
+		return nil, 0, base.CorruptionErrorf(registryName, 0, "registry format %d (formats start at 1)", r.Format)
 	}
 	if r.Objects == nil {
 		r.Objects = map[string]*regObject{}
