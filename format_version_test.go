@@ -5,13 +5,14 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/cespare/xxhash/v2"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/record"
+	"github.com/strata-db/strata/lsm/sstable"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -123,20 +124,7 @@ func TestFormatVersionNewerManifest(t *testing.T) {
 	require.Equal(t, before, after, "a refused Open changed the directory")
 }
 
-// TestFormatVersionNewerTable: a table whose footer records a newer
-// version fails Open (which reads every table's footer).
-func TestFormatVersionNewerTable(t *testing.T) {
-	fs := vfs.NewMem()
-	formatTestDB(t, fs, "db")
-	rewriteFile(t, fs, formatFiles(t, fs, base.FileTypeTable)[0], func(b []byte) []byte {
-		ft := b[len(b)-56:] // the footer: two 20-byte handles, version, checksum, magic
-		binary.LittleEndian.PutUint32(ft[40:], binary.LittleEndian.Uint32(ft[40:])+10)
-		binary.LittleEndian.PutUint32(ft[44:], uint32(xxhash.Sum64(ft[:44])))
-		return b
-	})
-	_, err := Open("db", &Options{FS: fs})
-	requireNewerFormat(t, err, "Open")
-}
+// A table of a newer version: TestOpenRefusesNewerTableFormat.
 
 // TestFormatVersionNewerValueLog: a value log whose header records a newer
 // version fails the reads that reach it.
@@ -156,4 +144,26 @@ func TestFormatVersionNewerValueLog(t *testing.T) {
 		db.Close()
 	}
 	requireNewerFormat(t, err, "Get of a separated value")
+}
+
+// TestFormatVersionNewerExternalTable: Ingest refuses an external table of
+// a newer layout version than TableWriter writes, leaving the file and the
+// DB as they were.
+func TestFormatVersionNewerExternalTable(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs})
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, fs.MkdirAll("ext", 0o755))
+	f, err := fs.Create("ext/t.sst")
+	require.NoError(t, err)
+	w := sstable.NewWriter(f, sstable.WriterOptions{})
+	w.SetUserProperty(externalProp, strconv.Itoa(externalVersionNum+1))
+	require.NoError(t, w.Add(base.MakeInternalKey([]byte("k"), 0, base.KindSet), []byte("v")))
+	require.NoError(t, w.Close())
+	requireNewerFormat(t, db.Ingest([]string{"ext/t.sst"}), "Ingest")
+	_, err = fs.Stat("ext/t.sst")
+	require.NoError(t, err, "a refused ingest keeps the file")
+	_, err = db.Get([]byte("k"))
+	require.ErrorIs(t, err, ErrNotFound)
 }

@@ -527,7 +527,7 @@ func TestOpenRefusesNewerTableFormat(t *testing.T) {
 	require.NoError(t, f.Sync())
 	require.NoError(t, f.Close())
 	_, err = Open("db", opts)
-	require.ErrorIs(t, err, ErrCorruption)
-	require.Contains(t, err.Error(), "unsupported format version 4")
+	requireNewerFormat(t, err, "Open")
+	require.Contains(t, err.Error(), "format version 4")
 	require.Contains(t, err.Error(), table)
 }
