@@ -1,4 +1,4 @@
-module github.com/strata-db/strata/contrib/goka
+module github.com/strata-db/strata/contrib/stratagoka
 
 go 1.25.0
 

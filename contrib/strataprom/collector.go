@@ -1,9 +1,9 @@
-// Package prometheus exports a Strata DB's metrics to Prometheus: a
+// Package strataprom exports a Strata DB's metrics to Prometheus: a
 // prometheus.Collector that reads DB.Metrics on each scrape. It is a
 // module of its own so that the engine does not depend on
 // client_golang.
 //
-//	reg.MustRegister(prometheus.NewCollector(db, nil))
+//	reg.MustRegister(strataprom.NewCollector(db, nil))
 //
 // The metrics, all prefixed strata_ and labelled with Opts.ConstLabels:
 //
@@ -27,7 +27,7 @@
 // The histograms' buckets are a coarse view of the DB's own (which have
 // eight buckets per power of two): upper bounds at 4^k * 1024 ns, from
 // about 1 µs to 17 s, each an exact boundary of the DB's buckets.
-package prometheus
+package strataprom
 
 import (
 	"strconv"

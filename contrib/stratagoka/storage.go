@@ -1,4 +1,4 @@
-// Package goka is Strata as the local state store of goka
+// Package stratagoka is Strata as the local state store of goka
 // (github.com/lovoo/goka), the Go stream processor: a storage.Storage
 // over one Strata DB, and a storage.Builder that opens one DB per table
 // partition, all sharing one memtable budget and one block cache. It is
@@ -24,7 +24,7 @@
 // before the first pair, Seek landing on the pair (Key valid at once,
 // Next moving past it), the offset key never shown, and a limit-less
 // range meaning the prefix of start.
-package goka
+package stratagoka
 
 import (
 	"bytes"
