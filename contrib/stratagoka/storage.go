@@ -19,6 +19,10 @@
 //   - The partitions' DBs share a strata.WriteBudget and a block cache
 //     (Options), so memory stays bounded however many partitions a
 //     process holds.
+//   - Options.OnOpen sees each partition's DB as it opens, and returns
+//     what to do when it closes: per-partition metrics
+//     (strataprom.Register, labelled with topic and partition) survive a
+//     partition moving away and back (ExampleOptions_prometheus).
 //
 // Iteration follows goka's contract (and its LevelDB storage): Next
 // before the first pair, Seek landing on the pair (Key valid at once,
@@ -55,6 +59,8 @@ type Storage struct {
 	db    *strata.DB
 	owned bool // Close closes db
 	bulk  bool // recover as a bulk load
+	// onClose, when set, runs in Close before db closes (Options.OnOpen).
+	onClose func()
 
 	offset    atomic.Int64 // the newest offset set
 	sinceKey  atomic.Int64 // SetOffset calls since the offset key was written
@@ -106,6 +112,9 @@ func (s *Storage) Close() error {
 	var err error
 	if off := s.offset.Load(); off != 0 {
 		err = s.putOffset(off)
+	}
+	if s.onClose != nil {
+		s.onClose()
 	}
 	if s.owned {
 		err = errors.Join(err, s.db.Close())
