@@ -585,6 +585,22 @@ func (r *Reader) MayContain(userKey []byte) bool {
 	return !r.hasFilter || r.filter.mayContain(filterHash(userKey))
 }
 
+// PropPrefixExtractor is the user property that names the prefix extractor
+// (WriterOptions.PrefixName) whose prefixes the table's filter holds.
+const PropPrefixExtractor = "strata.prefix_extractor"
+
+// MayContainPrefix reports whether the table may hold a key whose prefix by
+// the extractor named extractor is prefix. It is false only when the
+// table's filter holds that extractor's prefixes (PropPrefixExtractor) and
+// not this one; a table without a filter, or written without or with
+// another extractor, may hold anything.
+func (r *Reader) MayContainPrefix(extractor string, prefix []byte) bool {
+	if !r.hasFilter || extractor == "" || r.props.User[PropPrefixExtractor] != extractor {
+		return true
+	}
+	return r.filter.mayContain(prefixFilterHash(prefix))
+}
+
 // RangeTombstones returns the table's range tombstones in the order written
 // (decoded at open; shared and read-only).
 func (r *Reader) RangeTombstones() []base.RangeTombstone { return r.rangeDels }
