@@ -1,6 +1,7 @@
 package strata_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -70,6 +71,12 @@ var (
 
 	_ func(*strata.DB, []byte) (bool, error) = (*strata.DB).Has
 	_ func(*strata.DB, []string) error       = (*strata.DB).Ingest
+
+	// The third wave's names (OpenRangeFromStore is not built yet).
+	_ func(context.Context, checkpoint.Store, uint64, string, *strata.Options) (*strata.DB, error) = strata.OpenFromStore
+	_ func(*strata.DB) error                                                                       = (*strata.DB).Sync
+	_ func(*strata.Iterator, []byte) bool                                                          = (*strata.Iterator).SeekLE
+	_                                                                                              = strata.IterOptions{Prefix: nil}
 
 	_ checkpoint.Store                                        = (*checkpoint.LocalStore)(nil)
 	_ checkpoint.Store                                        = (*checkpoint.S3Store)(nil)

@@ -222,7 +222,11 @@ type dbStats struct {
 	compactVlogReads atomic.Uint64
 	// vlogReads counts the value-log records reads fetched: Get, snapshots'
 	// Get, iterators' values and merges (not compactions).
-	vlogReads       atomic.Uint64
+	vlogReads atomic.Uint64
+	// prefixChecked and prefixSkipped count the tables iterators with a
+	// prefix asked the Bloom filter about, and those it ruled out.
+	prefixChecked   atomic.Uint64
+	prefixSkipped   atomic.Uint64
 	compactOutBytes atomic.Uint64
 	walBytes        atomic.Uint64
 	vlogBytes       atomic.Uint64 // bytes of value logs written (flush, GC)

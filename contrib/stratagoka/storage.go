@@ -225,35 +225,25 @@ func (s *Storage) Iterator() (storage.Iterator, error) {
 // goka's LevelDB storage (strata.DB.NewIter refuses such bounds).
 func (s *Storage) IteratorWithRange(start, limit []byte) (storage.Iterator, error) {
 	o := &strata.IterOptions{}
-	if len(start) > 0 {
-		o.LowerBound = start
-	}
-	if len(limit) > 0 {
+	switch {
+	case len(limit) > 0:
+		if len(start) > 0 {
+			o.LowerBound = start
+		}
 		o.UpperBound = limit
 		if bytes.Compare(start, limit) > 0 {
 			o.UpperBound = start
 		}
-	} else {
-		o.UpperBound = prefixEnd(start)
+	case len(start) > 0:
+		// A prefix: the DB's Bloom filters rule tables out when
+		// strata.Options.PrefixExtractor makes start a whole prefix.
+		o.Prefix = start
 	}
 	it, err := s.db.NewIter(o)
 	if err != nil {
 		return nil, fmt.Errorf("strata goka storage: iterator: %w", err)
 	}
 	return &iterator{it: it}, nil
-}
-
-// prefixEnd returns the first key after every key that starts with p, or
-// nil when there is none (p empty or all 0xff).
-func prefixEnd(p []byte) []byte {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] != 0xff {
-			end := append([]byte(nil), p[:i+1]...)
-			end[i]++
-			return end
-		}
-	}
-	return nil
 }
 
 // iterator is goka's storage.Iterator over a Strata iterator. After
