@@ -204,14 +204,21 @@ type SharedMetrics struct {
 	// shared yet (uploaded by the share loop, in the background);
 	// Failures counts failed uploads and releases (retried).
 	Pending, Failures int
-	remote.Stats      // the cache and the read path's GETs
+	// Warming is set while the warm-up (Options.SharedWarmup) still
+	// downloads files.
+	Warming      bool
+	remote.Stats // the cache and the read path's GETs, since Open
 }
 
 func (m SharedMetrics) String() string {
-	return fmt.Sprintf("%d tables, %d value logs, %s; %d pending, %d failures; cache %s / %s; %d GETs (%s), part hits %d, misses %d, evicted %d (%s)",
+	warming := ""
+	if m.Warming {
+		warming = ", warming up"
+	}
+	return fmt.Sprintf("%d tables, %d value logs, %s; %d pending, %d failures; cache %s / %s; %d GETs (%s), part hits %d, misses %d, evicted %d (%s)%s",
 		m.Tables, m.ValueLogs, humanBytes(m.Bytes), m.Pending, m.Failures,
 		humanBytes(uint64(max(m.CachedBytes, 0))), humanBytes(uint64(max(m.CacheSize, 0))), m.Gets, humanBytes(uint64(m.GetBytes)),
-		m.PartHits, m.PartMisses, m.Evicted, humanBytes(uint64(m.EvictedBytes)))
+		m.PartHits, m.PartMisses, m.Evicted, humanBytes(uint64(m.EvictedBytes)), warming)
 }
 
 // ValueLogMetrics is one value log's line of the garbage ledger.
@@ -367,6 +374,13 @@ func (d *DB) Metrics() *Metrics {
 		s.mu.Lock()
 		m.Shared.Failures = s.errs
 		s.mu.Unlock()
+		if s.warmDone != nil {
+			select {
+			case <-s.warmDone:
+			default:
+				m.Shared.Warming = true
+			}
+		}
 	}
 	return m
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/remote"
 	"github.com/strata-db/strata/vfs"
 )
@@ -58,17 +59,21 @@ func (d *DB) warmLoop() {
 	rate := d.opts.SharedWarmup
 	start, done := time.Now(), int64(0)
 	for s.ctx.Err() == nil {
-		n, err := s.files.Warm(s.ctx)
+		w, err := s.files.Warm(s.ctx)
 		if err != nil {
 			if s.ctx.Err() == nil {
 				d.opts.Logger.Warn("strata: warming the shared-file cache failed", "err", err)
 			}
 			return
 		}
-		if n == 0 {
+		if w.Size == 0 {
 			return
 		}
-		done += n
+		// A reader opened before still reads through the cache, whose
+		// parts of the file Warm dropped: every read would fetch them
+		// again. The next reader opens the local copy.
+		d.reopenFile(w.Type, w.Num)
+		done += w.Size
 		// Pace to the rate: the next download starts once the bytes so
 		// far have had their time.
 		if wait := time.Duration(float64(done)/float64(rate)*float64(time.Second)) - time.Since(start); wait > 0 {
@@ -78,5 +83,17 @@ func (d *DB) warmLoop() {
 			case <-time.After(wait):
 			}
 		}
+	}
+}
+
+// reopenFile drops the open reader of a table or value log (readers in use
+// finish first), so that the next read opens the file anew: its whole
+// local copy once the warm-up downloaded it. Its cached blocks and values
+// stay: the bytes are the same.
+func (d *DB) reopenFile(t base.FileType, num base.FileNum) {
+	if t == base.FileTypeVlog {
+		d.vlogs.Reopen(num)
+	} else {
+		d.tableCache.reopen(num)
 	}
 }

@@ -3,3 +3,5 @@
 package strata
 
 const readRaceEnabled = false
+
+const raceEnabled = false

@@ -36,8 +36,10 @@ type sharedState struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
-	// warmDone is closed when the warm-up loop ends (nil without one).
-	warmDone chan struct{}
+	// warmDone is closed when the warm-up loop ends (nil without one);
+	// prefetchDone when prefetchTables ends.
+	warmDone     chan struct{}
+	prefetchDone chan struct{}
 
 	mu sync.Mutex
 	// releases are obsolete shared files waiting for the loop to release
@@ -145,6 +147,9 @@ func (d *DB) openFile(t base.FileType, num base.FileNum) (vfs.File, error) {
 			return s.files.Open(t, num)
 		}
 	}
+	if testHookOpenLocal != nil {
+		testHookOpenLocal(t, num)
+	}
 	what := "table"
 	if t == base.FileTypeVlog {
 		what = "value log"
@@ -160,6 +165,10 @@ func (d *DB) openFile(t base.FileType, num base.FileNum) (vfs.File, error) {
 	}
 	return f, err
 }
+
+// testHookOpenLocal runs in openFile between the check that a file is not
+// shared and the open of its local copy (TestReadWhileSharing).
+var testHookOpenLocal func(t base.FileType, num base.FileNum)
 
 // isRemoteOnly reports whether the file is shared and has no local copy.
 func (d *DB) isRemoteOnly(t base.FileType, num base.FileNum) bool {
@@ -178,6 +187,8 @@ func (d *DB) startShared() {
 	}
 	go d.shareLoop()
 	d.scheduleShare()
+	d.shared.prefetchDone = make(chan struct{})
+	go d.prefetchTables()
 	if d.opts.SharedWarmup > 0 {
 		d.shared.warmDone = make(chan struct{})
 		go func() {
@@ -195,9 +206,53 @@ func (d *DB) stopShared() {
 	}
 	d.shared.cancel()
 	<-d.shared.done
+	<-d.shared.prefetchDone
 	if d.shared.warmDone != nil {
 		<-d.shared.warmDone
 	}
+}
+
+// prefetchParallel bounds the tables prefetchTables opens at once.
+const prefetchParallel = 16
+
+// prefetchTables opens, after Open, the shared tables without a local
+// copy, up to prefetchParallel at a time, each into the table cache and
+// released there. Opening a table reads its footer, index and filter, a
+// part fetched from the store for each not cached; a point read probes
+// a table of each level in turn, so a database just opened from a
+// checkpoint would wait for those round trips one level after the other.
+// Failures are left to the reads that need the table.
+func (d *DB) prefetchTables() {
+	s := d.shared
+	defer close(s.prefetchDone)
+	d.mu.Lock()
+	v := d.vs.Current()
+	v.Ref()
+	d.mu.Unlock()
+	defer v.Unref()
+	var tables []*manifest.FileMetadata
+	v.Files(func(_ int, f *manifest.FileMetadata) { // level by level, as reads probe them
+		if d.isRemoteOnly(base.FileTypeTable, f.FileNum) {
+			tables = append(tables, f)
+		}
+	})
+	sem := make(chan struct{}, prefetchParallel)
+	var wg sync.WaitGroup
+	for _, f := range tables {
+		sem <- struct{}{}
+		if s.ctx.Err() != nil {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if h, err := d.tableCache.get(f); err == nil {
+				d.tableCache.release(h)
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // scheduleShare wakes the share loop without blocking.

@@ -259,6 +259,268 @@ func TestSharedCheckpointsByReference(t *testing.T) {
 	}
 }
 
+// TestCheckpointByReferenceOfUploadedFiles: files an Uploader uploaded
+// (and so knows the checksums of) before they were shared are referenced
+// by its next checkpoint as shared files, whose checksums the registry
+// does not record: the checkpoint's manifest must not record them either,
+// or the two disagree and the checkpoint cannot be read.
+func TestCheckpointByReferenceOfUploadedFiles(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<20)
+	store := opts.SharedStore
+	local := *opts
+	local.SharedStore = nil
+	db, err := Open("db", &local)
+	require.NoError(t, err)
+	want := map[string]string{}
+	for i := range 1000 {
+		k := fmt.Sprintf("k%05d", i)
+		require.NoError(t, db.Set([]byte(k), sharedValue(i, 0), NoSync))
+		want[k] = string(sharedValue(i, 0))
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	u, err := checkpoint.NewUploader(store, nil)
+	require.NoError(t, err)
+	_, err = db.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	// Reopened with the store, it shares its files; the same Uploader
+	// references them.
+	db, err = Open("db", opts)
+	require.NoError(t, err)
+	db.waitSharedIdle()
+	st, err := db.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.Less(t, st.UploadedBytes, st.Bytes/3, "the shared files were uploaded again")
+	require.NoError(t, db.Close())
+	m, err := checkpoint.ReadManifest(ctx, store, st.ID)
+	require.NoError(t, err)
+	external := 0
+	for _, f := range m.Files {
+		if f.External {
+			external++
+			require.Zero(t, f.Checksum, "%s: a checksum the registry does not have", f.Name)
+		}
+	}
+	require.Positive(t, external)
+	require.NoError(t, checkpoint.Restore(ctx, store, st.ID, fs, "restored", nil))
+	r, err := Open("restored", &Options{FS: fs})
+	require.NoError(t, err)
+	got, err := readAll(t, r)
+	require.NoError(t, err)
+	require.Equal(t, model(want), got)
+	require.NoError(t, r.Close())
+}
+
+// plainStore hides the Composer of the store it wraps: an upload into it
+// sends every byte it writes.
+type plainStore struct{ checkpoint.Store }
+
+// TestCheckpointMovesPiecesOfSharedFiles: an upload that empties a sparse
+// segment moves every live piece of it, and a database opened from a
+// checkpoint reads some of its files from that segment, with no local
+// copy: into a store that cannot compose, the upload copies those pieces
+// from the store instead of reading the files from the directory, where
+// they are not.
+func TestCheckpointMovesPiecesOfSharedFiles(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	inner, err := checkpoint.NewLocalStoreFS(fs, "store")
+	require.NoError(t, err)
+	store := plainStore{inner}
+	a, err := Open("a", &Options{FS: fs, MemTableSize: 64 << 10, ValueThreshold: 256, ValueLogFileSize: 128 << 10, TargetFileSize: 32 << 10})
+	require.NoError(t, err)
+	want := model{}
+	for i := range 1000 {
+		k := fmt.Sprintf("k%05d", i)
+		require.NoError(t, a.Set([]byte(k), sharedValue(i, 0), NoSync))
+		want[k] = string(sharedValue(i, 0))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	ua, err := checkpoint.NewUploader(store, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, ua)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+
+	// b rewrites its tables; its value logs stay in the checkpoint's
+	// segment, which its own checkpoint (the first one retired) leaves
+	// sparse, and so empties.
+	b, err := OpenFromStore(ctx, store, st.ID, "b", &Options{FS: fs, DisableGC: true, DisableAutomaticCompactions: true})
+	require.NoError(t, err)
+	require.NoError(t, b.Compact(nil, nil))
+	ub, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 1, MinLiveRatio: 0.99})
+	require.NoError(t, err)
+	st2, err := b.CheckpointToStore(ctx, ub)
+	require.NoError(t, err)
+	require.Positive(t, st2.CopiedBytes, "no piece was moved: %v", st2)
+	require.NoError(t, b.Close())
+	require.NoError(t, checkpoint.Restore(ctx, inner, st2.ID, fs, "restored", nil))
+	r, err := Open("restored", &Options{FS: fs})
+	require.NoError(t, err)
+	got, err := readAll(t, r)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NoError(t, r.Close())
+}
+
+// TestOpenFromStoreOfObjectsWithoutMarkers: a store written before
+// reference markers existed holds data objects the registry has no
+// marker on. A database opened from one of its checkpoints holds them by
+// its markers; when it lets them go, the checkpoint must keep them: the
+// object goes with its last marker, so the registry's must be there.
+func TestOpenFromStoreOfObjectsWithoutMarkers(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	store, err := checkpoint.NewLocalStoreFS(fs, "store")
+	require.NoError(t, err)
+	a, err := Open("a", &Options{FS: fs, MemTableSize: 64 << 10, ValueThreshold: 256, ValueLogFileSize: 128 << 10, TargetFileSize: 32 << 10})
+	require.NoError(t, err)
+	want := model{}
+	for i := range 1000 {
+		k := fmt.Sprintf("k%05d", i)
+		require.NoError(t, a.Set([]byte(k), sharedValue(i, 0), NoSync))
+		want[k] = string(sharedValue(i, 0))
+	}
+	u, err := checkpoint.NewUploader(store, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	// As an older build left it: no marker.
+	marked, err := remote.Marked(ctx, store)
+	require.NoError(t, err)
+	for object := range marked {
+		require.NoError(t, store.Delete(ctx, remote.MarkerName(object, remote.RegistryHolder)))
+	}
+
+	bo := sharedOptions(t, fs, 1<<20)
+	bo.SharedStore = nil
+	b, err := OpenFromStore(ctx, store, st.ID, "b", bo)
+	require.NoError(t, err)
+	for i := range 1000 {
+		require.NoError(t, b.Set([]byte(fmt.Sprintf("k%05d", i)), sharedValue(i, 1), NoSync))
+	}
+	require.NoError(t, b.Compact(nil, nil))
+	b.waitSharedIdle()
+	require.NoError(t, b.Close())
+	require.NoError(t, checkpoint.Restore(ctx, store, st.ID, fs, "restored", nil))
+	r, err := Open("restored", &Options{FS: fs})
+	require.NoError(t, err)
+	got, err := readAll(t, r)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NoError(t, r.Close())
+}
+
+// gatedStore holds the Puts of shared files' objects until open is
+// closed.
+type gatedStore struct {
+	checkpoint.Store
+	open chan struct{}
+}
+
+func (s gatedStore) Put(ctx context.Context, name string, r io.Reader, size int64) error {
+	if remote.IsShared(name) {
+		select {
+		case <-s.open:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.Store.Put(ctx, name, r, size)
+}
+
+// TestCheckpointOfFilesSharedAfterThePin: a checkpoint reads the files of
+// the version it pinned; one the database shares meanwhile may lose its
+// local copy to the cache's bound, and is read through the store instead
+// (before, the upload and the local checkpoint failed: the file was not
+// in the directory, and the pinned version did not say it was shared).
+func TestCheckpointOfFilesSharedAfterThePin(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1) // every whole copy evicted at once
+	inner := opts.SharedStore
+	gate := gatedStore{Store: inner, open: make(chan struct{})}
+	opts.SharedStore = gate
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	defer db.Close()
+	want := model{}
+	for i := range 1000 {
+		k := fmt.Sprintf("k%05d", i)
+		require.NoError(t, db.Set([]byte(k), sharedValue(i, 0), NoSync))
+		want[k] = string(sharedValue(i, 0))
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	u, err := checkpoint.NewUploader(inner, nil)
+	require.NoError(t, err)
+	var stats checkpoint.Stats
+	require.NoError(t, db.withPinnedVersion("test", func(src checkpoint.Source) error {
+		tables, vlogs := src.Version.NumShared()
+		require.Zero(t, tables+vlogs, "shared before the pin")
+		close(gate.open)
+		db.waitSharedIdle()
+		db.mu.Lock()
+		tables, vlogs = db.vs.Current().NumShared()
+		db.mu.Unlock()
+		require.Positive(t, tables+vlogs, "nothing shared")
+		require.NoError(t, checkpoint.WriteLocal(src, "local"))
+		stats, err = u.Upload(ctx, src)
+		return err
+	}))
+	for _, dir := range []string{"local", "restored"} {
+		if dir == "restored" {
+			require.NoError(t, checkpoint.Restore(ctx, inner, stats.ID, fs, dir, nil))
+		}
+		r, err := Open(dir, &Options{FS: fs})
+		require.NoError(t, err, dir)
+		got, err := readAll(t, r)
+		require.NoError(t, err, dir)
+		require.Equal(t, want, got, dir)
+		require.NoError(t, r.Close())
+	}
+}
+
+// TestReadWhileSharing: a read finds a file not shared, and then its
+// local copy gone: the database shared it meanwhile, and its cache, too
+// small for it, evicted the copy at once. The read goes to the store
+// (before, it failed as if the file were missing from the directory).
+func TestReadWhileSharing(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1) // every whole copy evicted at once
+	opts.DisableGC = true
+	gate := gatedStore{Store: opts.SharedStore, open: make(chan struct{})}
+	opts.SharedStore = gate
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	defer db.Close()
+	const n = 1000
+	for i := range n {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("k%05d", i)), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	// The share loop waits at the gate; the first open of a local value
+	// log lets it share everything before the open goes on.
+	fired := false
+	testHookOpenLocal = func(t base.FileType, num base.FileNum) {
+		if t == base.FileTypeVlog && !fired {
+			fired = true
+			close(gate.open)
+			db.waitSharedIdle()
+		}
+	}
+	defer func() { testHookOpenLocal = nil }()
+	for i := range n {
+		v, err := db.Get([]byte(fmt.Sprintf("k%05d", i)))
+		require.NoError(t, err, "key %d", i)
+		require.Equal(t, sharedValue(i, 0), v, "key %d", i)
+	}
+	require.True(t, fired, "no value log was opened locally")
+}
+
 // faultStore fails requests of a store on a schedule: Gets fail with an
 // error, a deadline, or a body cut short; everything else passes.
 type faultStore struct {
@@ -393,4 +655,159 @@ func TestSharedStoreFaults(t *testing.T) {
 		require.Equal(t, sharedValue(i, 0), v, "key %d", i)
 	}
 	require.Positive(t, corrupt, "the damage went unnoticed")
+}
+
+// TestSharedMetrics: Metrics.Shared counts the shared files, the GETs of
+// reads through the store and the cache; it says the warm-up is running
+// until it has downloaded every file, and String prints it. Without a
+// store it is zero and not printed.
+func TestSharedMetrics(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<30)
+	a, err := Open("a", opts)
+	require.NoError(t, err)
+	for i := range 1500 {
+		require.NoError(t, a.Set([]byte(fmt.Sprintf("k%05d", i)), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	a.waitSharedIdle()
+	m := a.Metrics()
+	require.Positive(t, m.Shared.Files)
+	require.False(t, m.Shared.Warming)
+	require.Contains(t, m.String(), "shared: ")
+	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+
+	open := func(dir string, warmup int64) *DB {
+		db, err := OpenFromStore(ctx, opts.SharedStore, st.ID, dir, &Options{FS: fs, SharedCacheSize: 1 << 30, SharedWarmup: warmup})
+		require.NoError(t, err)
+		return db
+	}
+	b := open("b", 0)
+	<-b.shared.prefetchDone // the tables' parts are fetched after Open
+	m = b.Metrics()
+	require.Equal(t, st.Files, m.Shared.Files)
+	require.Positive(t, m.Shared.Gets)
+	require.Positive(t, m.Shared.CachedBytes)
+	gets, misses := m.Shared.Gets, m.Shared.PartMisses
+	_, err = b.Get([]byte("k00006")) // a value of 700 bytes, in a value log
+	require.NoError(t, err)
+	_, err = b.Get([]byte("k00001"))
+	require.NoError(t, err)
+	m = b.Metrics()
+	require.Greater(t, m.Shared.Gets, gets, "the value log was read from the store")
+	require.Greater(t, m.Shared.PartMisses, misses)
+	require.False(t, m.Shared.Warming)
+	require.NoError(t, b.Close())
+
+	// At a byte a second the warm-up is still at its first file.
+	e := open("e", 1)
+	require.True(t, e.Metrics().Shared.Warming)
+	require.Contains(t, e.Metrics().String(), "warming up")
+	require.NoError(t, e.Close())
+
+	c := open("c", 1<<40)
+	<-c.shared.warmDone
+	m = c.Metrics()
+	require.False(t, m.Shared.Warming)
+	require.Equal(t, st.Bytes, m.Shared.CachedBytes, "the warm-up left files to download")
+	require.NoError(t, c.Close())
+
+	d, err := Open("local", &Options{FS: fs})
+	require.NoError(t, err)
+	require.Zero(t, d.Metrics().Shared)
+	require.NotContains(t, d.Metrics().String(), "shared files")
+	require.NoError(t, d.Close())
+}
+
+// TestSharedWarmupReopens: readers opened before the warm-up downloaded
+// their files read the local copies afterwards, not the store (whose
+// parts of the files the warm-up dropped): a second pass over every key,
+// after the warm-up, makes no GET.
+func TestSharedWarmupReopens(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<30)
+	a, err := Open("a", opts)
+	require.NoError(t, err)
+	const n = 1500
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
+	for i := range n {
+		require.NoError(t, a.Set(key(i), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	a.waitSharedIdle()
+	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+
+	// No block cache: every read reaches the files.
+	b, err := OpenFromStore(ctx, opts.SharedStore, st.ID, "b", &Options{FS: fs, SharedCacheSize: 1 << 30, CacheSize: -1})
+	require.NoError(t, err)
+	readAllKeys := func() {
+		t.Helper()
+		for i := range n {
+			v, err := b.Get(key(i))
+			require.NoError(t, err, "key %d", i)
+			require.Equal(t, sharedValue(i, 0), v, "key %d", i)
+		}
+	}
+	readAllKeys() // opens every file through the store
+	require.Positive(t, b.Metrics().TablesOpen)
+	require.Positive(t, b.Metrics().ValueLogs.Open)
+	b.opts.SharedWarmup = 1 << 40
+	b.warmLoop()
+	m := b.Metrics()
+	require.Equal(t, st.Bytes, m.Shared.CachedBytes, "the warm-up left files to download")
+	readAllKeys()
+	require.Equal(t, m.Shared.Gets, b.Metrics().Shared.Gets, "reads after the warm-up went to the store")
+	require.NoError(t, b.Close())
+}
+
+// TestSharedPrefetchTables: a database opened from a checkpoint opens its
+// tables in the background, before any read asks for them, reading their
+// footers, indexes and filters from the store; reads return the state.
+func TestSharedPrefetchTables(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<30)
+	a, err := Open("a", opts)
+	require.NoError(t, err)
+	const n = 1500
+	key := func(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
+	for i := range n {
+		require.NoError(t, a.Set(key(i), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	a.waitSharedIdle()
+	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+
+	b, err := OpenFromStore(ctx, opts.SharedStore, st.ID, "b", &Options{FS: fs, SharedCacheSize: 1 << 30})
+	require.NoError(t, err)
+	<-b.shared.prefetchDone
+	b.mu.Lock()
+	tables := 0
+	b.vs.Current().Files(func(int, *manifest.FileMetadata) { tables++ })
+	b.mu.Unlock()
+	m := b.Metrics()
+	require.Positive(t, tables)
+	require.Equal(t, tables, m.TablesOpen, "tables left unopened")
+	require.Positive(t, m.Shared.Gets)
+	require.Zero(t, m.ValueLogs.Open, "value logs are not prefetched")
+	for i := range n {
+		v, err := b.Get(key(i))
+		require.NoError(t, err, "key %d", i)
+		require.Equal(t, sharedValue(i, 0), v, "key %d", i)
+	}
+	require.NoError(t, b.Close())
 }

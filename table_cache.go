@@ -108,6 +108,13 @@ func (tc *tableCache) evict(num base.FileNum) {
 	}
 }
 
+// reopen forgets the open table of a file that is still live, keeping its
+// cached blocks, so that the next read opens the file anew. Reads still
+// using it finish first.
+func (tc *tableCache) reopen(num base.FileNum) {
+	tc.files.Evict(filecache.Key{Type: base.FileTypeTable, Num: num})
+}
+
 // size returns the number of tables open.
 func (tc *tableCache) size() int {
 	_, n := tc.files.Len(base.FileTypeTable)

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"os"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -216,4 +218,31 @@ func TestStrataMappedScan(t *testing.T) {
 		require.Equal(t, int64(2000*(16+4096)), n, name)
 		require.NoError(t, e.Close())
 	}
+}
+
+// TestStrataShared: strata/shared runs the ordinary benchmarks with its
+// lower levels in a store beside its directory, which it reads back after
+// each reopen; the run removes the store with the database.
+func TestStrataShared(t *testing.T) {
+	spec := DefaultSpec()
+	spec.Engines = []string{"strata", "strata/shared"}
+	spec.Benchmarks = []string{FillRandom, ReadRandom, Overwrite}
+	spec.Num = 4000
+	spec.Config.MemTableSize = 1 << 20
+	spec.StoreLatency = time.Millisecond
+	spec.Dir = t.TempDir()
+	rep, err := Run(context.Background(), spec, nil)
+	require.NoError(t, err)
+	require.Len(t, rep.Results, 6)
+	for _, r := range rep.Results {
+		require.False(t, r.Skipped, "%s %s: %s", r.Engine, r.Benchmark, r.Note)
+		if r.Benchmark == ReadRandom {
+			require.Equal(t, r.Reads, r.Found, "%s: reads that found nothing", r.Engine)
+		}
+		_, shared := r.Counters["shared_files"]
+		require.Equal(t, r.Engine == "strata/shared", shared, "%s %s: %v", r.Engine, r.Benchmark, r.Counters)
+	}
+	entries, err := os.ReadDir(spec.Dir)
+	require.NoError(t, err)
+	require.Empty(t, entries, "the run left directories behind")
 }

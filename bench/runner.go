@@ -77,7 +77,7 @@ func runOnce(ctx context.Context, spec *Spec, root string, r int, progress Progr
 			}
 		}
 		dir := filepath.Join(root, DirName(name))
-		if err := os.RemoveAll(dir); err != nil {
+		if err := errors.Join(os.RemoveAll(dir), os.RemoveAll(SharedStoreDir(dir))); err != nil {
 			return err
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -110,6 +110,7 @@ func runOnce(ctx context.Context, spec *Spec, root string, r int, progress Progr
 		}
 		if !spec.KeepDB {
 			os.RemoveAll(dir)
+			os.RemoveAll(SharedStoreDir(dir))
 		}
 	}
 	return nil

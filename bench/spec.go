@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/strata-db/strata/checkpoint"
 	"github.com/strata-db/strata/gc"
 )
 
@@ -99,6 +100,20 @@ type Config struct {
 	// policy (the engine strata/cost); 0 means gc.DefaultBudget (1.3). The
 	// peers' value-log GC keeps its own settings (see their descriptions).
 	GCBudget float64 `json:"gc_budget,omitempty"`
+	// SharedCache is the local cache of shared files, in bytes, of Strata
+	// with a store (Options.SharedCacheSize): the statebackend workload's
+	// databases have the workload's stores as Options.SharedStore when it
+	// is positive, and keep every file local when it is 0 (kvbench's
+	// --shared_cache); the engine strata/shared has it as its cache, and
+	// no bound when it is 0.
+	SharedCache int64 `json:"shared_cache,omitempty"`
+	// sharedStore, when set, is the Options.SharedStore Strata opens with
+	// (the statebackend workload's store of the instance). storeLatency
+	// and storeBandwidth are Spec.StoreLatency and Spec.StoreBandwidth,
+	// for strata/shared's own store.
+	sharedStore    checkpoint.Store
+	storeLatency   time.Duration
+	storeBandwidth int64
 	// Clock is the time engines that take a clock decide TTL expiry by
 	// (Strata's Options.Clock); nil means the real clock. The runner sets
 	// it to a clock of its own per engine run, which the ttl workload moves
@@ -166,6 +181,24 @@ type Spec struct {
 	// See checkpoint.SlowStore.
 	StoreLatency   time.Duration `json:"store_latency_ns,omitempty"`
 	StoreBandwidth int64         `json:"store_bandwidth,omitempty"`
+	// SharedWarmup is the Options.SharedWarmup, in bytes per second, of
+	// the statebackend workload's warm open from the store (with
+	// Config.SharedCache; --shared_warmup; default 256 MiB/s).
+	SharedWarmup int64 `json:"shared_warmup,omitempty"`
+	// OpenReadTime is how long each read phase of the statebackend
+	// workload's open-from-store step runs (--open_read_time; default
+	// 10s): the throughput after an open, sampled every second, and the
+	// reads compared with a local copy of the state.
+	OpenReadTime time.Duration `json:"open_read_time_ns,omitempty"`
+	// OpenRepeats is how many times that step opens every instance cold,
+	// and compares each read phase with the local copy
+	// (--open_repeats; default 3).
+	OpenRepeats int `json:"open_repeats,omitempty"`
+	// OpenSkipLocal leaves out of that step the local copies of the state
+	// and the reads compared with them (--open_skip_local): at the
+	// step's peak the disk holds the store, a full local copy and a full
+	// warm one, which a large state may not fit.
+	OpenSkipLocal bool `json:"open_skip_local,omitempty"`
 	// Seed makes key order and values repeatable.
 	Seed uint64 `json:"seed"`
 	// Dir holds one subdirectory per engine; empty means a temporary
@@ -283,6 +316,7 @@ func (s *Spec) Normalize() error {
 	if s.CheckpointEvery == 0 && slices.Contains(s.Benchmarks, StateBackend) {
 		s.CheckpointEvery = max(1, s.Num/10)
 	}
+	errs = append(errs, s.normalizeShared()...)
 	errs = append(errs, s.expandRounds()...)
 	errs = append(errs, s.normalizeState()...)
 	if s.Config.MemTableSize == 0 {
@@ -452,6 +486,45 @@ func (s *Spec) Label(i int) string {
 		return ""
 	}
 	return s.Benchmarks[i]
+}
+
+// Defaults of the statebackend workload's open-from-store step.
+const (
+	DefaultSharedWarmup = 256 << 20
+	DefaultOpenReadTime = 10 * time.Second
+	DefaultOpenRepeats  = 3
+)
+
+// normalizeShared fills the defaults of the open-from-store step when the
+// statebackend workload runs with a shared cache, checks the shared
+// settings, and passes the store's speed to the engines (strata/shared).
+func (s *Spec) normalizeShared() []error {
+	var errs []error
+	if s.Config.SharedCache < 0 {
+		errs = append(errs, fmt.Errorf("shared_cache must not be negative (0: every file local), got %d", s.Config.SharedCache))
+	}
+	if s.SharedWarmup < 0 {
+		errs = append(errs, fmt.Errorf("shared_warmup must not be negative, got %d", s.SharedWarmup))
+	}
+	if s.OpenReadTime < 0 {
+		errs = append(errs, fmt.Errorf("open_read_time must not be negative, got %s", s.OpenReadTime))
+	}
+	if s.OpenRepeats < 0 {
+		errs = append(errs, fmt.Errorf("open_repeats must not be negative, got %d", s.OpenRepeats))
+	}
+	if s.Config.SharedCache > 0 && slices.Contains(s.Benchmarks, StateBackend) {
+		if s.SharedWarmup == 0 {
+			s.SharedWarmup = DefaultSharedWarmup
+		}
+		if s.OpenReadTime == 0 {
+			s.OpenReadTime = DefaultOpenReadTime
+		}
+		if s.OpenRepeats == 0 {
+			s.OpenRepeats = DefaultOpenRepeats
+		}
+	}
+	s.Config.storeLatency, s.Config.storeBandwidth = s.StoreLatency, s.StoreBandwidth
+	return errs
 }
 
 // normalizeState fills the defaults of the listappend and ttl settings when

@@ -29,6 +29,14 @@ import (
 // by each method of RescaleMethods, checking that the new instances hold
 // exactly the keys.
 //
+// With Config.SharedCache positive (shared mode), the state lives in the
+// stores: each instance has its store as Options.SharedStore with a
+// cache of that many bytes, so it uploads its lower levels and finished
+// value logs itself and checkpoints them by reference (each round reports
+// what the databases uploaded since the previous one, and the registry's
+// bytes of what it uploaded); after the rescales the open-from-store step
+// (stateopen.go) opens the latest checkpoints without downloading them.
+//
 // Only Strata runs it: checkpoints into a store, key-range restore and
 // ingest are Strata's APIs, and the peers get a skipped result saying so.
 const (
@@ -88,7 +96,13 @@ type StateBackendResult struct {
 	Restore StateTiming `json:"restore"`
 	// Rescale has one entry per method of RescaleMethods.
 	Rescale []StateTiming `json:"rescale"`
-	Note    string        `json:"note,omitempty"`
+	// SharedCache is Config.SharedCache: when positive, the instances
+	// had their stores as Options.SharedStore with a cache of that many
+	// bytes, checkpointed by reference, and Open is the open-from-store
+	// step; 0: every file local (nil Open).
+	SharedCache int64      `json:"shared_cache,omitempty"`
+	Open        *StateOpen `json:"open,omitempty"`
+	Note        string     `json:"note,omitempty"`
 }
 
 // StateCheckpoint is one checkpoint round over every instance.
@@ -117,8 +131,18 @@ type StateCheckpoint struct {
 	ReferencedFiles int   `json:"referenced_files"`
 	// SpaceAmp is StoreBytes / ReferencedBytes.
 	SpaceAmp float64 `json:"space_amp"`
+	// RegistryBytes, of UploadedBytes, are the registries' (each holds
+	// the manifests of the checkpoints it retains): UploadedBytes less
+	// the data sent (NewBytes and ReuploadedBytes, less ComposedBytes).
+	RegistryBytes int64 `json:"registry_bytes"`
 	// Store is what the round asked of the stores.
 	Store StoreStats `json:"store"`
+	// Shared (shared mode) is what the databases themselves asked of the
+	// stores since the previous round ended, up to this one's end: the
+	// uploads of the files they share (PutBytes) and the releases of
+	// those they no longer need, made in the background. Store counts
+	// those of them made during the round too.
+	Shared StoreStats `json:"shared,omitempty"`
 }
 
 // StateTiming is how long a restore or a rescale took and what it yielded.
@@ -145,12 +169,15 @@ func (e *strataEngine) strataDB() (*strata.DB, strata.Options) { return e.db, e.
 
 // stateRun is one run of the workload.
 type stateRun struct {
-	ctx   context.Context
-	spec  *Spec
-	info  EngineInfo
-	dir   string
-	opts  strata.Options // of the engine, for the databases it opens itself
-	write *strata.WriteOptions
+	ctx  context.Context
+	spec *Spec
+	info EngineInfo
+	dir  string
+	opts strata.Options // of the engine, for the databases it opens itself
+	// oldOpts are the options of the old instances: opts, and in shared
+	// mode their stores.
+	oldOpts [stateOldInstances]strata.Options
+	write   *strata.WriteOptions
 	// perInstance counts the keys of each old instance.
 	perInstance [stateOldInstances]int64
 	groups      []uint16 // key group of each key index
@@ -182,9 +209,15 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 		return res, err
 	}
 	stores := ss.stores
+	shared := spec.Config.SharedCache > 0
+	sb.SharedCache = spec.Config.SharedCache
 	var uploaders [stateOldInstances]*checkpoint.Uploader
 	for i := range dbs {
-		eng, err := info.Open(r.oldDir(i), spec.Config)
+		cfg := spec.Config
+		if shared {
+			cfg.sharedStore = ss.db[i]
+		}
+		eng, err := info.Open(r.oldDir(i), cfg)
 		if err != nil {
 			return res, fmt.Errorf("open: %w", err)
 		}
@@ -194,6 +227,10 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 			return res, fmt.Errorf("engine %s is not a Strata database", info.Name)
 		}
 		dbs[i], r.opts = se.strataDB()
+		r.oldOpts[i] = r.opts
+		// The databases the workload opens itself (restores, rescales,
+		// local copies) keep their files local.
+		r.opts.SharedStore, r.opts.SharedCacheSize, r.opts.SharedWarmup = nil, 0, 0
 		if uploaders[i], err = checkpoint.NewUploader(stores[i], nil); err != nil {
 			return res, err
 		}
@@ -224,6 +261,8 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 	}
 	progress.Done()
 	ids := [stateOldInstances]uint64{}
+	var stateBytes [stateOldInstances]int64 // of each instance's last checkpoint
+	var sharedBefore StoreStats             // the databases' requests before the round
 	checkpointAll := func(ops, written int64) error {
 		c := StateCheckpoint{Index: len(sb.Checkpoints), Ops: ops, WrittenBytes: written}
 		before := ss.stats()
@@ -233,7 +272,7 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 			if err != nil {
 				return fmt.Errorf("checkpoint of instance %d: %w", i, err)
 			}
-			ids[i] = st.ID
+			ids[i], stateBytes[i] = st.ID, st.Bytes
 			c.Files += st.Files
 			c.UploadedBytes += st.UploadedBytes
 			c.NewBytes += st.NewBytes
@@ -246,6 +285,11 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 		}
 		c.Duration = time.Since(start)
 		c.Store = ss.since(before)
+		c.RegistryBytes = c.UploadedBytes - c.NewBytes - c.ReuploadedBytes + c.ComposedBytes
+		if shared {
+			now := ss.dbStats()
+			c.Shared, sharedBefore = now.sub(sharedBefore), now
+		}
 		if c.ReferencedBytes > 0 {
 			c.SpaceAmp = float64(c.StoreBytes) / float64(c.ReferencedBytes)
 		}
@@ -334,6 +378,18 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 		t.Store = ss.since(before)
 		sb.Rescale = append(sb.Rescale, t)
 	}
+	if shared {
+		// The old instances' directories are not needed any more, and
+		// the step makes two more copies of the state.
+		if !spec.KeepDB {
+			for i := range dbs {
+				os.RemoveAll(r.oldDir(i))
+			}
+		}
+		if sb.Open, err = r.openFromStore(ss, ids, stateBytes); err != nil {
+			return res, fmt.Errorf("open from the store: %w", err)
+		}
+	}
 	res.StateBackend = sb
 	return res, nil
 }
@@ -344,13 +400,18 @@ func (r *stateRun) oldDir(i int) string { return filepath.Join(r.dir, fmt.Sprint
 // then the key) and returns it with the old instance that holds it; load
 // says i is loaded now (its group is computed and remembered).
 func (r *stateRun) key(dst []byte, i uint64, load bool) ([]byte, int) {
-	user := MakeKey(r.user, i)
 	if load {
-		g, _ := keygroup.Of(user, stateMaxParallelism)
+		g, _ := keygroup.Of(MakeKey(r.user, i), stateMaxParallelism)
 		r.groups[i] = g
 	}
+	return r.keyWith(dst, r.user, i)
+}
+
+// keyWith is key of a key index already loaded, with user as the buffer
+// of the user key: readers in parallel each have their own.
+func (r *stateRun) keyWith(dst, user []byte, i uint64) ([]byte, int) {
 	g := r.groups[i]
-	return keygroup.Key(dst[:0], g, user), int(g) * stateOldInstances / stateMaxParallelism
+	return keygroup.Key(dst[:0], g, MakeKey(user, i)), int(g) * stateOldInstances / stateMaxParallelism
 }
 
 // instanceRange returns the key range of instance op of n.
@@ -556,7 +617,11 @@ func (r *stateRun) copyInto(dir string, olds []int, start, end []byte, source fu
 			db.Close()
 			return err
 		}
-		src, err := r.open(path)
+		opts := r.opts
+		if path == r.oldDir(o) {
+			opts = r.oldOpts[o] // with its store, in shared mode
+		}
+		src, err := strata.Open(path, &opts)
 		if err != nil {
 			db.Close()
 			return errors.Join(err, done())

@@ -89,6 +89,103 @@ func TestStateBackend(t *testing.T) {
 	require.Equal(t, int64(1<<30), sb.StoreBandwidth)
 }
 
+// TestStateBackendShared runs the statebackend workload in shared mode at
+// a small size: the instances share their lower levels into the stores
+// and checkpoint by reference, and the open-from-store step opens every
+// instance cold in each round and once with the warm-up, each to its
+// first Get with the requests it made, reads after each open, and
+// compares reads with the local copies round by round.
+func TestStateBackendShared(t *testing.T) {
+	spec := DefaultSpec()
+	spec.Engines = []string{"strata"}
+	spec.Benchmarks = []string{StateBackend}
+	spec.Num = 3000
+	spec.CheckpointEvery = 1000
+	spec.Value = ValueDist{Kind: "fixed", Size: 2000}
+	spec.Config.MemTableSize = 256 << 10
+	spec.Config.SharedCache = 1 << 30
+	spec.StoreLatency = time.Millisecond
+	spec.OpenReadTime = 300 * time.Millisecond
+	spec.OpenRepeats = 2
+	defer func(b time.Duration) { stateOpenBucket = b }(stateOpenBucket)
+	stateOpenBucket = 100 * time.Millisecond
+	spec.Threads = 2
+	spec.Dir = t.TempDir()
+	rep, err := Run(context.Background(), spec, nil)
+	require.NoError(t, err)
+	st := rep.Results[0]
+	require.False(t, st.Skipped, st.Note)
+	sb := st.StateBackend
+	require.Equal(t, int64(1<<30), sb.SharedCache)
+	require.Len(t, sb.Checkpoints, 4) // after the load, 1000, 2000 and 3000 overwrites
+	var shared StoreStats
+	for i, c := range sb.Checkpoints {
+		require.Positive(t, c.RegistryBytes, "checkpoint %d", i)
+		require.LessOrEqual(t, c.RegistryBytes, c.UploadedBytes, "checkpoint %d", i)
+		shared = shared.add(c.Shared)
+	}
+	require.Positive(t, shared.PutBytes, "the instances shared nothing")
+	require.Equal(t, int64(3000), sb.Restore.Keys)
+
+	so := sb.Open
+	require.NotNil(t, so)
+	require.Positive(t, so.StateBytes)
+	require.Equal(t, 2, so.Readers)
+	require.Equal(t, int64(DefaultSharedWarmup), so.Warmup)
+	// Two cold rounds and the warm open, every instance in each.
+	require.Len(t, so.Opens, 3*stateOldInstances)
+	for i, o := range so.Opens {
+		require.Equal(t, i/stateOldInstances+1 == 3, o.Warmup, "open %d", i)
+		require.Equal(t, i%stateOldInstances, o.Instance, "open %d", i)
+		require.Positive(t, o.Open, "open %d", i)
+		require.Positive(t, o.FirstGet, "open %d", i)
+		require.Positive(t, o.Store.Gets, "open %d", i)
+		// Those still in flight when the first Get returned are counted,
+		// not listed.
+		require.LessOrEqual(t, len(o.Requests), int(o.Store.Gets+o.Store.Puts+o.Store.Lists+o.Store.Deletes), "open %d", i)
+		require.Equal(t, "GET", o.Requests[0].Op, "open %d: the registry is read first", i)
+	}
+	names := map[string]bool{}
+	for _, c := range so.Curves {
+		names[c.Name] = true
+		require.Positive(t, c.Ops, c.Name)
+		require.NotEmpty(t, c.Samples, c.Name)
+	}
+	for _, want := range []string{CurveLocal, CurveCold + " 1", CurveCold + " 2", CurveWarmup, CurveZipfLocal, CurveZipfShared} {
+		require.True(t, names[want], "no curve %q", want)
+	}
+	require.Positive(t, so.WarmedBytes)
+	require.Len(t, so.Reads, 2)
+	for _, r := range so.Reads {
+		require.Len(t, r.Local, 2, r.Name)
+		require.Len(t, r.Shared, 2, r.Name)
+	}
+	require.Equal(t, ReadsWarm, so.Reads[0].Name)
+	require.Equal(t, ReadsZipfSmall, so.Reads[1].Name)
+	require.Equal(t, stateZipfReaders, so.Reads[1].Readers)
+	require.Less(t, so.Reads[1].CacheSize, so.StateBytes)
+	require.Equal(t, int64(-1), so.WarmCache, "warm against a local copy is the whole state")
+
+	// Without the local copies: the opens and the store's reads alone.
+	spec.OpenSkipLocal = true
+	spec.OpenRepeats = 1
+	rep, err = Run(context.Background(), spec, nil)
+	require.NoError(t, err)
+	require.False(t, rep.Results[0].Skipped, rep.Results[0].Note)
+	so = rep.Results[0].StateBackend.Open
+	require.True(t, so.SkipLocal)
+	require.Equal(t, spec.Config.SharedCache, so.WarmCache)
+	require.Len(t, so.Opens, 2*stateOldInstances)
+	var curves []string
+	for _, c := range so.Curves {
+		curves = append(curves, c.Name)
+	}
+	require.Equal(t, []string{CurveCold + " 1", CurveWarmup, CurveZipfShared}, curves)
+	require.Len(t, so.Reads, 1)
+	require.Empty(t, so.Reads[0].Local)
+	require.Len(t, so.Reads[0].Shared, 1)
+}
+
 // TestStateBackendKeys: every key goes to the old instance that owns its
 // key group, and the new instances' ranges split the old ones.
 func TestStateBackendKeys(t *testing.T) {

@@ -1,8 +1,15 @@
 package bench
 
 import (
+	"cmp"
+	"context"
 	"fmt"
+	"io"
 	"path/filepath"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/strata-db/strata/checkpoint"
 )
@@ -36,6 +43,8 @@ func storeStatsOf(s checkpoint.SlowStats) StoreStats {
 type stateStores struct {
 	slow   [stateOldInstances]*checkpoint.SlowStore
 	stores [stateOldInstances]checkpoint.Store // the same, as Stores
+	// db are the databases' own views of the stores (shared mode).
+	db [stateOldInstances]*traceStore
 }
 
 // openStateStores makes the stores of the old instances in dir.
@@ -54,6 +63,7 @@ func openStateStores(spec *Spec, dir string) (*stateStores, error) {
 			return nil, err
 		}
 		ss.slow[i], ss.stores[i] = s, s
+		ss.db[i] = &traceStore{s: s}
 	}
 	return ss, nil
 }
@@ -70,4 +80,146 @@ func (ss *stateStores) stats() checkpoint.SlowStats {
 // since returns what the stores did since before, a snapshot of stats.
 func (ss *stateStores) since(before checkpoint.SlowStats) StoreStats {
 	return storeStatsOf(ss.stats().Sub(before))
+}
+
+// dbStats returns the databases' own requests so far, summed.
+func (ss *stateStores) dbStats() StoreStats {
+	var sum StoreStats
+	for _, t := range ss.db {
+		sum = sum.add(t.stats())
+	}
+	return sum
+}
+
+// add returns s plus o, field by field.
+func (s StoreStats) add(o StoreStats) StoreStats {
+	return StoreStats{Gets: s.Gets + o.Gets, Puts: s.Puts + o.Puts, Lists: s.Lists + o.Lists, Deletes: s.Deletes + o.Deletes,
+		Composes: s.Composes + o.Composes, GetBytes: s.GetBytes + o.GetBytes, PutBytes: s.PutBytes + o.PutBytes,
+		CopiedBytes: s.CopiedBytes + o.CopiedBytes}
+}
+
+// sub returns s minus o, field by field.
+func (s StoreStats) sub(o StoreStats) StoreStats {
+	return StoreStats{Gets: s.Gets - o.Gets, Puts: s.Puts - o.Puts, Lists: s.Lists - o.Lists, Deletes: s.Deletes - o.Deletes,
+		Composes: s.Composes - o.Composes, GetBytes: s.GetBytes - o.GetBytes, PutBytes: s.PutBytes - o.PutBytes,
+		CopiedBytes: s.CopiedBytes - o.CopiedBytes}
+}
+
+// StoreRequest is one request a database made of its store, for the
+// requests of an open from the store up to its first Get.
+type StoreRequest struct {
+	// Op is "GET", "PUT", "LIST" or "DELETE"; Object the object's name
+	// (a LIST's prefix); Offset and Length a GET's range.
+	Op     string `json:"op"`
+	Object string `json:"object"`
+	Offset int64  `json:"offset,omitempty"`
+	Length int64  `json:"length,omitempty"`
+	// Start is when it was made, since the trace began; Duration how long
+	// until it returned (a GET's body is read after).
+	Start    time.Duration `json:"start_ns"`
+	Duration time.Duration `json:"duration_ns"`
+}
+
+// traceStore is the store the statebackend workload's databases use as
+// their Options.SharedStore in shared mode, and open checkpoints from: it
+// passes every request on to the instance's slow store, which counts
+// them with the uploader's, and counts the database's own apart; while
+// a trace runs, it records each request.
+type traceStore struct {
+	s checkpoint.Store
+
+	gets, puts, lists, deletes, getBytes, putBytes atomic.Int64
+
+	mu      sync.Mutex
+	tracing bool
+	start   time.Time
+	trace   []StoreRequest
+}
+
+var _ checkpoint.Store = (*traceStore)(nil)
+
+// stats returns the database's requests so far.
+func (t *traceStore) stats() StoreStats {
+	return StoreStats{Gets: t.gets.Load(), Puts: t.puts.Load(), Lists: t.lists.Load(), Deletes: t.deletes.Load(),
+		GetBytes: t.getBytes.Load(), PutBytes: t.putBytes.Load()}
+}
+
+// startTrace begins recording requests.
+func (t *traceStore) startTrace() {
+	t.mu.Lock()
+	t.tracing, t.start, t.trace = true, time.Now(), nil
+	t.mu.Unlock()
+}
+
+// stopTrace stops recording, and returns the requests recorded, in the
+// order they were made.
+func (t *traceStore) stopTrace() []StoreRequest {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tracing = false
+	out := t.trace
+	t.trace = nil
+	slices.SortFunc(out, func(a, b StoreRequest) int { return cmp.Compare(a.Start, b.Start) })
+	return out
+}
+
+// record notes a request that began at start, if a trace runs.
+func (t *traceStore) record(op, object string, off, length int64, start time.Time) {
+	end := time.Now()
+	t.mu.Lock()
+	if t.tracing && !start.Before(t.start) {
+		t.trace = append(t.trace, StoreRequest{Op: op, Object: object, Offset: off, Length: length,
+			Start: start.Sub(t.start), Duration: end.Sub(start)})
+	}
+	t.mu.Unlock()
+}
+
+func (t *traceStore) Put(ctx context.Context, name string, r io.Reader, size int64) error {
+	start := time.Now()
+	t.puts.Add(1)
+	err := t.s.Put(ctx, name, r, size)
+	if err == nil {
+		t.putBytes.Add(size)
+	}
+	t.record("PUT", name, 0, size, start)
+	return err
+}
+
+func (t *traceStore) Get(ctx context.Context, name string, off, length int64) (io.ReadCloser, error) {
+	start := time.Now()
+	t.gets.Add(1)
+	rc, err := t.s.Get(ctx, name, off, length)
+	t.record("GET", name, off, length, start)
+	if err != nil {
+		return nil, err
+	}
+	return &countedBody{ReadCloser: rc, n: &t.getBytes}, nil
+}
+
+func (t *traceStore) List(ctx context.Context, prefix string) ([]checkpoint.ObjectInfo, error) {
+	start := time.Now()
+	t.lists.Add(1)
+	out, err := t.s.List(ctx, prefix)
+	t.record("LIST", prefix, 0, 0, start)
+	return out, err
+}
+
+func (t *traceStore) Delete(ctx context.Context, name string) error {
+	start := time.Now()
+	t.deletes.Add(1)
+	err := t.s.Delete(ctx, name)
+	t.record("DELETE", name, 0, 0, start)
+	return err
+}
+
+// countedBody counts the bytes read from a GET's body.
+type countedBody struct {
+	io.ReadCloser
+	n *atomic.Int64
+}
+
+func (b *countedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	b.n.Add(int64(n))
+	return n, err
 }

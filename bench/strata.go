@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/checkpoint"
 	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/vlog"
 )
@@ -51,9 +52,22 @@ const strataRMW = "rmw"
 // (IterOptions.MappedValues) instead of copies.
 const strataMapped = "mapped"
 
+// strataShared is the variant "strata/shared": Strata with its default
+// GC policy and a shared store (Options.SharedStore), a local store
+// beside its directory (SharedStoreDir) made as slow as Spec.StoreLatency
+// and Spec.StoreBandwidth say, and a cache of Config.SharedCache bytes
+// (no bound when 0): the cost of sharing the lower levels in ordinary
+// work, where the cache holds the whole state.
+const strataShared = "shared"
+
+// SharedStoreDir is the directory of the store of strata/shared whose
+// database is in dir: beside it, so that the database's disk size is
+// its own.
+func SharedStoreDir(dir string) string { return dir + "-store" }
+
 // strataVariant derives "strata/<policy>", "strata/rmw", "strata/mapped",
-// or a separation variant ("strata/t1k", "strata/adaptive": see
-// separationVariants).
+// "strata/shared", or a separation variant ("strata/t1k",
+// "strata/adaptive": see separationVariants).
 func strataVariant(policy string) (EngineInfo, error) {
 	if sep, ok := separationVariants[policy]; ok {
 		return EngineInfo{
@@ -88,15 +102,33 @@ func strataVariant(policy string) (EngineInfo, error) {
 				return e, nil
 			},
 		}, nil
+	case strataShared:
+		return EngineInfo{
+			Description: "Strata (this repository), default value-log GC policy, lower levels shared into a local store " +
+				"(SharedStore, --store_latency added to its requests) with a cache of --shared_cache bytes (0: no bound)",
+			Open: func(dir string, cfg Config) (Engine, error) {
+				if cfg.sharedStore == nil {
+					store, err := openSharedStore(SharedStoreDir(dir), cfg)
+					if err != nil {
+						return nil, err
+					}
+					cfg.sharedStore = store
+				}
+				if cfg.SharedCache == 0 {
+					cfg.SharedCache = -1
+				}
+				return openStrata(dir, cfg, "")
+			},
+		}, nil
 	case strataGCOff:
 		desc = "Strata (this repository), value-log GC off (DisableGC)"
 	case "cost":
 		desc += " with the space-amplification budget --gc_budget"
 	case "":
-		return EngineInfo{}, fmt.Errorf("no GC policy named (%s), or %s, or %s", strings.Join(GCPolicyNames, ", "), strataRMW, strataMapped)
+		return EngineInfo{}, fmt.Errorf("no GC policy named (%s), or %s, or %s, or %s", strings.Join(GCPolicyNames, ", "), strataRMW, strataMapped, strataShared)
 	default:
 		if _, err := gc.ByName(policy); err != nil {
-			return EngineInfo{}, fmt.Errorf("%w; or %s; or %s; or %s; or a separation variant (%s)", err, strataGCOff, strataRMW, strataMapped,
+			return EngineInfo{}, fmt.Errorf("%w; or %s; or %s; or %s; or %s; or a separation variant (%s)", err, strataGCOff, strataRMW, strataMapped, strataShared,
 				strings.Join(SeparationVariantNames, ", "))
 		}
 	}
@@ -156,6 +188,10 @@ func openStrataWith(dir string, cfg Config, policy string, adjust func(*strata.O
 		}
 		opts.GCPolicy = p
 	}
+	if cfg.sharedStore != nil {
+		opts.SharedStore = cfg.sharedStore
+		opts.SharedCacheSize = cfg.SharedCache
+	}
 	if adjust != nil {
 		adjust(opts)
 	}
@@ -208,16 +244,26 @@ func (e *strataEngine) FollowsClock() bool { return true }
 // with no value-log read at all. And the writes (commits) and those of
 // them that waited for another writer's commit (commit_waits,
 // Metrics.Latency.CommitWait), which is where a write's tail comes from
-// when writing goroutines outnumber processors.
+// when writing goroutines outnumber processors. With a shared store
+// (strata/shared), the shared files, the store GETs reads made and the
+// parts the cache lacked (Metrics.Shared).
 func (e *strataEngine) Counters() map[string]int64 {
 	m := e.db.Metrics()
-	return map[string]int64{
+	c := map[string]int64{
 		"compact_expired":         int64(m.Compact.Expired),
 		"compact_value_log_reads": int64(m.Compact.ValueLogReads),
 		"gc_relocated":            int64(m.GC.Relocated),
 		"commits":                 int64(m.Latency.Commit.Count),
 		"commit_waits":            int64(m.Latency.CommitWait.Count),
 	}
+	if sh := m.Shared; sh.Files > 0 {
+		// With a shared store: the ranged GETs reads made of it, and the
+		// parts the cache lacked.
+		c["shared_files"] = int64(sh.Files)
+		c["shared_gets"] = sh.Gets
+		c["shared_part_misses"] = sh.PartMisses
+	}
+	return c
 }
 
 func (e *strataEngine) Scan(start []byte, n int) (int, int64, error) {
@@ -238,6 +284,16 @@ func (e *strataEngine) Scan(start []byte, n int) (int, int64, error) {
 }
 
 func (e *strataEngine) Close() error { return e.db.Close() }
+
+// openSharedStore returns the local store in dir, made as slow as cfg
+// says.
+func openSharedStore(dir string, cfg Config) (checkpoint.Store, error) {
+	local, err := checkpoint.NewLocalStore(dir)
+	if err != nil {
+		return nil, err
+	}
+	return checkpoint.NewSlowStore(local, checkpoint.SlowOptions{Latency: cfg.storeLatency, Bandwidth: cfg.storeBandwidth})
+}
 
 // strataExpiryCheck is how often Strata looks for tables whose entries'
 // TTLs have passed when nothing else happens (its expiryCheckInterval).

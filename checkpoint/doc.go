@@ -182,4 +182,14 @@
 // reference, and writes a manifest of only those; strata.RestoreRangeFromStore
 // then clips the keys outside the range with range deletions before the
 // rename. Package keygroup maps Flink-style key groups to such ranges.
+//
+// Audit (strata check --store) checks a store: the registry loads, every
+// piece a retained checkpoint uses is in its object with its length and
+// (unless Quick) its XXH64, every object in use carries the marker of
+// each holder that uses it (package remote), given databases' shared
+// files are there; it lists the markers no holder's state explains
+// (stray: a crash leaves them, and their holders drop them) and the
+// objects no one holds or names (unreferenced), and with Fix deletes
+// those and writes missing markers, the repairs that are safe beside
+// holders at work.
 package checkpoint

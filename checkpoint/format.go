@@ -182,23 +182,32 @@ func loadRegistry(ctx context.Context, s Store) (*registry, int64, error) {
 	if err != nil {
 		return nil, 0, err
 	}
-	r := &registry{}
-	if err := unseal(registryName, b, r); err != nil {
+	r, err := decodeRegistry(b)
+	if err != nil {
 		return nil, 0, err
 	}
+	return r, int64(len(b)), nil
+}
+
+// decodeRegistry decodes the registry's bytes and checks its invariants.
+func decodeRegistry(b []byte) (*registry, error) {
+	r := &registry{}
+	if err := unseal(registryName, b, r); err != nil {
+		return nil, err
+	}
 	if r.Format > registryFormat {
-		return nil, 0, &base.NewerFormatError{File: registryName, What: "checkpoint registry", Version: uint64(r.Format), Newest: registryFormat}
+		return nil, &base.NewerFormatError{File: registryName, What: "checkpoint registry", Version: uint64(r.Format), Newest: registryFormat}
 	}
 	if r.Format < 1 {
-		return nil, 0, base.CorruptionErrorf(registryName, 0, "registry format %d (formats start at 1)", r.Format)
+		return nil, base.CorruptionErrorf(registryName, 0, "registry format %d (formats start at 1)", r.Format)
 	}
 	if r.Objects == nil {
 		r.Objects = map[string]*regObject{}
 	}
 	if err := r.check(); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
-	return r, int64(len(b)), nil
+	return r, nil
 }
 
 // check verifies the registry's invariants.

@@ -24,8 +24,24 @@ type Source struct {
 	NextFileNum base.FileNum
 	// Open, if set, opens a file of the version that is not in Dir (a
 	// shared file whose local copy is not cached: see package remote);
-	// a local checkpoint copies it from there.
+	// a local checkpoint copies it from there, and an upload reads it
+	// from there. A file the version does not record as shared may be
+	// one too: the database shared it after the version was pinned, and
+	// its cache evicted the local copy.
 	Open func(t base.FileType, num base.FileNum) (vfs.File, error)
+}
+
+// open opens the version's file name: in Dir, or else through Open.
+func (src Source) open(name string) (vfs.File, error) {
+	f, err := src.FS.Open(src.FS.PathJoin(src.Dir, name))
+	if err == nil || src.Open == nil || !errors.Is(err, os.ErrNotExist) {
+		return f, err
+	}
+	t, num, ok := base.ParseFilename(name)
+	if !ok {
+		return nil, err
+	}
+	return src.Open(t, num)
 }
 
 // WriteLocal writes a checkpoint of src into dst, which must not exist or
@@ -213,9 +229,6 @@ func placeFile(src Source, t base.FileType, num base.FileNum, size int64, dir st
 	name := base.MakeFilename(t, num)
 	err := linkOrCopy(fs, fs.PathJoin(src.Dir, name), fs.PathJoin(dir, name))
 	if err == nil || src.Open == nil || !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	if _, ok := src.Version.SharedRef(t == base.FileTypeVlog, num); !ok {
 		return err
 	}
 	in, oerr := src.Open(t, num)

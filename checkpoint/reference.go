@@ -18,9 +18,11 @@ import (
 // files, each the object range the registry says holds it, under a new
 // instance id, and no file is downloaded. The instance holds each object
 // by a reference marker (package remote), written before the manifest
-// names it; once they are written, the registry is read again, and the
-// checkpoint must still be retained there with its files where they were
-// (else the objects may have gone: the marks are dropped and it fails).
+// names it, after the registry's own (which a data object written before
+// markers existed lacks); once they are written, the registry is read
+// again, and the checkpoint must still be retained there with its files
+// where they were (else the objects may have gone: the marks are dropped
+// and it fails).
 // Open the result with the store as Options.SharedStore; reads fetch what
 // they need. On failure the marks it wrote are dropped and dst is as it
 // was.
@@ -55,13 +57,29 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 			}
 		}
 	}()
+	// Rule 2 has the instance join a holder that has a marker: the
+	// registry's data objects written before markers existed have none,
+	// and the instance's release, finding its own marker the last, would
+	// delete what the checkpoint uses. The registry's marker is written
+	// for them, before the instance's; if the checkpoint is dropped
+	// meanwhile (seen below), the next upload's sweep drops it as stray.
+	var objects, registryObjects []string
 	for _, f := range m.Files {
-		if !slices.Contains(marked, f.Object) {
-			if err := remote.AddRef(ctx, s, f.Object, holder); err != nil {
-				return err
+		if !slices.Contains(objects, f.Object) {
+			objects = append(objects, f.Object)
+			if !f.External {
+				registryObjects = append(registryObjects, f.Object)
 			}
-			marked = append(marked, f.Object)
 		}
+	}
+	// In parallel: one round trip each would make Open wait for as many
+	// as the checkpoint has objects.
+	if _, err := remote.AddRefs(ctx, s, registryObjects, remote.RegistryHolder); err != nil {
+		return err
+	}
+	marked, err = remote.AddRefs(ctx, s, objects, holder)
+	if err != nil {
+		return err
 	}
 	// The registry held the objects before the marks; if it still
 	// retains the checkpoint with its files in the same places, the

@@ -138,15 +138,18 @@ func smallSegmentsToMerge(r *registry, files []*localFile, opts *UploadOptions, 
 // planWrites returns what an upload of files writes, given the segments
 // of r it empties: the files r does not hold, those it holds in a segment
 // emptied (moved: read from the database's files, or copied within the
-// store by composeObject), and then the live pieces of those segments
-// that the checkpoint does not use (files the database has deleted
-// since), copied from the store into segments of their own: they die as
-// the older checkpoints that use them are dropped.
+// store by composeObject; a shared file's piece is copied from the store
+// either way, since a database opened from a checkpoint reads that very
+// piece and has no local copy), and then the live pieces of those
+// segments that the checkpoint does not use (files the database has
+// deleted since), copied from the store into segments of their own: they
+// die as the older checkpoints that use them are dropped.
 func planWrites(r *registry, files []*localFile, emptied map[string]bool) []*localFile {
 	var writes []*localFile
 	for _, f := range files {
 		if f.stored && emptied[f.ref.Object] {
 			f.moveFrom, f.stored, f.reupload = f.ref, false, true
+			f.remote = f.shared != nil
 		}
 		if !f.stored {
 			writes = append(writes, f)
@@ -212,7 +215,7 @@ func (u *Uploader) composeObject(ctx context.Context, c Composer, src Source, o 
 		parts = append(parts, r.part)
 	}
 	o.files = append(o.files, sent...)
-	fr := &filesReader{ctx: ctx, store: u.store, fs: src.FS, dir: src.Dir, files: sent}
+	fr := &filesReader{ctx: ctx, store: u.store, src: src, files: sent}
 	defer fr.close()
 	var sentSize int64
 	for _, f := range sent {

@@ -15,7 +15,6 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/strata-db/strata/remote"
-	"github.com/strata-db/strata/vfs"
 )
 
 // write packs the files and pieces to write into objects and puts them,
@@ -120,7 +119,7 @@ func (u *Uploader) putObject(ctx context.Context, src Source, o *plannedObject) 
 	if c, ok := u.store.(Composer); ok && slices.ContainsFunc(o.files, func(f *localFile) bool { return f.reupload }) {
 		return u.composeObject(ctx, c, src, o)
 	}
-	r := &filesReader{ctx: ctx, store: u.store, fs: src.FS, dir: src.Dir, files: o.files}
+	r := &filesReader{ctx: ctx, store: u.store, src: src, files: o.files}
 	defer r.close()
 	if err := u.store.Put(ctx, o.name, r, o.size); err != nil {
 		return err
@@ -136,9 +135,8 @@ func (u *Uploader) putObject(ctx context.Context, src Source, o *plannedObject) 
 // computing each one's XXH64.
 type filesReader struct {
 	ctx   context.Context
-	store Store // where remote files are read from
-	fs    vfs.FS
-	dir   string
+	store Store  // where remote files are read from
+	src   Source // and the others
 	files []*localFile
 	i     int
 	cur   io.ReadCloser
@@ -159,7 +157,7 @@ func (r *filesReader) Read(p []byte) (int, error) {
 			if f.remote {
 				file, err = r.store.Get(r.ctx, f.moveFrom.Object, f.moveFrom.Offset, f.size)
 			} else {
-				file, err = r.fs.Open(r.fs.PathJoin(r.dir, f.name))
+				file, err = r.src.open(f.name)
 			}
 			if err != nil {
 				return 0, fmt.Errorf("checkpoint: %w", err)

@@ -16,7 +16,6 @@ import (
 	"github.com/cespare/xxhash/v2"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
-	"github.com/strata-db/strata/vfs"
 )
 
 // The lifetime groups of files: segments hold files of one group.
@@ -40,8 +39,9 @@ type localFile struct {
 	stored   bool // ref names a piece the store holds
 	reupload bool // moved out of a sparse or small segment
 	moveFrom pieceRef
-	// remote: a piece only older checkpoints use, copied from moveFrom in
-	// the store rather than read from the database's directory.
+	// remote: copied from moveFrom in the store rather than read from
+	// the database's directory: a piece only older checkpoints use, or a
+	// shared file's (which may have no local copy).
 	remote    bool
 	uploadIdx int
 	// shared is where the file's primary copy is, for a shared file of
@@ -144,7 +144,12 @@ func matchShared(r *registry, files []*localFile) (added []string) {
 		i := sort.Search(len(o.Pieces), func(i int) bool { return o.Pieces[i].Offset >= ref.Offset })
 		o.Pieces = slices.Insert(o.Pieces, i, regPiece{File: f.name, Size: f.size, Offset: ref.Offset, Refs: 1})
 		o.Size = max(o.Size, ref.Offset+f.size)
+		// The registry records no checksum of an external piece, so the
+		// manifest does not either, even one the uploader knows (of a
+		// file it uploaded before it was shared): the two must agree, or
+		// the checkpoint cannot be read (ReadManifest).
 		f.ref, f.stored, f.external = ref, true, true
+		f.checksum, f.sumKnown = 0, false
 	}
 	return added
 }
@@ -152,7 +157,7 @@ func matchShared(r *registry, files []*localFile) (added []string) {
 // checksum reads the XXH64 of f in the database's directory, and caches
 // it.
 func (up *upload) checksum(f *localFile) (uint64, error) {
-	sum, err := checksumFile(up.src.FS, up.src.FS.PathJoin(up.src.Dir, f.name), f.size)
+	sum, err := checksumFile(up.src, f.name, f.size)
 	if err != nil {
 		return 0, err
 	}
@@ -214,9 +219,10 @@ func heldPieces(r *registry) map[fileKey][]pieceRef {
 	return held
 }
 
-// checksumFile returns the XXH64 of the size bytes of the file at path.
-func checksumFile(fs vfs.FS, path string, size int64) (uint64, error) {
-	f, err := fs.Open(path)
+// checksumFile returns the XXH64 of the size bytes of src's file name.
+func checksumFile(src Source, name string, size int64) (uint64, error) {
+	path := src.FS.PathJoin(src.Dir, name)
+	f, err := src.open(name)
 	if err != nil {
 		return 0, fmt.Errorf("checkpoint: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/remote"
 	"github.com/stretchr/testify/require"
 )
@@ -147,6 +148,61 @@ func TestMatchStored(t *testing.T) {
 			require.True(t, f.stored)
 			require.Equal(t, *tc.wantRef, f.ref)
 			require.Equal(t, tc.wantRefs, r.piece(f.ref).Refs)
+		})
+	}
+}
+
+// TestMatchShared: a shared file is referenced where its object is: a
+// piece the registry holds there takes a reference, any other place
+// becomes a new external piece (its object to be marked). Either way the
+// file's checksum is the piece's, unknown for an external one, even when
+// the uploader knows the file's from an earlier upload of it (a file an
+// upload stored before the database shared it): the manifest and the
+// registry must agree, or ReadManifest refuses the checkpoint.
+func TestMatchShared(t *testing.T) {
+	const (
+		data  = "data/00000000000000000001-0000-aaaaaaaa"
+		mine  = "shared/0000000000000001/000005.vlog"
+		other = "shared/0000000000000002/000007.sst"
+	)
+	storeRegistry := func() *registry {
+		return &registry{Objects: map[string]*regObject{
+			data:  testObject(false, groupTables, 10, regPiece{File: "000004.sst", Size: 10, Checksum: 0x44, Refs: 1}),
+			other: {External: true, Size: 30, Pieces: []regPiece{{File: "000007.sst", Size: 30, Refs: 1}}},
+		}}
+	}
+	for _, tc := range []struct {
+		name        string
+		file        localFile
+		wantAdded   []string
+		wantRefs    int
+		wantObjects int
+	}{
+		{name: "a new object becomes an external piece",
+			file:      localFile{name: "000005.vlog", size: 20, shared: &manifest.SharedRef{Object: mine}},
+			wantAdded: []string{mine}, wantRefs: 1, wantObjects: 3},
+		{name: "with the checksum of an earlier upload of the file unknown all the same",
+			file:      localFile{name: "000005.vlog", size: 20, checksum: 0x55, sumKnown: true, shared: &manifest.SharedRef{Object: mine}},
+			wantAdded: []string{mine}, wantRefs: 1, wantObjects: 3},
+		{name: "an external piece the registry holds takes a reference",
+			file:     localFile{name: "000007.sst", size: 30, checksum: 0x77, sumKnown: true, shared: &manifest.SharedRef{Object: other}},
+			wantRefs: 2, wantObjects: 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := storeRegistry()
+			f := tc.file
+			added := matchShared(r, []*localFile{&f})
+			require.Equal(t, tc.wantAdded, added)
+			require.Len(t, r.Objects, tc.wantObjects)
+			require.True(t, f.stored)
+			require.True(t, f.external)
+			p := r.piece(f.ref)
+			require.NotNil(t, p)
+			require.Equal(t, tc.wantRefs, p.Refs)
+			require.Equal(t, f.name, p.File)
+			require.Equal(t, f.size, p.Size)
+			require.False(t, f.sumKnown, "an external piece's checksum is not known")
+			require.Equal(t, p.Checksum, f.checksum, "the manifest's checksum is not the registry's")
 		})
 	}
 }

@@ -45,13 +45,11 @@ func dropUnused(r *registry, dropped []regCheckpoint) []string {
 // the registry names it, whatever its database does with the file. The
 // database holds it meanwhile (its version is pinned while it uploads).
 func (up *upload) hold() error {
-	for _, name := range up.external {
-		up.held = append(up.held, name)
-		if err := remote.AddRef(up.ctx, up.u.store, name, remote.RegistryHolder); err != nil {
-			return err
-		}
-	}
-	return nil
+	// Every one counts as held before its request, which may write the
+	// marker and fail all the same: abort drops them all.
+	up.held = append(up.held, up.external...)
+	_, err := remote.AddRefs(up.ctx, up.u.store, up.external, remote.RegistryHolder)
+	return err
 }
 
 // sweep deletes, once next is committed, what register dropped from it

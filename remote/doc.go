@@ -33,7 +33,13 @@
 // dropped only after nothing durable of its holder names the object), and
 // what a crash can leave: objects without markers (Sweep deletes them)
 // and markers nobody's state explains (an instance drops its own at
-// Open; a registry's upload drops its own).
+// Open; a registry's upload drops its own; an OpenFromStore interrupted
+// before its directory was in place leaves the markers of an instance
+// that never opens, which no one drops). An instance holds an object by
+// one marker however many of its files are in it (the pieces of a
+// checkpoint's segment), and drops it with the last of them.
+// checkpoint.Audit (strata check --store) checks a store against these
+// rules.
 //
 // # The local cache
 //

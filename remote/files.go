@@ -302,12 +302,24 @@ func (f *Files) Open(t base.FileType, num base.FileNum) (vfs.File, error) {
 // Share uploads the local file t/num of size bytes as an object of its
 // own, after writing the instance's reference marker on it, and returns
 // where it is. The caller records the file as shared (a version edit) and
-// then calls Track; the local file stays, as the cache's whole copy.
-func (f *Files) Share(ctx context.Context, t base.FileType, num base.FileNum, size int64) (manifest.SharedRef, error) {
+// then calls Track; the local file stays, as the cache's whole copy. If
+// it fails (the file was deleted meanwhile, the Put failed), it drops the
+// marker again, unless ctx is done (the database closes: the next Open
+// drops it).
+func (f *Files) Share(ctx context.Context, t base.FileType, num base.FileNum, size int64) (_ manifest.SharedRef, err error) {
 	if f.o.ReadOnly {
 		return manifest.SharedRef{}, errReadOnly
 	}
 	object := ObjectName(f.o.Instance, t, num)
+	defer func() {
+		// Nothing names the object: a marker left would hold it, and
+		// the instance's later markers, until the next Open. A failed
+		// Put leaves no object; DropRef deletes one an unknown outcome
+		// left.
+		if err != nil && ctx.Err() == nil {
+			_, _ = DropRef(ctx, f.o.Store, object, f.holder)
+		}
+	}()
 	if err := AddRef(ctx, f.o.Store, object, f.holder); err != nil {
 		return manifest.SharedRef{}, err
 	}
@@ -334,8 +346,17 @@ func (f *Files) Adopt(ctx context.Context, ref manifest.SharedRef) error {
 
 // Release forgets the shared file t/num, which the database no longer
 // holds (nothing durable of it names the file): it deletes the local copy
-// and parts, drops the instance's reference marker, and deletes the
-// object if no holder is left. A file Files does not know is ignored.
+// and parts and, unless another file it tracks is in the same object (a
+// database opened from a checkpoint reads several files from one
+// segment, and holds it by one marker), drops the instance's reference
+// marker and deletes the object if no holder is left. A file Files does
+// not know is ignored.
+//
+// INVARIANT: the marker stays while a tracked file is in its object, so
+// rule 3 holds for each object, not only each file. Files share an object
+// only when a database opened from a checkpoint reads them from one of
+// its segments, and those are all tracked at Open; a file the instance
+// shares gets an object of its own.
 func (f *Files) Release(ctx context.Context, t base.FileType, num base.FileNum) error {
 	if f.o.ReadOnly {
 		return errReadOnly
@@ -355,21 +376,43 @@ func (f *Files) Release(ctx context.Context, t base.FileType, num base.FileNum) 
 	for _, e := range s.parts {
 		f.dropLocked(e)
 	}
+	inUse := false
+	for _, o := range f.files {
+		inUse = inUse || o.ref.Object == s.ref.Object
+	}
 	f.mu.Unlock()
+	if inUse {
+		return nil
+	}
 	_, err := DropRef(ctx, f.o.Store, s.ref.Object, f.holder)
 	return err
 }
 
+// Warmed is the file Warm downloaded.
+type Warmed struct {
+	Type base.FileType
+	Num  base.FileNum
+	Size int64 // 0: no file was left to warm
+}
+
 // Warm downloads the whole local copy of one shared file that has none
 // and fits in the cache beside what it holds (tables first, the
-// smallest first: their indexes serve every read), and returns its size;
+// smallest first: their indexes serve every read), and returns it; Size
 // 0 when no file is left to warm. The copy is written as the directory's
 // own file (a temporary file, synced, renamed), which readers may map, and
-// the file's cached parts are dropped.
-func (f *Files) Warm(ctx context.Context) (int64, error) {
+// the file's cached parts are dropped. Files opened before (Open) still
+// read through the cache, fetching again the parts they need: the caller
+// reopens the file to read the copy.
+func (f *Files) Warm(ctx context.Context) (Warmed, error) {
 	if f.o.ReadOnly {
-		return 0, errReadOnly
+		return Warmed{}, errReadOnly
 	}
+	k, n, err := f.warm(ctx)
+	return Warmed{Type: k.t, Num: k.num, Size: n}, err
+}
+
+// warm is Warm.
+func (f *Files) warm(ctx context.Context) (fileKey, int64, error) {
 	f.mu.Lock()
 	var pick *shared
 	for _, s := range f.files {
@@ -382,12 +425,12 @@ func (f *Files) Warm(ctx context.Context) (int64, error) {
 	}
 	f.mu.Unlock()
 	if pick == nil {
-		return 0, nil
+		return fileKey{}, 0, nil
 	}
 	data, err := getRange(ctx, f.o.Store, pick.ref.Object, int64(pick.ref.Offset), pick.size)
 	f.stats.gets.Add(1)
 	if err != nil {
-		return 0, fmt.Errorf("remote: warm %s (object %s): %w", pick.key.name(), pick.ref, err)
+		return pick.key, 0, fmt.Errorf("remote: warm %s (object %s): %w", pick.key.name(), pick.ref, err)
 	}
 	f.stats.getBytes.Add(int64(len(data)))
 	path := f.o.FS.PathJoin(f.o.Dir, pick.key.name())
@@ -395,17 +438,17 @@ func (f *Files) Warm(ctx context.Context) (int64, error) {
 	tmp := f.o.FS.PathJoin(f.cacheDir, "warm-"+strconv.FormatUint(rand.Uint64(), 16))
 	if err := writeFileSynced(f.o.FS, tmp, data); err != nil {
 		_ = f.o.FS.Remove(tmp)
-		return 0, fmt.Errorf("remote: warm %s: %w", pick.key.name(), err)
+		return pick.key, 0, fmt.Errorf("remote: warm %s: %w", pick.key.name(), err)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if pick.released || pick.whole != nil {
 		_ = f.o.FS.Remove(tmp)
-		return pick.size, nil
+		return pick.key, pick.size, nil
 	}
 	if err := f.o.FS.Rename(tmp, path); err != nil {
 		_ = f.o.FS.Remove(tmp)
-		return 0, fmt.Errorf("remote: warm %s: %w", pick.key.name(), err)
+		return pick.key, 0, fmt.Errorf("remote: warm %s: %w", pick.key.name(), err)
 	}
 	for _, e := range pick.parts {
 		f.dropLocked(e)
@@ -413,7 +456,7 @@ func (f *Files) Warm(ctx context.Context) (int64, error) {
 	pick.whole = f.lru.PushFront(&lruEntry{f: pick, part: -1, size: pick.size})
 	f.used += pick.size
 	f.evictLocked()
-	return pick.size, nil
+	return pick.key, pick.size, nil
 }
 
 // warmBefore orders the files Warm picks: tables before value logs, then
@@ -522,7 +565,9 @@ func (f *Files) readPart(s *shared, idx int64, p []byte, off int64) (int, error)
 			fe.data, fe.err = f.fetchPart(s, idx)
 			f.mu.Lock()
 			delete(s.fetching, idx)
-			if fe.err == nil && !s.released && s.parts[idx] == nil && !f.o.ReadOnly {
+			if fe.err == nil && !s.released && s.whole == nil && s.parts[idx] == nil && !f.o.ReadOnly {
+				// (a part fetched while the warm-up downloaded the whole
+				// copy is not kept: the copy holds its bytes)
 				s.parts[idx] = f.lru.PushFront(&lruEntry{f: s, part: idx, size: int64(len(fe.data))})
 				f.used += int64(len(fe.data))
 				f.evictLocked()

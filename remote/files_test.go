@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -245,4 +247,58 @@ func TestFilesReadErrors(t *testing.T) {
 	s.mu.Unlock()
 	_, err = file.ReadAt(buf, 2990)
 	require.Error(t, err)
+}
+
+// TestFilesReleaseKeepsSharedObject: files read from one object (pieces
+// of a checkpoint's segment) hold it by one marker, which their release
+// drops only with the last of them: before, the release of one file let
+// the object go while the others still read from it.
+func TestFilesReleaseKeepsSharedObject(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	f := newTestFiles(t, fs, s, 1<<20, 4096)
+	const seg = "data/00000000000000000001-0000-00000000"
+	require.NoError(t, s.Put(ctx, seg, bytes.NewReader(make([]byte, 300)), 300))
+	for i, num := range []base.FileNum{7, 8} {
+		ref := manifest.SharedRef{Object: seg, Offset: uint64(i * 100)}
+		require.NoError(t, f.Adopt(ctx, ref))
+		f.Track(base.FileTypeTable, num, ref, 100, false)
+	}
+	require.NoError(t, f.Start())
+	require.NoError(t, f.Release(ctx, base.FileTypeTable, 7))
+	holders, err := Holders(ctx, s, seg)
+	require.NoError(t, err)
+	require.Equal(t, []string{InstanceHolder(testInstance)}, holders, "released while 000008.sst reads from it")
+	require.True(t, s.has(seg))
+	require.NoError(t, f.Release(ctx, base.FileTypeTable, 8))
+	require.False(t, s.has(seg), "the last file's release keeps the object")
+}
+
+// TestFilesShareFailureDropsMarker: a Share that fails after its marker
+// (the local file was deleted meanwhile, the Put failed) drops the
+// marker: nothing names the object, and the marker would otherwise hold
+// it until the next Open.
+func TestFilesShareFailureDropsMarker(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	f := newTestFiles(t, fs, s, 1<<20, 4096)
+	_, err := f.Share(ctx, base.FileTypeTable, 9, 100) // no such local file
+	require.Error(t, err)
+	writeLocal(t, fs, 10, 100, 1)
+	s.fail = func(op, name string) error {
+		if op == "put" && name == ObjectName(testInstance, base.FileTypeTable, 10) {
+			return errors.New("injected")
+		}
+		return nil
+	}
+	_, err = f.Share(ctx, base.FileTypeTable, 10, 100)
+	require.ErrorContains(t, err, "injected")
+	s.fail = nil
+	marked, err := Marked(ctx, s)
+	require.NoError(t, err)
+	require.Empty(t, marked)
 }

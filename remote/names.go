@@ -38,6 +38,10 @@ func ObjectName(instance string, t base.FileType, num base.FileNum) string {
 // sharedPrefix is the prefix of the objects instances write.
 const sharedPrefix = "shared/"
 
+// IsShared reports whether name is an object instances write (under
+// shared/).
+func IsShared(name string) bool { return strings.HasPrefix(name, sharedPrefix) }
+
 // refsPrefix is the prefix of the reference markers: the marker of holder
 // on object is refs/<object>/<holder>.
 const refsPrefix = "refs/"
@@ -46,11 +50,19 @@ const refsPrefix = "refs/"
 // markers.
 func InstanceHolder(instance string) string { return "i-" + instance }
 
+// HolderInstance returns the instance id of an instance's holder name,
+// and whether holder is one.
+func HolderInstance(holder string) (string, bool) {
+	id, ok := strings.CutPrefix(holder, "i-")
+	return id, ok && CheckInstanceID(id) == nil
+}
+
 // RegistryHolder is the holder name of a store's checkpoint registry in
 // reference markers: the registry holds an object while a retained
 // checkpoint refers to it.
 const RegistryHolder = "registry"
 
-func markerName(object, holder string) string { return refsPrefix + object + "/" + holder }
+// MarkerName returns the name of holder's reference marker on object.
+func MarkerName(object, holder string) string { return refsPrefix + object + "/" + holder }
 
 func markerPrefix(object string) string { return refsPrefix + object + "/" }

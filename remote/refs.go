@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // References. An object in the store may be referred to by several
@@ -33,21 +34,72 @@ import (
 // markers, which nothing can refer to again (rule 2 needs a holder):
 // Sweep deletes such objects. A crash after rule 1's marker and before
 // the holder names the object leaves a marker that holds the object for
-// nothing: Audit reports markers of an instance that its manifest does
-// not explain.
+// nothing (a stray): its holder drops it, an instance at Open and a
+// registry in its next upload's sweep; checkpoint.Audit reports them.
 
 // AddRef writes holder's marker on object (rule 1 or 2 above).
 func AddRef(ctx context.Context, s Store, object, holder string) error {
-	if err := s.Put(ctx, markerName(object, holder), bytes.NewReader(nil), 0); err != nil {
+	if err := s.Put(ctx, MarkerName(object, holder), bytes.NewReader(nil), 0); err != nil {
 		return fmt.Errorf("remote: add reference of %s to %s: %w", holder, object, err)
 	}
 	return nil
 }
 
+// refsParallel bounds the marker PUTs AddRefs has in flight: a store
+// answers each after a round trip (S3: 10-100 ms), and a database opened
+// from a checkpoint marks every object of it before Open can return.
+const refsParallel = 32
+
+// AddRefs writes holder's marker on each of objects (AddRef), up to
+// refsParallel at a time: the markers go in any order, and the caller
+// names the objects only once AddRefs returned. It returns the objects
+// whose markers it wrote, in the order of objects; on a failure, the first
+// error as well, once every request it made has returned (it makes no more
+// after the failure), so that the caller can drop the markers written.
+func AddRefs(ctx context.Context, s Store, objects []string, holder string) ([]string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make([]bool, len(objects))
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	sem := make(chan struct{}, refsParallel)
+	for i, object := range objects {
+		sem <- struct{}{}
+		if ctx.Err() != nil {
+			<-sem
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			err := AddRef(ctx, s, object, holder)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				done[i] = true
+			} else if first == nil {
+				first = err
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	var added []string
+	for i, ok := range done {
+		if ok {
+			added = append(added, objects[i])
+		}
+	}
+	return added, first
+}
+
 // DropRef removes holder's marker on object and deletes the object when
 // no marker is left (rule 3); deleted says whether it did.
 func DropRef(ctx context.Context, s Store, object, holder string) (deleted bool, err error) {
-	if err := s.Delete(ctx, markerName(object, holder)); err != nil {
+	if err := s.Delete(ctx, MarkerName(object, holder)); err != nil {
 		return false, fmt.Errorf("remote: drop reference of %s to %s: %w", holder, object, err)
 	}
 	holders, err := Holders(ctx, s, object)
@@ -89,14 +141,46 @@ func Marked(ctx context.Context, s Store) (map[string][]string, error) {
 	}
 	out := make(map[string][]string)
 	for _, o := range list {
-		rest := strings.TrimPrefix(o.Name, refsPrefix)
-		i := strings.LastIndexByte(rest, '/')
-		if i <= 0 || i == len(rest)-1 {
-			continue
+		if object, holder, ok := ParseMarker(o.Name); ok {
+			out[object] = append(out[object], holder)
 		}
-		out[rest[:i]] = append(out[rest[:i]], rest[i+1:])
 	}
 	return out, nil
+}
+
+// ParseMarker reports whether name is a reference marker, and if so the
+// object it holds and its holder.
+func ParseMarker(name string) (object, holder string, ok bool) {
+	rest, ok := strings.CutPrefix(name, refsPrefix)
+	if !ok {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(rest, '/')
+	if i <= 0 || i == len(rest)-1 {
+		return "", "", false
+	}
+	return rest[:i], rest[i+1:], true
+}
+
+// DeleteUnheld deletes object if no marker holds it, and says whether it
+// did: the deletion Sweep makes, for one object. The caller saw the
+// object without markers; they are listed once more, for this object
+// alone, just before the Delete, since a holder may have marked it since
+// (rule 1 puts a marker before an object, so an object that exists
+// unmarked at this check was let go by its last holder, and no holder can
+// mark it again without failing rule 2's check).
+func DeleteUnheld(ctx context.Context, s Store, object string) (bool, error) {
+	holders, err := Holders(ctx, s, object)
+	if err != nil {
+		return false, err
+	}
+	if len(holders) > 0 {
+		return false, nil
+	}
+	if err := s.Delete(ctx, object); err != nil {
+		return false, fmt.Errorf("remote: delete %s: %w", object, err)
+	}
+	return true, nil
 }
 
 // Sweep deletes the objects under shared/ that no marker holds (what a
@@ -118,18 +202,14 @@ func Sweep(ctx context.Context, s Store) ([]string, error) {
 			continue
 		}
 		// Listed before the markers were? Then a marker written since
-		// might hold it: check once more, for this object alone.
-		holders, err := Holders(ctx, s, o.Name)
+		// might hold it: DeleteUnheld checks once more.
+		ok, err := DeleteUnheld(ctx, s, o.Name)
 		if err != nil {
 			return deleted, err
 		}
-		if len(holders) > 0 {
-			continue
+		if ok {
+			deleted = append(deleted, o.Name)
 		}
-		if err := s.Delete(ctx, o.Name); err != nil {
-			return deleted, fmt.Errorf("remote: delete %s: %w", o.Name, err)
-		}
-		deleted = append(deleted, o.Name)
 	}
 	return deleted, nil
 }

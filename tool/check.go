@@ -79,9 +79,21 @@ func (r *CheckReport) Write(w io.Writer) {
 
 func (t *Tool) runCheck(args []string) int {
 	fs := t.newFlags("check")
-	pos, err := parse(fs, args, 1, 1)
+	store := fs.String("store", "", "audit this store (a local store's directory, or "+s3URLScheme+"BUCKET[/PREFIX]) with the databases given")
+	quick := fs.Bool("quick", false, "with --store: check that objects exist with their sizes, without reading them")
+	fix := fs.Bool("fix", false, "with --store: delete the unreferenced objects, write the markers missing from objects in use")
+	pos, err := parse(fs, args, 0, 1<<20)
 	if err != nil {
 		return t.usageError("check", err)
+	}
+	if *store != "" {
+		return t.runCheckStore(*store, pos, *quick, *fix)
+	}
+	switch {
+	case *quick || *fix:
+		return t.usageError("check", errors.New("--quick and --fix go with --store"))
+	case len(pos) != 1:
+		return t.usageError("check", fmt.Errorf("wrong number of arguments (%d)", len(pos)))
 	}
 	r := Check(t.FS, pos[0], t.options(true))
 	r.Write(t.Stdout)

@@ -10,6 +10,8 @@
 // The commands:
 //
 //	check DIR                         verify a database, exit status 1 on any problem
+//	check --store DIR_OR_URL [DBDIR...] [--quick] [--fix]
+//	                                  audit a store and the databases that share files in it
 //	dump sst|vlog|manifest|wal FILE   print a file, with offsets
 //	lsm DIR                           the levels: tables, key ranges, sizes, value-log references
 //	scan DIR [--start K] [--end K] [--limit N]
@@ -17,6 +19,13 @@
 //	gc DIR [--policy NAME]            the garbage ledger and what the policy would decide next
 //	stress --dir DIR [...]            random concurrent workload, checked against an expected state
 //	crashtest --dir DIR [...]         stress killed with SIGKILL again and again, each restart verified
+//
+// check --store audits an object store that holds checkpoints and shared
+// files (checkpoint.Audit does the work, reading the manifests of the
+// databases given with remote.ReadInstance), then opens each database
+// given read-only with the store and scans it. The store is a local
+// store's directory or s3://BUCKET[/PREFIX], reached with the endpoint,
+// region and keys of the AWS tools' environment variables.
 //
 // A database written with merges is read with its merge operator: the
 // built-in one its manifest records, unless the global flag --merger

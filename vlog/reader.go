@@ -80,18 +80,36 @@ func NewReader(f vfs.File, fileNum base.FileNum, size int64, o ReaderOptions) (*
 		return nil, base.CorruptionErrorf(r.name, 0, "file of %d bytes is shorter than the %d-byte header", size, HeaderLen)
 	}
 	r.size = uint64(size)
-	var hdr [HeaderLen]byte
-	if err := r.readAt(hdr[:], 0); err != nil {
+	// The header and the footer are read at once: through a shared
+	// file's cache (package remote) each is a round trip to the store.
+	var (
+		hdr      [HeaderLen]byte
+		fb       [FooterLen]byte
+		footErr  error
+		footDone chan struct{}
+	)
+	hasFooter := r.size >= HeaderLen+FooterLen
+	if hasFooter {
+		footDone = make(chan struct{})
+		go func() {
+			defer close(footDone)
+			footErr = r.readAt(fb[:], r.size-FooterLen)
+		}()
+	}
+	err := r.readAt(hdr[:], 0)
+	if hasFooter {
+		<-footDone
+	}
+	if err != nil {
 		return nil, err
 	}
 	if err := checkHeader(hdr[:], fileNum, r.name); err != nil {
 		return nil, err
 	}
 	r.recordsEnd = r.size
-	if r.size >= HeaderLen+FooterLen {
-		var fb [FooterLen]byte
-		if err := r.readAt(fb[:], r.size-FooterLen); err != nil {
-			return nil, err
+	if hasFooter {
+		if footErr != nil {
+			return nil, footErr
 		}
 		if ft, ok := decodeFooter(fb[:], r.size, fileNum); ok {
 			r.finished, r.footer, r.recordsEnd = true, ft, ft.recordsEnd

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -428,4 +429,38 @@ func TestUnnumberedFile(t *testing.T) {
 		require.ErrorIs(t, err, base.ErrCorruption, "a pointer read for another key")
 		require.NoError(t, r.Close())
 	}
+}
+
+// barrierFile holds every ReadAt until two are in flight at once.
+type barrierFile struct {
+	*testFile
+	mu      sync.Mutex
+	waiting int
+	open    chan struct{}
+}
+
+func (f *barrierFile) ReadAt(p []byte, off int64) (int, error) {
+	f.mu.Lock()
+	if f.waiting++; f.waiting == 2 {
+		close(f.open)
+	}
+	f.mu.Unlock()
+	select {
+	case <-f.open:
+	case <-time.After(time.Minute):
+		return 0, errors.New("the other read never came")
+	}
+	return f.testFile.ReadAt(p, off)
+}
+
+// TestReaderOpensInOneRoundTrip: NewReader reads the header and the
+// footer at once (a shared file's cache fetches each from the store), so
+// that neither waits for the other.
+func TestReaderOpensInOneRoundTrip(t *testing.T) {
+	data, _ := buildFile(t, genRecords(rand.New(rand.NewPCG(3, 4)), 50, true), true)
+	f := &barrierFile{testFile: fileWith(t, data), open: make(chan struct{})}
+	r, err := NewReader(f, testFileNum, int64(len(data)), ReaderOptions{})
+	require.NoError(t, err)
+	require.True(t, r.Finished())
+	require.NoError(t, r.Close())
 }

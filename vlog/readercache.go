@@ -119,6 +119,14 @@ func (rc *ReaderCache) Evict(num base.FileNum) {
 	}
 }
 
+// Reopen forgets the Reader of a value log that is still live, keeping
+// its records in the value cache, so that the next read opens the file
+// anew (a shared value log whose whole local copy was just downloaded).
+// Reads still using it finish first.
+func (rc *ReaderCache) Reopen(num base.FileNum) {
+	rc.files.Evict(filecache.Key{Type: base.FileTypeVlog, Num: num})
+}
+
 // Open returns the number of value logs open.
 func (rc *ReaderCache) Open() int {
 	_, n := rc.files.Len(base.FileTypeVlog)

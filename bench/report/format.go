@@ -248,6 +248,9 @@ func specLine(s *bench.Spec) string {
 		parts = append(parts, "gc budget "+strconv.FormatFloat(s.Config.GCBudget, 'g', -1, 64))
 	}
 	parts = append(parts, fmt.Sprintf("seed %d", s.Seed))
+	if s.StoreLatency > 0 {
+		parts = append(parts, "store latency "+s.StoreLatency.String())
+	}
 	if s.Repeat > 1 {
 		parts = append(parts, fmt.Sprintf("median of %d runs", s.Repeat))
 	}
@@ -268,6 +271,9 @@ func settingsLine(c *bench.Config) string {
 	}
 	if c.Compression != "" {
 		parts = append(parts, "compression "+c.Compression)
+	}
+	if c.SharedCache > 0 {
+		parts = append(parts, "shared-file cache "+fmtSize(c.SharedCache))
 	}
 	switch {
 	case c.DisableWAL:

@@ -475,6 +475,10 @@ var pageTemplate = template.Must(template.New("page").Funcs(template.FuncMap{
 	"roundSpan":         func() int { return len(roundHeaders) },
 	"stateHeaders":      func() []string { return stateHeaders },
 	"stateStoreHeaders": func() []string { return stateStoreHeaders },
+	"stateByRefHeaders": func() []string { return stateByRefHeaders },
+	"stateOpenHeaders":  func() []string { return stateOpenHeaders },
+	"stateReadHeaders":  func() []string { return stateReadHeaders },
+	"stateReqHeaders":   func() []string { return stateRequestHeaders },
 }).Parse(pageHTML))
 
 const pageHTML = `<!DOCTYPE html>
@@ -583,7 +587,7 @@ tr.spread td:first-child { padding-left: 24px; }
 {{range .Notes}}<p class="note">{{.}}</p>
 {{end}}</section>
 {{end}}
-{{range .State}}<section class="card" id="{{.Anchor}}">
+{{range $st := .State}}<section class="card" id="{{.Anchor}}">
 <h2>State backend: checkpoints, restore, rescale<span class="unit">{{.Engine}}</span></h2>
 <p class="lead">{{.Lead}}</p>
 <div class="grid">
@@ -605,7 +609,32 @@ tr.spread td:first-child { padding-left: 24px; }
 <thead><tr>{{range stateStoreHeaders}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>{{range .Store}}<tr>{{range .}}<td class="num">{{.}}</td>{{end}}</tr>
 {{end}}</tbody></table></div>
-</section>
+{{with .Shared}}<h2 style="margin-top:18px">State in the store: checkpoints by reference, open from the store<span class="unit">{{$st.Engine}}</span></h2>
+<p class="lead">{{.Lead}}</p>
+<p class="note">Checkpoints by reference: uploaded is everything a checkpoint sent; new the files the store did not hold (tables of the upper levels, value logs not shared yet); registry the registry that commits it (the manifests of the checkpoints it keeps); shared what the databases uploaded themselves, in the background, since the previous checkpoint.</p>
+<div class="scroll"><table>
+<thead><tr>{{range stateByRefHeaders}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .ByRef}}<tr>{{range .}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}</tbody></table></div>
+{{if .Opens}}<div class="grid" style="margin-top:12px">
+<figure><figcaption>Readrandom after opening from the store <span>(ops/s each second; cold rounds, with the warm-up, and the local copy)</span></figcaption>{{.Curves}}</figure>
+<figure><figcaption>Zipfian reads, a tenth of the state cached <span>(ops/s each second, first round; the local copy for comparison)</span></figcaption>{{.Zipf}}</figure>
+</div>
+<p class="note">Opens from the store, each timed to OpenFromStore's return and then to its first Get; the requests are the instance's, from the call until the first Get returned. The full restore's time is per instance, its open included.</p>
+<div class="scroll"><table>
+<thead><tr>{{range stateOpenHeaders}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Opens}}<tr>{{range .}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}</tbody></table></div>
+<p class="note">Reads of the state opened from the store against the same state restored and opened from local files, round by round (the local copy first in each).</p>
+<div class="scroll"><table>
+<thead><tr>{{range stateReadHeaders}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Reads}}<tr>{{range .}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}</tbody></table></div>
+{{range .Requests}}<details><summary>{{.What}}</summary><div class="scroll"><table>
+<thead><tr>{{range stateReqHeaders}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>{{range .Rows}}<tr>{{range .}}<td class="num">{{.}}</td>{{end}}</tr>
+{{end}}</tbody></table></div></details>
+{{end}}{{end}}{{end}}</section>
 {{end}}
 <section class="card" id="numbers">
 <h2>All numbers</h2>

@@ -18,6 +18,8 @@ type stateSection struct {
 	Timings                               [][]string
 	Store                                 [][]string
 	Note                                  string
+	// Shared is the shared mode's part (nil without it).
+	Shared *stateSharedSection
 }
 
 // stateHeaders are the columns of the checkpoints table.
@@ -123,7 +125,7 @@ func stateSectionsOf(r *bench.Report, colors map[string]string) []stateSection {
 	for i, res := range stateResults(r) {
 		sb := res.StateBackend
 		sec := stateSection{Anchor: "statebackend-" + strconv.Itoa(i), Engine: res.Engine, Lead: stateLead(&r.Spec, sb),
-			Rows: stateRows(sb), Timings: stateTimings(sb), Store: stateStoreRows(sb)}
+			Rows: stateRows(sb), Timings: stateTimings(sb), Store: stateStoreRows(sb), Shared: stateSharedOf(sb)}
 		up := roundLine{engine: res.Engine, what: "uploaded"}
 		nw := roundLine{engine: res.Engine, dashed: true, what: "written since the last checkpoint"}
 		amp := roundLine{engine: res.Engine}
@@ -167,6 +169,7 @@ func writeStateBackend(b *strings.Builder, r *bench.Report, rows []*bench.Result
 		b.WriteString(wrap(indent+"store requests per step (summed over the stores; MiB up: sent to them, down: read from them, "+
 			"copied: by them from objects they held):", tableWidth, indent+"  "))
 		writeAligned(b, indent, gap, append([][]string{stateStoreShortHeaders}, stateStoreRows(sb)...))
+		writeStateShared(b, indent, gap, sb)
 	}
 }
 

@@ -111,3 +111,93 @@ func TestStepChartLastLabel(t *testing.T) {
 	assert.Contains(t, out, ">91</text>")
 	assert.NotContains(t, out, ">100</text>")
 }
+
+// stateSharedReport is stateReport in shared mode, with its
+// open-from-store step.
+func stateSharedReport() *bench.Report {
+	r := stateReport()
+	sb := r.Results[0].StateBackend
+	r.Spec.Config.SharedCache = 1 << 30
+	sb.SharedCache = 1 << 30
+	for i := range sb.Checkpoints {
+		c := &sb.Checkpoints[i]
+		c.UploadedBytes, c.NewBytes, c.RegistryBytes = 3<<20, 2<<20, 1<<20
+		c.Shared = bench.StoreStats{Puts: 7, Deletes: 2, PutBytes: 40 << 20}
+	}
+	curve := func(name string, base float64) bench.StateCurve {
+		c := bench.StateCurve{Name: name, Readers: 1, Ops: 1000, Duration: 3 * time.Second, OpsPerSec: base, Gets: 12}
+		for s := 1; s <= 3; s++ {
+			c.Samples = append(c.Samples, bench.Sample{Elapsed: time.Duration(s) * time.Second, OpsPerSec: base * float64(s)})
+		}
+		return c
+	}
+	sb.Open = &bench.StateOpen{StateBytes: 900 << 20, CacheSize: 1 << 30, Warmup: 256 << 20, WarmCache: -1, ReadTime: 3 * time.Second, Readers: 1,
+		WarmupTime: 4 * time.Second, WarmedBytes: 900 << 20,
+		Curves: []bench.StateCurve{curve(bench.CurveLocal, 30000), curve(bench.CurveCold+" 1", 200), curve(bench.CurveWarmup, 500),
+			curve(bench.CurveZipfLocal, 90000), curve(bench.CurveZipfShared, 60000)},
+		Reads: []bench.StateReads{
+			{Name: bench.ReadsWarm, Readers: 1, CacheSize: -1, Local: []float64{30000, 31000, 32000}, Shared: []float64{29000, 28000, 33000}},
+			{Name: bench.ReadsZipfSmall, Readers: 16, CacheSize: 45 << 20, Local: []float64{90000, 95000}, Shared: []float64{60000, 50000}},
+		}}
+	for i := range 2 {
+		sb.Open.Opens = append(sb.Open.Opens, bench.StateOpenTiming{Round: 1, Instance: i, Open: 120 * time.Millisecond, FirstGet: 61 * time.Millisecond,
+			Store: bench.StoreStats{Gets: 5, Puts: 24, GetBytes: 3 << 20},
+			Requests: []bench.StoreRequest{{Op: "GET", Object: "registry", Length: -1, Duration: 20 * time.Millisecond},
+				{Op: "PUT", Object: "refs/shared/0000000000000001/000004.vlog/i-2", Start: 21 * time.Millisecond, Duration: 20 * time.Millisecond},
+				{Op: "GET", Object: "shared/0000000000000001/000007.sst", Offset: 1 << 20, Length: 1 << 20, Start: 130 * time.Millisecond, Duration: 21 * time.Millisecond}}})
+	}
+	sb.Open.Opens = append(sb.Open.Opens, bench.StateOpenTiming{Warmup: true, Open: 130 * time.Millisecond, FirstGet: 70 * time.Millisecond})
+	return r
+}
+
+// TestWriteStateShared: in shared mode the table and the page show the
+// checkpoints by reference, the opens with the full restore beside them,
+// the reads compared round by round with their medians, and the requests
+// before the first Get; the page charts the reads after the opens.
+func TestWriteStateShared(t *testing.T) {
+	r := stateSharedReport()
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, r))
+	table := buf.String()
+	lineWith(t, table, "checkpoints by reference")
+	lineWith(t, table, "4", "101 ms", "3.0", "2.0", "1.0", "1.000", "40", "7", "2")
+	lineWith(t, table, "cold 1", "1", "120 ms", "61 ms", "181 ms", "5", "24")
+	lineWith(t, table, "with warm-up", "200 ms")
+	lineWith(t, table, "full restore, then Open", "750 ms")
+	lineWith(t, table, "instance 0, cold 1: GET registry 1, PUT refs/ 1, GET shared/ 1")
+	lineWith(t, table, bench.CurveCold+" 1", "200", "12", "200 400 600")
+	lineWith(t, table, bench.ReadsWarm, "no bound", "median", "31,000", "29,000", "0.97x")
+	lineWith(t, table, "a warm-up of 256 MiB/s and no bound on the cache")
+	lineWith(t, table, bench.ReadsZipfSmall, "16", "45", "2", "95,000", "50,000", "0.53x")
+	lineWith(t, table, bench.ReadsZipfSmall, "median", "0.60x")
+	lineWith(t, table, "zipfian reads (readers: 16)")
+
+	out := checkHTML(t, r, 1)
+	assert.Contains(t, out, `aria-label="statebackend: readrandom after opening from the store"`)
+	assert.Contains(t, out, `aria-label="statebackend: zipfian reads, a tenth of the state cached"`)
+	assert.Contains(t, out, "<th>first Get</th>")
+	assert.Contains(t, out, "instance 1, cold 1: 3 requests until the first Get returned (181 ms)")
+	assert.Contains(t, out, "shared/0000000000000001/000007.sst")
+	assert.Contains(t, out, "shared-file cache 1 GiB")
+	if d := os.Getenv("STRATA_REPORT_EXAMPLE"); d != "" {
+		writeExample(t, d, "statebackend-shared.html", r)
+	}
+
+	// Without local copies: the store's figures alone.
+	so := r.Results[0].StateBackend.Open
+	so.SkipLocal, so.WarmCache = true, 1<<30
+	so.Reads = []bench.StateReads{{Name: bench.ReadsZipfSmall, Readers: 16, CacheSize: 45 << 20, Shared: []float64{60000, 50000}}}
+	buf.Reset()
+	require.NoError(t, WriteTable(&buf, r))
+	table = buf.String()
+	lineWith(t, table, "a warm-up of 256 MiB/s and a cache of 1 GiB")
+	assert.Contains(t, strings.Join(strings.Fields(table), " "), "No local copy of the state (--open_skip_local): nothing compared with one.")
+	lineWith(t, table, bench.ReadsZipfSmall, "16", "45", "2", "-", "50,000", "-")
+	lineWith(t, table, bench.ReadsZipfSmall, "median", "-", "55,000", "-")
+	checkHTML(t, r, 1)
+
+	// Without shared mode, none of it.
+	buf.Reset()
+	require.NoError(t, WriteTable(&buf, stateReport()))
+	assert.NotContains(t, buf.String(), "checkpoints by reference")
+}

@@ -1,6 +1,7 @@
 // Package storetest checks that a checkpoint.Store behaves as the
 // interface says: the same tests run against the local store and any
-// other implementation (the S3 store runs them against a real server).
+// other implementation (the S3 store runs them against a real server,
+// which StartS3Server starts).
 package storetest
 
 import (

@@ -110,11 +110,17 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		ckptEvery = fs.Int64("checkpoint_every", 0, "overwrites between the statebackend workload's checkpoints (Strata only; default --num/10)")
 		storeLat  = fs.Duration("store_latency", 0, "latency added to every request of the statebackend workload to its stores, as an object store's (S3: 10-100ms; 0: none)")
 		storeBW   = fs.Int64("store_bandwidth", 0, "bytes per second each of the statebackend workload's stores moves, its requests sharing them (0: unlimited)")
-		repeat    = fs.Int("repeat", 1, "run everything this many times, the engines in turn each time, and report each figure's median with its min and max")
-		cpuProf   = fs.String("cpuprofile", "", "write a CPU profile of Strata's benchmarks (its first run) to this file")
-		memProf   = fs.String("memprofile", "", "write a heap profile at the end of Strata's last benchmark to this file")
-		jsonOut   = fs.String("json", "kvbench-report.json", "write the JSON report here (empty: none)")
-		htmlOut   = fs.String("html", "kvbench-report.html", "write the HTML report here (empty: none)")
+		shCache   = fs.Int64("shared_cache", 0, "bytes of local cache of shared files: the statebackend workload's databases keep their lower levels in its stores (SharedStore), "+
+			"checkpoint by reference and are opened from the store (0: every file local); strata/shared's cache (0: no bound)")
+		shWarmup = fs.Int64("shared_warmup", 0, "bytes per second the statebackend workload's warm open from the store downloads in the background (default 256 MiB/s; with --shared_cache)")
+		openTime = fs.Duration("open_read_time", 0, "how long each read phase after the statebackend workload's opens from the store runs (default 10s; with --shared_cache)")
+		openReps = fs.Int("open_repeats", 0, "cold opens from the store of the statebackend workload, and rounds of each read comparison with a local copy (default 3; with --shared_cache)")
+		openSkip = fs.Bool("open_skip_local", false, "leave out the statebackend workload's local copy of the state and the reads compared with it (a copy and a warm copy of the state on disk at once; with --shared_cache)")
+		repeat   = fs.Int("repeat", 1, "run everything this many times, the engines in turn each time, and report each figure's median with its min and max")
+		cpuProf  = fs.String("cpuprofile", "", "write a CPU profile of Strata's benchmarks (its first run) to this file")
+		memProf  = fs.String("memprofile", "", "write a heap profile at the end of Strata's last benchmark to this file")
+		jsonOut  = fs.String("json", "kvbench-report.json", "write the JSON report here (empty: none)")
+		htmlOut  = fs.String("html", "kvbench-report.html", "write the HTML report here (empty: none)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -142,6 +148,10 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		CheckpointEvery: *ckptEvery,
 		StoreLatency:    *storeLat,
 		StoreBandwidth:  *storeBW,
+		SharedWarmup:    *shWarmup,
+		OpenReadTime:    *openTime,
+		OpenRepeats:     *openReps,
+		OpenSkipLocal:   *openSkip,
 		Seed:            *seed,
 		Dir:             *dir,
 		KeepDB:          *keepDB,
@@ -158,6 +168,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 			DisableWAL:     *disableWAL,
 			Sync:           *syncWrites,
 			GCBudget:       *gcBudget,
+			SharedCache:    *shCache,
 		},
 	}
 	if err := spec.Normalize(); err != nil {

@@ -128,6 +128,27 @@ func TestParseStateBackend(t *testing.T) {
 	_, err = parseFlags([]string{"--store_latency", "-1ms", "--store_bandwidth", "-5"}, &out)
 	require.ErrorContains(t, err, "store_latency")
 	require.ErrorContains(t, err, "store_bandwidth")
+
+	// Shared mode: off by default; with --shared_cache, the open step's
+	// defaults unless given.
+	require.Zero(t, s.Config.SharedCache)
+	require.Zero(t, s.OpenRepeats)
+	s = parse(t, "--engines", "strata", "--benchmarks", "statebackend", "--shared_cache", "1073741824").spec
+	require.Equal(t, int64(1<<30), s.Config.SharedCache)
+	require.Equal(t, int64(bench.DefaultSharedWarmup), s.SharedWarmup)
+	require.Equal(t, bench.DefaultOpenReadTime, s.OpenReadTime)
+	require.Equal(t, bench.DefaultOpenRepeats, s.OpenRepeats)
+	s = parse(t, "--engines", "strata", "--benchmarks", "statebackend", "--shared_cache", "1000000",
+		"--shared_warmup", "5000000", "--open_read_time", "3s", "--open_repeats", "5").spec
+	require.Equal(t, int64(5e6), s.SharedWarmup)
+	require.Equal(t, 3*time.Second, s.OpenReadTime)
+	require.Equal(t, 5, s.OpenRepeats)
+	_, err = parseFlags([]string{"--shared_cache", "-1", "--shared_warmup", "-1", "--open_read_time", "-1s", "--open_repeats", "-1"}, &out)
+	for _, name := range []string{"shared_cache", "shared_warmup", "open_read_time", "open_repeats"} {
+		require.ErrorContains(t, err, name)
+	}
+	// strata/shared is an engine.
+	require.Equal(t, []string{"strata", "strata/shared"}, parse(t, "--engines", "strata,strata/shared").spec.Engines)
 }
 
 // TestHelp: --help starts with what kvbench does, then three examples,
