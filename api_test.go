@@ -1,6 +1,7 @@
 package strata_test
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/checkpoint"
 	"github.com/strata-db/strata/gc"
+	"github.com/strata-db/strata/vfs"
 )
 
 // The public API that programs and tests outside this repository use,
@@ -70,6 +72,19 @@ var (
 
 	_ func(*strata.DB, []byte) (bool, error) = (*strata.DB).Has
 	_ func(*strata.DB, []string) error       = (*strata.DB).Ingest
+
+	// The third wave's names (OpenRangeFromStore is not built yet).
+	_ func(context.Context, checkpoint.Store, uint64, string, *strata.Options) (*strata.DB, error) = strata.OpenFromStore
+	_ func(*strata.DB) error                                                                       = (*strata.DB).Sync
+	_ func(*strata.Iterator, []byte) bool                                                          = (*strata.Iterator).SeekLE
+	_                                                                                              = strata.IterOptions{Prefix: nil}
+
+	// One argument order for the functions of a store: ctx, store, id,
+	// [start, end,] dir, opts. RestoreRange, of the other order, forwards.
+	_ func(context.Context, checkpoint.Store, uint64, string, *strata.Options) error                    = strata.RestoreFromStore
+	_ func(context.Context, checkpoint.Store, uint64, []byte, []byte, string, *strata.Options) error    = strata.RestoreRangeFromStore
+	_ func(context.Context, checkpoint.Store, uint64, string, []byte, []byte, *strata.Options) error    = strata.RestoreRange
+	_ func(context.Context, checkpoint.Store, uint64, vfs.FS, string, *checkpoint.RestoreOptions) error = checkpoint.Restore
 
 	_ checkpoint.Store                                        = (*checkpoint.LocalStore)(nil)
 	_ checkpoint.Store                                        = (*checkpoint.S3Store)(nil)

@@ -92,15 +92,47 @@ func (d *DB) withPinnedVersion(hook string, fn func(src checkpoint.Source) error
 // version is pinned.
 var testHookToStore, testHookPinned func()
 
-// RestoreRange restores the keys in [start, end) (nil: no bound) of
-// checkpoint id of store s into dir, which must not exist or be empty: it
-// fetches only the tables whose keys overlap the range, and the value logs
-// they reference, then deletes the keys outside the range with range
+// The functions of this package that take a store put their arguments in
+// one order: context, store, checkpoint id (or ids), the key range where
+// there is one, the local directory, options. checkpoint.Restore, a level
+// below, follows it too, with the filesystem ahead of the directory it is
+// the filesystem of.
+
+// RestoreFromStore restores checkpoint id of store s into dir, which must
+// not exist or be empty: it downloads the checkpoint's tables and value
+// logs, verifying each file's checksum, and leaves dir complete or
+// untouched (checkpoint.Restore does the work). opts.FS is where dir is
+// (nil opts: the disk); afterwards Open dir as any database.
+func RestoreFromStore(ctx context.Context, s checkpoint.Store, id uint64, dir string, opts *Options) error {
+	var fs vfs.FS
+	if opts != nil {
+		fs = opts.FS
+	}
+	if err := checkpoint.Restore(ctx, s, id, fs, dir, nil); err != nil {
+		return fmt.Errorf("strata: restore: %w", err)
+	}
+	return nil
+}
+
+// RestoreRange is RestoreRangeFromStore with the directory ahead of the
+// key range.
+//
+// Deprecated: use RestoreRangeFromStore, whose arguments come in the order
+// of the package's other functions of a store (ctx, store, id, start, end,
+// dir, opts).
+func RestoreRange(ctx context.Context, s checkpoint.Store, id uint64, dir string, start, end []byte, opts *Options) error {
+	return RestoreRangeFromStore(ctx, s, id, start, end, dir, opts)
+}
+
+// RestoreRangeFromStore restores the keys in [start, end) (nil: no bound)
+// of checkpoint id of store s into dir, which must not exist or be empty:
+// it fetches only the tables whose keys overlap the range, and the value
+// logs they reference, then deletes the keys outside the range with range
 // deletions (whose value-log space garbage collection reclaims as the
 // tables are compacted). opts are the options to open the result with
 // (nil: defaults; opts.FS is where dir is). dir is complete or untouched
 // when it returns; afterwards Open it as any database.
-func RestoreRange(ctx context.Context, s checkpoint.Store, id uint64, dir string, start, end []byte, opts *Options) error {
+func RestoreRangeFromStore(ctx context.Context, s checkpoint.Store, id uint64, start, end []byte, dir string, opts *Options) error {
 	var o Options
 	if opts != nil {
 		o = *opts

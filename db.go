@@ -34,6 +34,12 @@ var (
 	ErrWritesStopped = errors.New("strata: writes stopped after a background error, reopen the database")
 	// ErrReadOnly: a write to a DB opened with Options.ReadOnly.
 	ErrReadOnly = errors.New("strata: database opened read-only")
+	// ErrNewerFormat: a file (the manifest, a table, a value log, a
+	// checkpoint store's registry) records a format version newer than
+	// this build reads: a newer Strata wrote it. Nothing is damaged, and
+	// nothing was changed; open it with a newer build. Such an error does
+	// not match ErrCorruption.
+	ErrNewerFormat = base.ErrNewerFormat
 )
 
 // CorruptionError describes bytes on disk that failed a checksum or could
@@ -216,7 +222,11 @@ type dbStats struct {
 	compactVlogReads atomic.Uint64
 	// vlogReads counts the value-log records reads fetched: Get, snapshots'
 	// Get, iterators' values and merges (not compactions).
-	vlogReads       atomic.Uint64
+	vlogReads atomic.Uint64
+	// prefixChecked and prefixSkipped count the tables iterators with a
+	// prefix asked the Bloom filter about, and those it ruled out.
+	prefixChecked   atomic.Uint64
+	prefixSkipped   atomic.Uint64
 	compactOutBytes atomic.Uint64
 	walBytes        atomic.Uint64
 	vlogBytes       atomic.Uint64 // bytes of value logs written (flush, GC)

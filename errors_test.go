@@ -3,6 +3,10 @@ package strata
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -126,5 +130,44 @@ func TestOpenRegularFile(t *testing.T) {
 		require.NoError(t, err)
 		require.False(t, st.IsDir())
 		require.EqualValues(t, len("not a database"), st.Size())
+	}
+}
+
+// TestDocListsErrors: the package documentation lists every exported
+// error of the package.
+func TestDocListsErrors(t *testing.T) {
+	fset := token.NewFileSet()
+	entries, err := os.ReadDir(".")
+	require.NoError(t, err)
+	var doc string
+	var errs []string
+	for _, e := range entries {
+		name := e.Name()
+		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, parser.ParseComments)
+		require.NoError(t, err)
+		if name == "doc.go" {
+			doc = f.Doc.Text()
+		}
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.VAR {
+				continue
+			}
+			for _, spec := range g.Specs {
+				for _, n := range spec.(*ast.ValueSpec).Names {
+					if n.IsExported() && strings.HasPrefix(n.Name, "Err") {
+						errs = append(errs, n.Name)
+					}
+				}
+			}
+		}
+	}
+	require.NotEmpty(t, doc)
+	require.GreaterOrEqual(t, len(errs), 15)
+	for _, e := range errs {
+		require.Contains(t, doc, "  - "+e+":", "the package documentation does not list %s", e)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/strata-db/strata/compaction"
@@ -160,6 +161,9 @@ func openExternalTable(fs vfs.FS, path string) (_ *externalTable, err error) {
 	if v := r.Properties().User[externalProp]; v != externalVersion {
 		if v == "" {
 			return nil, fmt.Errorf("strata: ingest: %s was not written by a TableWriter", path)
+		}
+		if n, err := strconv.ParseUint(v, 10, 32); err == nil && n > externalVersionNum {
+			return nil, fmt.Errorf("strata: ingest: %w", &base.NewerFormatError{File: path, What: "external table", Version: n, Newest: externalVersionNum})
 		}
 		return nil, fmt.Errorf("strata: ingest: %s has external table version %q, this reader knows %q", path, v, externalVersion)
 	}

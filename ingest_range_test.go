@@ -143,7 +143,7 @@ func TestIngestRangeRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, len(srcLive), n, "keys moved")
 
-	require.NoError(t, RestoreRange(ctx, store, st.ID, "part", start, end, opts()))
+	require.NoError(t, RestoreRangeFromStore(ctx, store, st.ID, start, end, "part", opts()))
 	part, err := Open("part", opts())
 	require.NoError(t, err)
 	defer part.Close()

@@ -79,6 +79,9 @@ func (d *DB) NewIter(o *IterOptions) (*Iterator, error) {
 // the newest visible write (see currentSeq).
 func (d *DB) newIter(o *IterOptions, snap base.SeqNum, current bool) (*Iterator, error) {
 	it := &Iterator{db: d, dir: 1}
+	// extractor, when not "", names the prefix extractor whose filters
+	// rule tables out for o.Prefix.
+	var extractor string
 	if o != nil {
 		// Inverted bounds are a caller's mistake (often swapped arguments):
 		// say so rather than iterate nothing. Equal bounds are an empty range.
@@ -90,6 +93,10 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum, current bool) (*Iterator,
 		}
 		if o.UpperBound != nil {
 			it.upper = append([]byte{}, o.UpperBound...)
+		}
+		if o.Prefix != nil {
+			it.lower, it.upper = prefixBounds(append([]byte{}, o.Prefix...), it.lower, it.upper)
+			extractor = d.opts.prefixFilter(o.Prefix)
 		}
 		it.mappedValues = o.MappedValues
 	}
@@ -123,12 +130,22 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum, current bool) (*Iterator,
 		if !f.OverlapsRange(it.lower, it.upper) {
 			continue
 		}
+		if extractor != "" {
+			// A table ruled out still contributes its range deletions.
+			ok, err := d.tableMayHoldPrefix(f, extractor, o.Prefix, &tombs)
+			if err != nil {
+				return fail(err)
+			}
+			if !ok {
+				continue
+			}
+		}
 		it, err := d.newFileIter(f)
 		if err != nil {
 			return fail(err)
 		}
 		iters = append(iters, it)
-		if f.HasRangeDels {
+		if f.HasRangeDels && extractor == "" {
 			h := it.(*tableIter).h
 			tombs = append(tombs, h.reader.RangeTombstones()...)
 		}
@@ -136,6 +153,24 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum, current bool) (*Iterator,
 	for level := 1; level < manifest.NumLevels; level++ {
 		files := v.Levels[level]
 		if len(files) == 0 {
+			continue
+		}
+		if extractor != "" {
+			// The few tables that overlap the prefix's range, less those
+			// whose filters rule the prefix out.
+			var kept []*manifest.FileMetadata
+			for _, f := range v.Overlaps(level, it.lower, it.upper) {
+				ok, err := d.tableMayHoldPrefix(f, extractor, o.Prefix, &tombs)
+				if err != nil {
+					return fail(err)
+				}
+				if ok {
+					kept = append(kept, f)
+				}
+			}
+			if len(kept) > 0 {
+				iters = append(iters, merging.NewLevelIter(kept, d.newFileIter, it.lower, it.upper))
+			}
 			continue
 		}
 		for _, f := range v.Overlaps(level, it.lower, it.upper) {
@@ -156,6 +191,27 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum, current bool) (*Iterator,
 	it.dels = rangedel.Build(tombs)
 	d.iters.Add(1)
 	return it, nil
+}
+
+// tableMayHoldPrefix asks table f's Bloom filter whether it may hold a key
+// of prefix by the named extractor, and appends its range deletions to
+// tombs either way (a table ruled out for its points may still delete
+// keys of the prefix in older tables).
+func (d *DB) tableMayHoldPrefix(f *manifest.FileMetadata, extractor string, prefix []byte, tombs *[]base.RangeTombstone) (bool, error) {
+	h, err := d.tableCache.get(f)
+	if err != nil {
+		return false, err
+	}
+	defer d.tableCache.release(h)
+	if f.HasRangeDels {
+		*tombs = append(*tombs, h.reader.RangeTombstones()...)
+	}
+	d.stats.prefixChecked.Add(1)
+	if h.reader.MayContainPrefix(extractor, prefix) {
+		return true, nil
+	}
+	d.stats.prefixSkipped.Add(1)
+	return false, nil
 }
 
 // newFileIter opens an iterator over one table; closing it releases the
@@ -408,6 +464,16 @@ func (i *Iterator) SeekLT(key []byte) bool {
 	}
 	i.iter.SeekLT(key)
 	return i.findPrev()
+}
+
+// SeekLE moves to the last key <= key (and within the bounds): the key
+// itself when it is there, else the one before it. It is SeekLT of key's
+// immediate successor (key followed by a zero byte), in reverse as SeekLT
+// is, so Next and Prev go on from it as after SeekLT.
+func (i *Iterator) SeekLE(key []byte) bool {
+	succ := make([]byte, len(key)+1) // the iterator may keep the seek key
+	copy(succ, key)
+	return i.SeekLT(succ)
 }
 
 // First moves to the first key (>= the lower bound).

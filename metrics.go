@@ -91,6 +91,12 @@ type Metrics struct {
 	UserBytes uint64
 	WriteAmp  float64
 
+	// PrefixFilter counts, since Open, the tables iterators with
+	// IterOptions.Prefix asked the Bloom filter about (with
+	// Options.PrefixExtractor), and those it ruled out: Skipped tables had
+	// no block read.
+	PrefixFilter struct{ Checked, Skipped uint64 }
+
 	// Latency holds histograms of how long operations took since Open,
 	// with percentiles (see LatencyHistogram).
 	Latency struct {
@@ -353,6 +359,8 @@ func (d *DB) Metrics() *Metrics {
 	m.Latency.Get = d.stats.latency.get.snapshot()
 	m.Latency.Has = d.stats.latency.has.snapshot()
 	m.ValueLogs.Reads = d.stats.vlogReads.Load()
+	m.PrefixFilter.Checked = d.stats.prefixChecked.Load()
+	m.PrefixFilter.Skipped = d.stats.prefixSkipped.Load()
 	m.Latency.IterSeek = d.stats.latency.iterSeek.snapshot()
 	if d.cache != nil {
 		m.BlockCache = d.cache.Metrics()

@@ -70,14 +70,18 @@ func modelSeeds(t *testing.T, n int) []uint64 {
 }
 
 type modelTest struct {
-	t    *testing.T
-	rng  *rand.Rand
-	fs   *vfs.MemFS
-	opts *Options
-	db   *DB
-	m    model
-	step int
-	seed uint64
+	t   *testing.T
+	rng *rand.Rand
+	// rngIter draws the iterator choices added after the rest (prefixes,
+	// SeekLE), so that rng's sequence, and with it what each seed did
+	// before them, stays as it was: a seed reported then replays the same.
+	rngIter *rand.Rand
+	fs      *vfs.MemFS
+	opts    *Options
+	db      *DB
+	m       model
+	step    int
+	seed    uint64
 
 	snaps []modelSnap
 	iters []modelIter
@@ -92,6 +96,8 @@ type modelTest struct {
 	gcDeleted   uint64 // value logs garbage collection deleted, over all sessions
 	expired     uint64 // entries flushes and compactions dropped for their TTL
 	gcMoved     uint64 // values it relocated
+	// prefixSkipped: tables prefix iterators' Bloom filters ruled out
+	prefixSkipped uint64
 }
 
 type modelSnap struct {
@@ -191,7 +197,8 @@ type modelIter struct {
 	m            []string // sorted keys in bounds
 	vals         model
 	lower, upper []byte
-	pos          int // index into m of the current key; -1/len(m) invalid
+	prefix       []byte // IterOptions.Prefix (nil: none)
+	pos          int    // index into m of the current key; -1/len(m) invalid
 	valid        bool
 }
 
@@ -270,8 +277,30 @@ func (mt *modelTest) randomBounds() (lower, upper []byte) {
 	return lower, upper
 }
 
-func (mt *modelTest) newModelIter(it *Iterator, m model, lower, upper []byte) modelIter {
-	return modelIter{it: it, m: m.sortedKeys(lower, upper), vals: m.clone(), lower: lower, upper: upper, pos: -1}
+// randomIterOptions returns bounds, and a third of the time a prefix: a
+// key cut short, most often to 5 bytes (the prefix of the "prefix-filter"
+// configuration's extractor, whose Bloom filters then rule tables out),
+// or the whole key, or once in a while the empty prefix.
+func (mt *modelTest) randomIterOptions() *IterOptions {
+	lower, upper := mt.randomBounds()
+	o := &IterOptions{LowerBound: lower, UpperBound: upper}
+	switch r := mt.rngIter.IntN(30); {
+	case r == 0:
+		o.Prefix = []byte{}
+	case r < 10:
+		n := mt.rngIter.IntN(300)
+		k := []byte(fmt.Sprintf("key%0*d", 3+n%3, n)) // as mt.key, from rngIter
+		o.Prefix = k[:min([]int{3, 4, 5, 5, 5, 6, 8}[mt.rngIter.IntN(7)], len(k))]
+	}
+	return o
+}
+
+func (mt *modelTest) newModelIter(it *Iterator, m model, o *IterOptions) modelIter {
+	keys := m.sortedKeys(o.LowerBound, o.UpperBound)
+	if o.Prefix != nil {
+		keys = slices.DeleteFunc(keys, func(k string) bool { return !strings.HasPrefix(k, string(o.Prefix)) })
+	}
+	return modelIter{it: it, m: keys, vals: m.clone(), lower: o.LowerBound, upper: o.UpperBound, prefix: o.Prefix, pos: -1}
 }
 
 // iterStep applies one random positioning call to both the iterator and the
@@ -295,6 +324,10 @@ func (mt *modelTest) iterStep(mi *modelIter) {
 		k := mt.key()
 		op, ok = fmt.Sprintf("SeekGE(%s)", k), it.SeekGE(k)
 		mi.pos = seekIndex(k)
+	case r <= 5 && mt.rngIter.IntN(2) == 0:
+		k := mt.key()
+		op, ok = fmt.Sprintf("SeekLE(%s)", k), it.SeekLE(k)
+		mi.pos = sort.Search(len(keys), func(j int) bool { return keys[j] > string(k) }) - 1
 	case r <= 5:
 		k := mt.key()
 		op, ok = fmt.Sprintf("SeekLT(%s)", k), it.SeekLT(k)
@@ -319,7 +352,7 @@ func (mt *modelTest) iterStep(mi *modelIter) {
 	}
 	mi.valid = want
 	if ok != want {
-		mt.fatalf("iterator [%q,%q) %s = %v, want %v (model pos %d of %d)", mi.lower, mi.upper, op, ok, want, mi.pos, len(keys))
+		mt.fatalf("iterator [%q,%q) prefix %q %s = %v, want %v (model pos %d of %d)", mi.lower, mi.upper, mi.prefix, op, ok, want, mi.pos, len(keys))
 	}
 	if !ok {
 		return
@@ -337,7 +370,7 @@ func (mt *modelTest) iterStep(mi *modelIter) {
 			}
 			fit.Close()
 		}
-		mt.fatalf("iterator [%q,%q) %s at %q=%q (error %v), want %q=%q", mi.lower, mi.upper, op, it.Key(), trunc(it.Value()), it.Error(), k, trunc([]byte(mi.vals[k])))
+		mt.fatalf("iterator [%q,%q) prefix %q %s at %q=%q (error %v), want %q=%q", mi.lower, mi.upper, mi.prefix, op, it.Key(), trunc(it.Value()), it.Error(), k, trunc([]byte(mi.vals[k])))
 	}
 }
 
@@ -359,6 +392,7 @@ func (mt *modelTest) reopen() {
 	mt.gcDeleted += m.GC.DeletedFiles
 	mt.gcMoved += m.GC.Relocated
 	mt.expired += m.Compact.Expired
+	mt.prefixSkipped += m.PrefixFilter.Skipped
 	if err := mt.db.Close(); err != nil {
 		mt.fatalf("Close: %v", err)
 	}
@@ -407,7 +441,7 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 	fs := vfs.NewMem()
 	o := *opts
 	o.FS = fs
-	mt := &modelTest{t: t, rng: rand.New(rand.NewPCG(seed, 0x5eed)), fs: fs, opts: &o, m: model{}, seed: seed, exp: map[string]expiry{}}
+	mt := &modelTest{t: t, rng: rand.New(rand.NewPCG(seed, 0x5eed)), rngIter: rand.New(rand.NewPCG(seed, 0x17e7)), fs: fs, opts: &o, m: model{}, seed: seed, exp: map[string]expiry{}}
 	mt.clockMs.Store(1_000_000_000_000)
 	if os.Getenv("STRATA_DEBUG") != "" {
 		mt.hist = map[string][]string{}
@@ -513,12 +547,12 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 			mt.checkGet(mt.db.Get, mt.m, mt.key())
 		case r < 700:
 			counts[5]++
-			lower, upper := mt.randomBounds()
-			it, err := mt.db.NewIter(&IterOptions{LowerBound: lower, UpperBound: upper})
+			o := mt.randomIterOptions()
+			it, err := mt.db.NewIter(o)
 			if err != nil {
 				mt.fatalf("NewIter: %v", err)
 			}
-			mi := mt.newModelIter(it, mt.m, lower, upper)
+			mi := mt.newModelIter(it, mt.m, o)
 			for i := 0; i < 20; i++ {
 				mt.iterStep(&mi)
 			}
@@ -556,12 +590,12 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 			if mt.rng.IntN(2) == 0 {
 				mt.checkGet(s.s.Get, sm, mt.key())
 			} else {
-				lower, upper := mt.randomBounds()
-				it, err := s.s.NewIter(&IterOptions{LowerBound: lower, UpperBound: upper})
+				o := mt.randomIterOptions()
+				it, err := s.s.NewIter(o)
 				if err != nil {
 					mt.fatalf("Snapshot.NewIter: %v", err)
 				}
-				mi := mt.newModelIter(it, sm, lower, upper)
+				mi := mt.newModelIter(it, sm, o)
 				for i := 0; i < 20; i++ {
 					mt.iterStep(&mi)
 				}
@@ -677,6 +711,10 @@ func TestModel(t *testing.T) {
 			LearnedIndex: &learned.Options{ErrorBound: 2, MinKeys: 1, MinKeysPerSegment: 1, MaxSpread: 1 << 20, MaxShare: 1e9}},
 		"learned-off": {MemTableSize: 32 << 10, TargetFileSize: 8 << 10, LBaseMaxBytes: 32 << 10, LevelMultiplier: 3,
 			L0CompactionThreshold: 2, BlockSize: 256, ValueThreshold: 64, DisableLearnedIndex: true},
+		// Prefixes of 5 bytes ("key01") in the Bloom filters: prefix
+		// iterators skip tables, range deletions of skipped tables apply.
+		"prefix-filter": {MemTableSize: 16 << 10, TargetFileSize: 4 << 10, LBaseMaxBytes: 16 << 10, LevelMultiplier: 3,
+			L0CompactionThreshold: 2, ValueThreshold: 64, PrefixExtractor: FixedPrefix(5)},
 		// Shared files (tables of L1 and deeper, value logs) in a store:
 		// with a cache smaller than a part, every read of a shared file
 		// goes to the store; with a large one, local copies serve them.
@@ -714,6 +752,9 @@ func TestModel(t *testing.T) {
 					if name == "shared-tiny-cache" && mt.db.shared.files.Stats().Gets == 0 {
 						t.Fatalf("seed %d: no read went to the store", seed)
 					}
+				}
+				if name == "prefix-filter" && mt.prefixSkipped == 0 {
+					t.Fatalf("seed %d: no prefix iterator skipped a table by its filter", seed)
 				}
 				switch li := mt.db.Metrics().LearnedIndex; {
 				case name == "learned-every-table" && li.Hits == 0:

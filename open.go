@@ -761,6 +761,11 @@ func (d *DB) deleteUnreferencedFiles(names []string) {
 	}
 }
 
+// Closed reports whether Close has been called: from then on reads and
+// writes fail with ErrClosed. It is for observers that may outlive the DB:
+// a metrics collector reports nothing once it is true.
+func (d *DB) Closed() bool { return d.closed.Load() }
+
 // Close waits for background work, flushes nothing to the WAL that is not
 // already there, and releases the directory. With the WAL disabled it first
 // flushes the memtable, so a clean Close loses nothing.

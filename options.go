@@ -108,6 +108,12 @@ type Options struct {
 	// BloomBitsPerKey sizes the per-table Bloom filter. Default: 10 (about 1%
 	// false positives); negative disables filters.
 	BloomBitsPerKey int
+	// PrefixExtractor, when set, adds every key's prefix to the Bloom
+	// filters of the tables written from then on (besides the key), so
+	// that an iterator with IterOptions.Prefix skips the tables that hold
+	// no key of its prefix without reading them. Default nil: filters of
+	// whole keys, which serve point reads only. See PrefixExtractor.
+	PrefixExtractor *PrefixExtractor
 	// Compression of SSTable blocks: "none", "snappy", "s2" or "zstd".
 	// Blocks that compress by less than 12.5% are stored raw. Default:
 	// "snappy".
@@ -379,6 +385,9 @@ func (o *Options) Validate() error {
 	if c.BloomBitsPerKey > 64 {
 		bad("BloomBitsPerKey %d is larger than 64", c.BloomBitsPerKey)
 	}
+	if p := c.PrefixExtractor; p != nil && (p.Name == "" || p.Len == nil) {
+		bad("PrefixExtractor needs both a Name and a Len function")
+	}
 	if _, err := sstable.ParseCompression(c.Compression); err != nil {
 		bad("Compression %q is not one of none, snappy, s2, zstd", c.Compression)
 	}
@@ -452,6 +461,9 @@ func (o *Options) writerOptions() sstable.WriterOptions {
 		BitsPerKey:           o.BloomBitsPerKey,
 		Compression:          c,
 	}
+	if p := o.PrefixExtractor; p != nil {
+		wo.PrefixName, wo.PrefixLen = p.Name, p.Len
+	}
 	if !o.DisableLearnedIndex {
 		wo.Learned = &learned.Options{}
 		if o.LearnedIndex != nil {
@@ -479,6 +491,14 @@ func (o *WriteOptions) sync() bool { return o == nil || o.Sync }
 // unbounded.
 type IterOptions struct {
 	LowerBound, UpperBound []byte
+	// Prefix, when not nil, limits the iterator to the keys that start
+	// with it: the bounds narrow to [Prefix, the first key past every key
+	// that starts with it), within LowerBound and UpperBound. When
+	// Options.PrefixExtractor gives Prefix as its own prefix (Len(Prefix)
+	// == len(Prefix)), the iterator asks each table's Bloom filter and
+	// reads only the tables that may hold a key of that prefix
+	// (Metrics.PrefixFilter counts them). Default nil: no prefix.
+	Prefix []byte
 	// MappedValues lets Value return a separated value read from a
 	// memory-mapped value log as a slice of the mapping, its checksum
 	// verified in place, instead of a copy: a scan saves a copy of every

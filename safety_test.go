@@ -336,6 +336,20 @@ func TestCallsRacingClose(t *testing.T) {
 
 // TestFlushAfterCloseCreatesNoWAL: once Close has returned, a Flush that
 // passed its entry check must not create a WAL in the closed directory.
+// TestClosed: Closed is false while the DB is open and true from Close on,
+// when reads fail with ErrClosed; Metrics still answers.
+func TestClosed(t *testing.T) {
+	db, err := Open("db", &Options{FS: vfs.NewMem()})
+	require.NoError(t, err)
+	require.False(t, db.Closed())
+	require.NoError(t, db.Set([]byte("k"), []byte("v"), NoSync))
+	require.NoError(t, db.Close())
+	require.True(t, db.Closed())
+	_, err = db.Get([]byte("k"))
+	require.ErrorIs(t, err, ErrClosed)
+	require.NotNil(t, db.Metrics())
+}
+
 func TestFlushAfterCloseCreatesNoWAL(t *testing.T) {
 	defer func() { testHookEntry = nil }()
 	fs := vfs.NewMem()
@@ -527,7 +541,7 @@ func TestOpenRefusesNewerTableFormat(t *testing.T) {
 	require.NoError(t, f.Sync())
 	require.NoError(t, f.Close())
 	_, err = Open("db", opts)
-	require.ErrorIs(t, err, ErrCorruption)
-	require.Contains(t, err.Error(), "unsupported format version 4")
+	requireNewerFormat(t, err, "Open")
+	require.Contains(t, err.Error(), "format version 4")
 	require.Contains(t, err.Error(), table)
 }

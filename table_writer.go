@@ -24,6 +24,10 @@ const externalProp = "strata.external"
 // expires below operands that outlive it).
 const externalVersion = "1"
 
+// externalVersionNum is externalVersion as a number: Ingest refuses a
+// table of a larger one as written by a newer Strata (ErrNewerFormat).
+const externalVersionNum = 1
+
 // TableWriterOptions configure a TableWriter. The zero value is valid.
 type TableWriterOptions struct {
 	// FS is the filesystem the files are written to; default vfs.Default.

@@ -127,6 +127,22 @@ type Sample struct {
 	Threshold int `json:"threshold,omitempty"`
 }
 
+// The floor of a comparable benchmark phase: one that took less than
+// MinPhaseDuration or ran fewer than MinPhaseOps operations measured start-up
+// and noise more than the engine. Its figures are reported, marked as too
+// short, and left out of every ratio between engines (TooShort).
+const (
+	MinPhaseDuration = time.Second
+	MinPhaseOps      = 1000
+)
+
+// TooShort reports whether the result ran but fell under the floor
+// (MinPhaseDuration, MinPhaseOps); with repetitions, by its median
+// duration.
+func (r *Result) TooShort() bool {
+	return !r.Skipped && (r.Duration < MinPhaseDuration || r.Ops < MinPhaseOps)
+}
+
 // Finish derives the rates and ratios from the raw counts; movedBytes is
 // the key and value bytes the benchmark wrote or read, for MB/s.
 func (r *Result) Finish(movedBytes int64) {

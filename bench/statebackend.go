@@ -49,7 +49,7 @@ const (
 const (
 	// RescaleRestore restores the new instance's key-group range from the
 	// checkpoint of the old instance that holds most of it
-	// (strata.RestoreRange: only the overlapping tables and their value
+	// (strata.RestoreRangeFromStore: only the overlapping tables and their value
 	// logs are fetched, the keys outside the range deleted with range
 	// deletions); the part another old instance holds is restored the same
 	// way apart and copied in through the API.
@@ -565,7 +565,7 @@ func (r *stateRun) rescaleByRestore(stores [stateOldInstances]checkpoint.Store, 
 		return err
 	}
 	opts := r.opts
-	if err := strata.RestoreRange(r.ctx, stores[olds[0]], ids[olds[0]], dir, start, end, &opts); err != nil {
+	if err := strata.RestoreRangeFromStore(r.ctx, stores[olds[0]], ids[olds[0]], start, end, dir, &opts); err != nil {
 		return err
 	}
 	if len(olds) == 1 {
@@ -573,7 +573,7 @@ func (r *stateRun) rescaleByRestore(stores [stateOldInstances]checkpoint.Store, 
 	}
 	return r.copyInto(dir, olds[1:], start, end, func(o int) (string, func() error, error) {
 		part := fmt.Sprintf("%s-part-%d", dir, o)
-		if err := strata.RestoreRange(r.ctx, stores[o], ids[o], part, start, end, &opts); err != nil {
+		if err := strata.RestoreRangeFromStore(r.ctx, stores[o], ids[o], start, end, part, &opts); err != nil {
 			return "", nil, err
 		}
 		return part, func() error { return os.RemoveAll(part) }, nil

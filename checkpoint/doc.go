@@ -179,7 +179,7 @@
 // the manifest and CURRENT, and renames the directory onto the
 // destination (which must not exist or be empty). With a key range it
 // fetches only the tables overlapping the range and the value logs they
-// reference, and writes a manifest of only those; strata.RestoreRange
+// reference, and writes a manifest of only those; strata.RestoreRangeFromStore
 // then clips the keys outside the range with range deletions before the
 // rename. Package keygroup maps Flink-style key groups to such ranges.
 //

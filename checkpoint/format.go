@@ -35,7 +35,10 @@ const (
 	manifestPrefix = "checkpoints/"
 	dataPrefix     = "data/"
 	// registryFormat 2 holds each retained checkpoint's manifest; format 1
-	// (read, never written) kept it in an object of its own.
+	// (read, never written) kept it in an object of its own. A registry of
+	// a newer format is refused (base.ErrNewerFormat): a newer Strata wrote
+	// the store. The manifests inside it carry the database format version
+	// of their own (manifest.FormatVersion).
 	registryFormat    = 2
 	sealTrailerPrefix = "xxhash64:"
 )
@@ -192,8 +195,11 @@ func decodeRegistry(b []byte) (*registry, error) {
 	if err := unseal(registryName, b, r); err != nil {
 		return nil, err
 	}
-	if r.Format != registryFormat && r.Format != 1 {
-		return nil, fmt.Errorf("checkpoint: registry format %d, this build reads 1 and %d", r.Format, registryFormat)
+	if r.Format > registryFormat {
+		return nil, &base.NewerFormatError{File: registryName, What: "checkpoint registry", Version: uint64(r.Format), Newest: registryFormat}
+	}
+	if r.Format < 1 {
+		return nil, base.CorruptionErrorf(registryName, 0, "registry format %d (formats start at 1)", r.Format)
 	}
 	if r.Objects == nil {
 		r.Objects = map[string]*regObject{}

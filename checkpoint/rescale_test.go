@@ -27,7 +27,7 @@ func TestRescaleTwoToThree(t *testing.T) {
 			merged := map[string]string{}
 			for j, o := range olds {
 				part := fmt.Sprintf("%s-from-%d", dir, j)
-				require.NoError(t, strata.RestoreRange(ctx, o.store, o.id, part, start, end, smallOptions(fs)))
+				require.NoError(t, strata.RestoreRangeFromStore(ctx, o.store, o.id, start, end, part, smallOptions(fs)))
 				for k, v := range dbState(t, fs, part) {
 					requireInRange(t, k, start, end)
 					merged[k] = v

@@ -22,7 +22,7 @@ type RestoreOptions struct {
 	// bound). Only the tables whose keys overlap the range are fetched,
 	// with the value logs they reference; the restored directory's
 	// manifest lists only those. Keys outside the range may remain in
-	// them: strata.RestoreRange clips them with range deletions.
+	// them: strata.RestoreRangeFromStore clips them with range deletions.
 	Start, End []byte
 	// Prepare, if set, is called with the restored directory (complete,
 	// synced, not yet renamed into place) before the rename; an error

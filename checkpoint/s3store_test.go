@@ -152,7 +152,7 @@ func TestS3Store(t *testing.T) {
 		require.NoError(t, checkpoint.Restore(ctx, store, last.ID, fs, dst, nil))
 		require.Equal(t, want, dbState(t, fs, dst))
 		part := filepath.Join(root, "part")
-		require.NoError(t, strata.RestoreRange(ctx, store, last.ID, part, []byte("key00100"), []byte("key00200"), smallOptions(fs)))
+		require.NoError(t, strata.RestoreRangeFromStore(ctx, store, last.ID, []byte("key00100"), []byte("key00200"), part, smallOptions(fs)))
 		wantPart := map[string]string{}
 		for k, v := range want {
 			if k >= "key00100" && k < "key00200" {

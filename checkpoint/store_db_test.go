@@ -359,7 +359,7 @@ func TestRestoreRange(t *testing.T) {
 			}
 			dst := fs.PathJoin(root, "range-"+r.start+"-"+r.end)
 			ro := *opts
-			require.NoError(t, strata.RestoreRange(ctx, store, st.ID, dst, start, end, &ro))
+			require.NoError(t, strata.RestoreRangeFromStore(ctx, store, st.ID, start, end, dst, &ro))
 			want := map[string]string{}
 			for k, v := range model {
 				if (start == nil || k >= string(start)) && (end == nil || k < string(end)) {
@@ -372,7 +372,8 @@ func TestRestoreRange(t *testing.T) {
 				require.Less(t, countData(names), countData(fullNames)/2, "a narrow range fetched most files: %v", names)
 			}
 		}
-		// A range restore refuses a non-empty destination too.
+		// A range restore refuses a non-empty destination too (here
+		// through the deprecated argument order, which forwards).
 		require.Error(t, strata.RestoreRange(ctx, store, st.ID, full, nil, nil, opts))
 	})
 }

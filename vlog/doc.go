@@ -42,7 +42,8 @@
 //	 0          8         12        16         24         28
 //
 //	magic    = "\x89SVLOG\r\n"
-//	version  = 1; a reader refuses any other version and any set flag
+//	version  = 1; a reader refuses a newer version, or any set flag, as a
+//	           file written by a newer Strata (base.ErrNewerFormat)
 //	file num = the number the file was created under; a reader checks it
 //	checksum = CRC-32C(header[0:24])
 //

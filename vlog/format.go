@@ -14,7 +14,8 @@ import (
 
 const (
 	// formatVersion is the version written in every header. A reader
-	// rejects any other version.
+	// refuses a newer one (or a header with flags set) as a file written by
+	// a newer Strata, and reads every version from 1 up to it.
 	formatVersion = 1
 
 	// headerMagic opens every value log; footerMagic closes a finished one.
@@ -70,29 +71,33 @@ func encodeHeader(dst []byte, fileNum base.FileNum) []byte {
 	return binary.LittleEndian.AppendUint32(dst, crc(dst[start:]))
 }
 
-// checkHeader verifies a header read from the start of file fileNum; it
-// returns "" when the header is good and otherwise what is wrong with it.
-func checkHeader(buf []byte, fileNum base.FileNum) string {
+// checkHeader verifies a header read from the start of file fileNum, named
+// name. A header that does not verify is an error matching
+// base.ErrCorruption; a verified header of a newer version, or with flags
+// this build does not know, is a *base.NewerFormatError.
+func checkHeader(buf []byte, fileNum base.FileNum, name string) error {
 	if len(buf) < HeaderLen {
-		return "file shorter than the header"
+		return base.CorruptionErrorf(name, 0, "file shorter than the header")
 	}
 	buf = buf[:HeaderLen]
 	if string(buf[:8]) != headerMagic {
-		return "bad magic number (not a value log)"
+		return base.CorruptionErrorf(name, 0, "bad magic number (not a value log)")
 	}
 	if got, want := binary.LittleEndian.Uint32(buf[headerSumOff:]), crc(buf[:headerSumOff]); got != want {
-		return fmt.Sprintf("header checksum mismatch: stored %#08x, computed %#08x", got, want)
+		return base.CorruptionErrorf(name, 0, "header checksum mismatch: stored %#08x, computed %#08x", got, want)
 	}
-	if v := binary.LittleEndian.Uint32(buf[8:]); v != formatVersion {
-		return fmt.Sprintf("unsupported format version %d (this reader knows %d)", v, formatVersion)
+	v := binary.LittleEndian.Uint32(buf[8:])
+	if v == 0 {
+		return base.CorruptionErrorf(name, 0, "format version 0 (versions start at 1)")
 	}
-	if f := binary.LittleEndian.Uint32(buf[12:]); f != 0 {
-		return fmt.Sprintf("unknown header flags %#x", f)
+	if f := binary.LittleEndian.Uint32(buf[12:]); v > formatVersion || f != 0 {
+		// Flags are a later version's too: this one defines none.
+		return &base.NewerFormatError{File: name, What: "value log", Version: uint64(max(v, formatVersion+1)), Newest: formatVersion}
 	}
 	if n := base.FileNum(binary.LittleEndian.Uint64(buf[16:])); n != fileNum && n != Unnumbered {
-		return fmt.Sprintf("header names file %s, want %s", n, fileNum)
+		return base.CorruptionErrorf(name, 0, "header names file %s, want %s", n, fileNum)
 	}
-	return ""
+	return nil
 }
 
 // footer is the summary Finish writes at the end of a file.

@@ -103,8 +103,8 @@ func NewReader(f vfs.File, fileNum base.FileNum, size int64, o ReaderOptions) (*
 	if err != nil {
 		return nil, err
 	}
-	if problem := checkHeader(hdr[:], fileNum); problem != "" {
-		return nil, base.CorruptionErrorf(r.name, 0, "%s", problem)
+	if err := checkHeader(hdr[:], fileNum, r.name); err != nil {
+		return nil, err
 	}
 	r.recordsEnd = r.size
 	if hasFooter {

@@ -305,8 +305,8 @@ func TestNewReaderHeader(t *testing.T) {
 		{"short", testFileNum, data[:HeaderLen-1]},
 		{"wrong file number", testFileNum + 1, data},
 		{"bad magic", testFileNum, append([]byte("X"), data[1:]...)},
-		{"bad version", testFileNum, rewriteHeader(data, func(h []byte) { h[8] = 2 })},
-		{"flags", testFileNum, rewriteHeader(data, func(h []byte) { h[12] = 1 })},
+		{"version 0", testFileNum, rewriteHeader(data, func(h []byte) { h[8] = 0 })},
+		// A newer version and unknown flags: TestFormatVersionNewerRefused.
 		{"bad checksum", testFileNum, append(bytes.Clone(data[:HeaderLen-1]), append([]byte{data[HeaderLen-1] ^ 1}, data[HeaderLen:]...)...)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,6 +12,13 @@
 // like it, and when plain Strata did not run, the first of them is what the
 // others are compared with.
 //
+// A result under the floor (bench.Result.TooShort: under
+// bench.MinPhaseDuration or bench.MinPhaseOps) is shown, marked as too
+// short, and enters no ratio: a phase of 199 operations in 20 ms measures
+// start-up, not the engine. The table's summary gives each ratio with the
+// repetitions it rests on (bench.Report.Repeats where neither side was too
+// short) and the smallest and largest of their own ratios.
+//
 // Overwrite rounds (bench.Spec.Rounds) get one view of their own instead of
 // one per round: a table with a row per engine and round, and in the HTML
 // line charts per round of space amplification (after settling, solid, and

@@ -178,8 +178,16 @@ func summaryRowOf(g *group, anchor string, peers []string) summaryRow {
 		ratio, ok := byEngine[e]
 		if !ok {
 			title := e + " did not run"
-			if g.strata == nil {
+			for _, res := range g.tooShort() {
+				if res.Engine == e {
+					title = e + " too short to compare (" + shortText(res) + ")"
+				}
+			}
+			switch {
+			case g.strata == nil:
 				title = g.noStrata()
+			case g.strata.TooShort():
+				title = g.strata.Engine + " too short to compare (" + shortText(g.strata) + ")"
 			}
 			row.Cells = append(row.Cells, summaryCell{Text: "-", Color: "#ffffff", Title: title})
 			continue

@@ -180,16 +180,68 @@ func (g *group) rate(res *bench.Result) float64 {
 	return finite(res.OpsPerSec)
 }
 
-// vsStrata is res's throughput over Strata's, ok false when either is missing.
+// comparable reports whether res may enter a ratio: it ran, measured a
+// throughput, and was not too short (bench.Result.TooShort).
+func (g *group) comparable(res *bench.Result) bool {
+	return g.rate(res) > 0 && !res.TooShort()
+}
+
+// vsStrata is res's throughput over Strata's, ok false when either is
+// missing or too short.
 func (g *group) vsStrata(res *bench.Result) (ratio float64, ok bool) {
+	if g.strata == nil || !g.comparable(g.strata) || !g.comparable(res) {
+		return 0, false
+	}
+	return g.rate(res) / g.rate(g.strata), true
+}
+
+// tooShort returns the group's results that ran but were too short, in
+// engine order.
+func (g *group) tooShort() []*bench.Result {
+	var out []*bench.Result
+	for _, res := range g.rows {
+		if res.TooShort() {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// ratioRuns returns the repetitions a ratio of the baseline's throughput
+// over peer's rests on (those where both ran and neither was too short)
+// and the smallest and largest of the ratios of those runs alone. A run
+// without repetitions rests on its one run.
+func (m *model) ratioRuns(g *group, peer string) (n int, lo, hi float64) {
 	if g.strata == nil {
-		return 0, false
+		return 0, 0, 0
 	}
-	v := g.rate(res)
-	if v <= 0 {
-		return 0, false
+	runs := m.report.Repeats
+	if len(runs) == 0 {
+		runs = [][]bench.Result{m.report.Results}
 	}
-	return v / g.rate(g.strata), true
+	find := func(run []bench.Result, engine string) *bench.Result {
+		for i := range run {
+			if r := &run[i]; r.Engine == engine && r.Benchmark == g.benchmark && r.Round == g.round {
+				return r
+			}
+		}
+		return nil
+	}
+	for _, run := range runs {
+		s, p := find(run, g.strata.Engine), find(run, peer)
+		if s == nil || p == nil || !g.comparable(s) || !g.comparable(p) {
+			continue
+		}
+		ratio := g.rate(s) / g.rate(p)
+		if n == 0 || ratio < lo {
+			lo = ratio
+		}
+		if n == 0 || ratio > hi {
+			hi = ratio
+		}
+		n++
+	}
+	return n, lo, hi
 }
 
 // noStrata says why the group has no Strata throughput to compare with.
@@ -210,8 +262,11 @@ type peerRatio struct {
 
 // peers returns Strata's ratio to each peer that ran, in engine order, and to
 // the fastest of them (best.engine empty when no peer ran).
+//
+// Results too short to compare (bench.Result.TooShort) are left out: a
+// Strata result too short leaves no ratio at all.
 func (g *group) peers() (all []peerRatio, best peerRatio) {
-	if g.strata == nil {
+	if g.strata == nil || g.strata.TooShort() {
 		return nil, peerRatio{}
 	}
 	s := g.rate(g.strata)
@@ -219,7 +274,7 @@ func (g *group) peers() (all []peerRatio, best peerRatio) {
 	seen := map[string]bool{}
 	for _, res := range g.rows {
 		v := g.rate(res)
-		if isStrata(res.Engine) || v <= 0 || seen[res.Engine] {
+		if isStrata(res.Engine) || !g.comparable(res) || seen[res.Engine] {
 			continue
 		}
 		seen[res.Engine] = true

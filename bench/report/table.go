@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/strata-db/strata/bench"
 )
@@ -60,6 +61,8 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 				vs := "-"
 				if ratio, ok := g.vsStrata(res); ok {
 					vs = fmtRatio(ratio)
+				} else if res.TooShort() {
+					vs = "too short"
 				}
 				rw = row{cells: []string{
 					res.Engine,
@@ -155,6 +158,10 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 			lead := indent + rw.cells[0] + strings.Repeat(" ", max(widths[0]-width(rw.cells[0]), 0)) + gap
 			b.WriteString(lead + truncate(rw.note, tableWidth-width(lead)) + "\n")
 		}
+		if short := g.tooShort(); len(short) > 0 {
+			b.WriteString(wrap(indent+"note: too short to compare (under "+floorText()+"): "+shortList(short)+
+				": shown, but left out of the ratios", tableWidth, indent+"  "))
+		}
 		writePerOp(&b, g.rows, widths[0])
 		if g.name == bench.StateBackend {
 			writeStateBackend(&b, r, g.rows)
@@ -166,7 +173,9 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 		}
 	}
 
-	b.WriteString("\nStrata vs peers (Strata's throughput over each peer's; above 1.00x Strata is faster)\n")
+	b.WriteString("\n" + wrap("Strata vs peers (Strata's throughput over each peer's; above 1.00x Strata is faster; "+
+		"in parentheses the runs each ratio rests on and the spread of their own ratios; phases under "+floorText()+
+		" are too short and left out)", tableWidth, ""))
 	for _, g := range m.benchmarks {
 		if g.baseline() != strataName {
 			b.WriteString(wrap(indent+"(where Strata ran only as variants, the first of them stands for it)", tableWidth, indent))
@@ -174,7 +183,7 @@ func WriteTable(w io.Writer, r *bench.Report) error {
 		}
 	}
 	for _, g := range m.benchmarks {
-		b.WriteString(wrap(indent+g.name+": "+summary(g), tableWidth, indent+"    "))
+		b.WriteString(wrap(indent+g.name+": "+summary(m, g), tableWidth, indent+"    "))
 	}
 	b.WriteByte('\n')
 	machine := "machine: " + machineLine(&r.Machine)
@@ -215,27 +224,79 @@ func ranNote(res *bench.Result) string {
 	return strings.Join(parts, "; ")
 }
 
-// summary says how Strata compares with each peer in one benchmark.
-func summary(g *group) string {
+// summary says how Strata compares with each peer in one benchmark: each
+// ratio with the runs it rests on and, over several, their spread; the
+// results too short to compare are named instead.
+func summary(m *model, g *group) string {
 	if g.strata == nil {
 		return g.noStrata()
 	}
+	if g.strata.TooShort() {
+		return g.strata.Engine + " too short to compare (" + shortText(g.strata) + "; the floor is " + floorText() + ")"
+	}
 	all, best := g.peers()
-	if len(all) == 0 {
+	var short []*bench.Result
+	for _, res := range g.tooShort() {
+		if !isStrata(res.Engine) {
+			short = append(short, res)
+		}
+	}
+	if len(all) == 0 && len(short) == 0 {
 		return "no peer ran"
 	}
 	parts := make([]string, len(all))
+	single := true
 	for i, p := range all {
 		parts[i] = fmtRatio(p.ratio) + " " + p.engine
+		switch n, lo, hi := m.ratioRuns(g, p.engine); {
+		case n > 1:
+			parts[i] += fmt.Sprintf(" (%d runs: %s-%s)", n, fmtRatio(lo), fmtRatio(hi))
+			single = false
+		case n == 1 && len(m.report.Repeats) > 0:
+			parts[i] += " (1 run)"
+		}
 	}
 	s := strings.Join(parts, ", ")
-	if g.baseline() != strataName {
+	if g.baseline() != strataName && s != "" {
 		s = g.baseline() + " " + s
 	}
 	if len(all) > 1 {
 		s += "; vs best (" + best.engine + "): " + fmtRatio(best.ratio)
 	}
+	if len(all) > 0 && single && len(m.report.Repeats) == 0 {
+		s += "; 1 run each, no spread (--repeat)"
+	}
+	if len(short) > 0 {
+		if s != "" {
+			s += "; "
+		}
+		s += "too short to compare: " + shortList(short)
+	}
 	return s
+}
+
+// fmtSeconds writes a phase's duration in seconds: "0.02 s", "1 s", "12.5 s".
+func fmtSeconds(d time.Duration) string {
+	return strconv.FormatFloat(d.Seconds(), 'g', 3, 64) + " s"
+}
+
+// floorText says what a too short phase is under.
+func floorText() string {
+	return fmt.Sprintf("%s or %s operations", fmtSeconds(bench.MinPhaseDuration), groupDigits(bench.MinPhaseOps))
+}
+
+// shortText says how short a result was.
+func shortText(res *bench.Result) string {
+	return fmt.Sprintf("%s ops in %s", groupDigits(res.Ops), fmtSeconds(res.Duration))
+}
+
+// shortList names results too short, each with how short.
+func shortList(short []*bench.Result) string {
+	parts := make([]string, len(short))
+	for i, res := range short {
+		parts[i] = res.Engine + " (" + shortText(res) + ")"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // wrap breaks s at spaces into lines of at most n cells, continuing with

@@ -228,3 +228,83 @@ func TestWriteTablePerOp(t *testing.T) {
 	assert.Contains(t, l, "write 1.00µs / 45.0µs / 1.20ms")
 	assert.NotContains(t, out[:ycsb], "latency by operation", "benchmarks of one kind have no split")
 }
+
+// TestWriteTableTooShort: a phase under the floor (1 s or 1,000
+// operations) is marked in its table and named in the summary instead of
+// a ratio; a too short Strata result leaves its benchmark no ratio at all.
+func TestWriteTableTooShort(t *testing.T) {
+	r := smallReport()
+	for i := range r.Results {
+		res := &r.Results[i]
+		switch {
+		case res.Engine == "strata" && res.Benchmark == bench.SeekRandom:
+			// The case that printed "seekrandom: 14.3x pebble".
+			res.Ops, res.Duration = 199, 20*time.Millisecond
+		case res.Engine == "pebble" && res.Benchmark == bench.FillRandom:
+			res.Ops = 500
+		}
+	}
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, r))
+	out := buf.String()
+	t.Logf("\n%s", out)
+
+	assert.Contains(t, lineWith(t, out, "  pebble", "31,000"), "too short")
+	assert.Contains(t, lineWith(t, out, "  strata", "2,500,000"), "too short")
+	assert.Contains(t, lineWith(t, out, "  pebble", "1,250,000"), "-")
+	assert.NotContains(t, lineWith(t, out, "  pebble", "1,250,000"), "0.50x")
+	assert.Contains(t, out, "note: too short to compare (under 1 s or 1,000 operations): pebble (500 ops in 1.61 s)")
+
+	fill := lineWith(t, out, "  fillrandom: ")
+	assert.NotContains(t, fill, "x pebble")
+	assert.Contains(t, fill, "too short to compare: pebble (500 ops in 1.61 s)")
+	seek := lineWith(t, out, "  seekrandom: ")
+	assert.Contains(t, seek, "strata too short to compare (199 ops in 0.02 s; the floor is 1 s or 1,000 operations)")
+	assert.NotContains(t, seek, "x pebble")
+	for _, l := range strings.Split(out, "\n") {
+		assert.LessOrEqual(t, width(l), tableWidth, "line too wide: %q", l)
+	}
+
+	// The HTML summary leaves them out too.
+	var html bytes.Buffer
+	require.NoError(t, WriteHTML(&html, r))
+	assert.Contains(t, html.String(), "strata too short to compare (199 ops in 0.02 s)")
+}
+
+// TestWriteTableRatioRuns: each ratio of the summary says how many
+// repetitions it rests on and the spread of their own ratios, leaving out
+// a repetition in which either side was too short; one run says it has no
+// spread.
+func TestWriteTableRatioRuns(t *testing.T) {
+	base := smallReport()
+	var runs [][]bench.Result
+	for i, f := range []float64{0.8, 1, 1.25, 1} {
+		var run []bench.Result
+		for _, res := range base.Results {
+			if res.Engine == "strata" && !res.Skipped {
+				res.OpsPerSec *= f
+				res.RowsPerSec *= f
+			}
+			if i == 3 && res.Engine == "pebble" && res.Benchmark == bench.SeekRandom {
+				res.Duration = 10 * time.Millisecond // one repetition too short
+			}
+			run = append(run, res)
+		}
+		runs = append(runs, run)
+	}
+	r := base
+	r.Spec.Repeat = 4
+	r.Results = bench.Aggregate(runs)
+	r.Repeats = runs
+	var buf bytes.Buffer
+	require.NoError(t, WriteTable(&buf, r))
+	out := buf.String()
+	t.Logf("\n%s", out)
+	// fillrandom: strata 50,000 x 0.8..1.25 over pebble's 31,000.
+	assert.Contains(t, lineWith(t, out, "  fillrandom: "), "1.61x pebble (4 runs: 1.29x-2.02x)")
+	assert.Contains(t, lineWith(t, out, "  seekrandom: "), "pebble (3 runs: 1.60x-2.50x)")
+
+	var one bytes.Buffer
+	require.NoError(t, WriteTable(&one, smallReport()))
+	assert.Contains(t, lineWith(t, one.String(), "  fillrandom: "), "1.61x pebble; 1 run each, no spread (--repeat)")
+}

@@ -1,7 +1,7 @@
 // Package keygroup prefixes keys with a key group, as Flink partitions
 // keyed state, so that the state of a range of key groups is a contiguous
-// key range: the unit a rescaled job restores (strata.RestoreRange with
-// the bounds Range returns).
+// key range: the unit a rescaled job restores
+// (strata.RestoreRangeFromStore with the bounds Range returns).
 //
 // A key group is a number in [0, maxParallelism). A key's group comes
 // from a hash of the key modulo maxParallelism (Flink hashes with murmur3

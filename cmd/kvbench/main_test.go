@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"flag"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,4 +149,20 @@ func TestParseStateBackend(t *testing.T) {
 	}
 	// strata/shared is an engine.
 	require.Equal(t, []string{"strata", "strata/shared"}, parse(t, "--engines", "strata,strata/shared").spec.Engines)
+}
+
+// TestHelp: --help starts with what kvbench does, then three examples,
+// then the flags.
+func TestHelp(t *testing.T) {
+	var out bytes.Buffer
+	_, err := parseFlags([]string{"--help"}, &out)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	help := out.String()
+	require.True(t, strings.HasPrefix(help, "kvbench runs the same key-value workloads"), help)
+	examples := strings.Index(help, "Examples:")
+	flags := strings.Index(help, "Flags")
+	require.True(t, examples > 0 && flags > examples, help)
+	require.Equal(t, 3, strings.Count(help[examples:flags], "\n  kvbench"), "three examples:\n%s", help[examples:flags])
+	require.Contains(t, strings.Join(strings.Fields(help), " "), "under 1 s or 1000 operations is marked too short")
+	require.Contains(t, help[flags:], "-engines")
 }

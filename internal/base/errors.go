@@ -38,3 +38,27 @@ func (e *CorruptionError) Is(target error) bool { return target == ErrCorruption
 func CorruptionErrorf(file string, offset int64, format string, args ...any) error {
 	return &CorruptionError{File: file, Offset: offset, Detail: fmt.Sprintf(format, args...)}
 }
+
+// ErrNewerFormat marks every error caused by a file whose format version
+// is newer than this build reads: the database (or the store) was written
+// by a newer Strata. Nothing is wrong with the bytes; a newer build reads
+// them. Match it with errors.Is.
+var ErrNewerFormat = errors.New("strata: written by a newer Strata")
+
+// NewerFormatError describes a file of a format version this build does
+// not read. It matches ErrNewerFormat with errors.Is (and not
+// ErrCorruption).
+type NewerFormatError struct {
+	File    string // file or object name
+	What    string // which format: "table", "value log", "manifest", ...
+	Version uint64 // the version the file records
+	Newest  uint64 // the newest version this build reads
+}
+
+func (e *NewerFormatError) Error() string {
+	return fmt.Sprintf("strata: %s is of %s format version %d, written by a newer Strata (this build reads versions up to %d): open it with a newer build",
+		e.File, e.What, e.Version, e.Newest)
+}
+
+// Is makes errors.Is(err, ErrNewerFormat) true.
+func (e *NewerFormatError) Is(target error) bool { return target == ErrNewerFormat }

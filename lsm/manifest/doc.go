@@ -67,6 +67,14 @@
 //	tag 65 instance id        bytes: the name of the instance that writes
 //	                          the tree, in the names of the objects it
 //	                          shares; carried as the merger name is
+//	tag 66 format version     uvarint: the database format version of the
+//	                          build that wrote the manifest (FormatVersion);
+//	                          the first field of every snapshot record.
+//	                          Absent: a manifest of before versions were
+//	                          recorded, read as version 1. Newer than this
+//	                          build's: the manifest is refused with an
+//	                          error matching base.ErrNewerFormat (a newer
+//	                          Strata wrote the database), whatever follows
 //
 // Invariants (checked when a version is built; with the invariants build tag
 // also after every install):

@@ -436,7 +436,7 @@ func (v *Version) SortedVlogs() []*VlogMetadata {
 // SnapshotEdit returns an edit that recreates v from an empty tree (the first
 // record of a new manifest).
 func (v *Version) SnapshotEdit() *VersionEdit {
-	ve := &VersionEdit{MergerName: v.MergerName, InstanceID: v.InstanceID}
+	ve := &VersionEdit{FormatVersion: FormatVersion, MergerName: v.MergerName, InstanceID: v.InstanceID}
 	for _, vl := range v.SortedVlogs() {
 		ve.NewVlogs = append(ve.NewVlogs, vl)
 		if r, ok := v.sharedVlogs[vl.FileNum]; ok {

@@ -34,7 +34,30 @@ const (
 	// tagInstanceID is optional: only a database that shares files needs
 	// it, and such a database has tagSharedFile fields too.
 	tagInstanceID = 65
+	// tagFormatVersion is optional, so that builds before it open a
+	// database of format version 1 as they did; it is the first field of
+	// an edit, so that a reader meets it before anything a newer format
+	// adds (see FormatVersion).
+	tagFormatVersion = 66
 )
+
+// FormatVersion is the database format version this build writes into
+// every manifest's snapshot record, and the newest it reads. It covers
+// everything the manifest does not version itself: the version edit
+// encoding, the WAL's batch encoding and the record log's chunks.
+// (Tables and value logs carry versions of their own, in their footers and
+// headers.) A manifest without it was written before versions were
+// recorded, and reads as version 1. A build that writes anything older
+// builds cannot read raises it, so that they refuse the database with an
+// error matching base.ErrNewerFormat instead of misreading it; it must
+// keep the manifest's first record readable by them (record chunks of
+// types 5..8, this field first).
+//
+// Versions: 1, everything up to and including shared files.
+const FormatVersion = 1
+
+// minFormatVersion is what a manifest without a format version is.
+const minFormatVersion = 1
 
 // Flags of a shared-file field.
 const sharedFileFlagVlog = 1
@@ -63,6 +86,11 @@ type NewFile struct {
 
 // VersionEdit is one change to the tree, as recorded in the manifest.
 type VersionEdit struct {
+	// FormatVersion, when not 0, is the database format version of the
+	// build that wrote the edit (see FormatVersion); snapshot records carry
+	// it.
+	FormatVersion uint64
+
 	ComparerName string
 	// MergerName, when not empty, records the name of the Merger the
 	// database's merge operands are meant for (see Version.MergerName).
@@ -115,6 +143,10 @@ func (ve *VersionEdit) Encode(dst []byte) []byte {
 		dst = binary.AppendUvarint(dst, tag)
 		dst = binary.AppendUvarint(dst, uint64(len(payload)))
 		dst = append(dst, payload...)
+	}
+	if ve.FormatVersion != 0 {
+		// First, so that a reader knows the format before any other field.
+		put(tagFormatVersion, binary.AppendUvarint(field[:0], ve.FormatVersion))
 	}
 	if ve.ComparerName != "" {
 		put(tagComparer, []byte(ve.ComparerName))
@@ -271,6 +303,20 @@ func (ve *VersionEdit) Decode(src []byte) error {
 		}
 		f := decoder{b: payload}
 		switch tag {
+		case tagFormatVersion:
+			v, err := f.uvarint()
+			if err != nil {
+				return fmt.Errorf("version edit: format version: %w", err)
+			}
+			if v < minFormatVersion {
+				return fmt.Errorf("version edit: format version %d (versions start at %d)", v, minFormatVersion)
+			}
+			ve.FormatVersion = v
+			if v > FormatVersion {
+				// What follows is a newer format's: the caller refuses
+				// the manifest on the version alone.
+				return nil
+			}
 		case tagComparer:
 			ve.ComparerName = string(payload)
 		case tagMergerName:
@@ -452,6 +498,9 @@ func decodeNewFile(f *decoder) (NewFile, error) {
 
 func (ve *VersionEdit) String() string {
 	var b strings.Builder
+	if ve.FormatVersion != 0 {
+		fmt.Fprintf(&b, "format version: %d\n", ve.FormatVersion)
+	}
 	if ve.ComparerName != "" {
 		fmt.Fprintf(&b, "comparer: %s\n", ve.ComparerName)
 	}

@@ -183,6 +183,9 @@ func readManifest(fs vfs.FS, dir, manifestName string) (manifestState, error) {
 		if err := ve.Decode(rec); err != nil {
 			return manifestState{}, base.CorruptionErrorf(manifestName, offset, "%v", err)
 		}
+		if ve.FormatVersion > FormatVersion {
+			return manifestState{}, &base.NewerFormatError{File: manifestName, What: "database", Version: ve.FormatVersion, Newest: FormatVersion}
+		}
 		recordsParsed++
 		if ve.ComparerName != "" {
 			if ve.ComparerName != ComparerName {

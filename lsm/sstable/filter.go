@@ -5,7 +5,9 @@ import (
 )
 
 // The filter block is a cache-line-blocked Bloom filter over the table's
-// distinct user keys:
+// distinct user keys (and, with WriterOptions.PrefixLen, their distinct
+// prefixes, hashed by prefixFilterHash; the property PropPrefixExtractor
+// names the extractor):
 //
 //	+-------------------+-------------------+-----+---------------------+--------+
 //	| line 0 (64 bytes) | line 1 (64 bytes) | ... | line n-1 (64 bytes) | k (1B) |
@@ -31,6 +33,14 @@ const (
 const DefaultBitsPerKey = 10
 
 func filterHash(userKey []byte) uint64 { return xxhash.Sum64(userKey) }
+
+// prefixFilterHash is the filter hash of a key prefix (WriterOptions.
+// PrefixLen): the prefix's xxhash with a constant mixed in, so that a
+// prefix and a whole key of the same bytes set different bits and point
+// lookups see no more false positives than the extra entries make.
+func prefixFilterHash(prefix []byte) uint64 {
+	return xxhash.Sum64(prefix) ^ 0x9e3779b97f4a7c15
+}
 
 // filterProbes returns the number of probes for bitsPerKey: bitsPerKey*ln 2,
 // rounded, within [1, maxFilterProbes].

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/strata-db/strata/internal/base"
 )
 
 // blockHandle locates a block in the file: Length excludes the block's
@@ -89,9 +90,25 @@ func (f footer) encode() []byte {
 	return buf
 }
 
-// decodeFooter parses a footer; the string names what is wrong when ok is
-// false.
-func decodeFooter(buf []byte) (f footer, problem string) {
+// decodeFooter parses the footer of file, read at offset off. A footer
+// that does not verify is an error matching base.ErrCorruption; a verified
+// footer of a version newer than formatVersion is a *base.NewerFormatError
+// (the table was written by a newer build, and is not damaged).
+func decodeFooter(buf []byte, file string, off int64) (footer, error) {
+	f, problem := parseFooter(buf)
+	if problem != "" {
+		return f, base.CorruptionErrorf(file, off, "footer: %s", problem)
+	}
+	if f.version > formatVersion {
+		return f, &base.NewerFormatError{File: file, What: "table", Version: uint64(f.version), Newest: formatVersion}
+	}
+	return f, nil
+}
+
+// parseFooter parses a footer; the string names what is wrong when it
+// does not verify. A verified footer of a newer version is returned
+// without its handles: what they mean is the newer version's business.
+func parseFooter(buf []byte) (f footer, problem string) {
 	if len(buf) != footerLen {
 		return f, "short footer"
 	}
@@ -102,8 +119,11 @@ func decodeFooter(buf []byte) (f footer, problem string) {
 		return f, "footer checksum mismatch"
 	}
 	f.version = binary.LittleEndian.Uint32(buf[2*maxHandleLen:])
-	if f.version < minFormatVersion || f.version > formatVersion {
-		return f, fmt.Sprintf("unsupported format version %d (this build reads versions %d to %d)", f.version, minFormatVersion, formatVersion)
+	if f.version < minFormatVersion {
+		return f, fmt.Sprintf("unknown format version %d (versions start at %d)", f.version, minFormatVersion)
+	}
+	if f.version > formatVersion {
+		return f, ""
 	}
 	for i, h := range []*blockHandle{&f.metaIndex, &f.index} {
 		field := buf[i*maxHandleLen : (i+1)*maxHandleLen]

@@ -41,9 +41,9 @@ func (r *Reader) Layout() ([]BlockInfo, error) {
 	if err := r.readAt(buf, r.dataEnd); err != nil {
 		return nil, err
 	}
-	ft, problem := decodeFooter(buf)
-	if problem != "" {
-		return nil, base.CorruptionErrorf(r.file, int64(r.dataEnd), "footer: %s", problem)
+	ft, err := decodeFooter(buf, r.file, int64(r.dataEnd))
+	if err != nil {
+		return nil, err
 	}
 	var out []BlockInfo
 	for _, e := range r.index.entries {

@@ -43,6 +43,16 @@ type WriterOptions struct {
 	// read them in place, and the table is of format version 3. Default
 	// nil: no learned index and no block (format version 2).
 	Learned *learned.Options
+	// PrefixLen, when set, adds the prefix of every user key to the Bloom
+	// filter besides the key itself: its first PrefixLen(key) bytes (a
+	// negative length: the key has no prefix). PrefixName names the
+	// extractor and is recorded in the table's properties
+	// (PropPrefixExtractor), so that a reader rules the table out for a
+	// prefix (MayContainPrefix) only when asked by the same extractor.
+	// Required with PrefixLen. Ignored without a filter (BitsPerKey < 0).
+	// Default: none, a filter of whole keys only.
+	PrefixName string
+	PrefixLen  func(userKey []byte) int
 }
 
 // Validate reports every invalid field at once.
@@ -53,6 +63,9 @@ func (o WriterOptions) Validate() error {
 	}
 	if o.BlockRestartInterval < 0 || o.BlockRestartInterval > maxRestartInterval {
 		errs = append(errs, fmt.Errorf("sstable: BlockRestartInterval %d out of range [0, %d]", o.BlockRestartInterval, maxRestartInterval))
+	}
+	if o.PrefixLen != nil && o.PrefixName == "" {
+		errs = append(errs, errors.New("sstable: PrefixLen without a PrefixName"))
 	}
 	if o.BitsPerKey > maxBitsPerKey {
 		errs = append(errs, fmt.Errorf("sstable: BitsPerKey %d is above %d", o.BitsPerKey, maxBitsPerKey))

@@ -179,8 +179,9 @@ func (x *indexArray) below(i int, ukey []byte, trailer uint64) bool {
 
 // CheckFooter reads only the footer of the table in f, of size bytes, and
 // reports whether this build can read the table: a file too short, a
-// footer that does not verify or a format version this build does not know
-// is an error matching base.ErrCorruption that names fileName. It costs one
+// footer that does not verify is an error matching base.ErrCorruption that
+// names fileName, and a table of a newer format version than this build
+// reads one matching base.ErrNewerFormat. It costs one
 // small read, so a DB can check every table at Open.
 func CheckFooter(f vfs.File, size int64, fileName string) error {
 	if size < footerLen {
@@ -195,10 +196,8 @@ func CheckFooter(f vfs.File, size int64, fileName string) error {
 		}
 		return fmt.Errorf("sstable: reading the footer of %s: %w", fileName, err)
 	}
-	if _, problem := decodeFooter(buf[:]); problem != "" {
-		return base.CorruptionErrorf(fileName, off, "footer: %s", problem)
-	}
-	return nil
+	_, err = decodeFooter(buf[:], fileName, off)
+	return err
 }
 
 // NewReader opens a table: it reads and verifies the footer, meta-index,
@@ -237,9 +236,9 @@ func (r *Reader) open(size int64) error {
 	if err := r.readAt(buf, footOff); err != nil {
 		return err
 	}
-	ft, problem := decodeFooter(buf)
-	if problem != "" {
-		return base.CorruptionErrorf(r.file, int64(footOff), "footer: %s", problem)
+	ft, err := decodeFooter(buf, r.file, int64(footOff))
+	if err != nil {
+		return err
 	}
 	r.dataEnd = footOff
 
@@ -584,6 +583,22 @@ func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.
 // filter (true when the table has no filter).
 func (r *Reader) MayContain(userKey []byte) bool {
 	return !r.hasFilter || r.filter.mayContain(filterHash(userKey))
+}
+
+// PropPrefixExtractor is the user property that names the prefix extractor
+// (WriterOptions.PrefixName) whose prefixes the table's filter holds.
+const PropPrefixExtractor = "strata.prefix_extractor"
+
+// MayContainPrefix reports whether the table may hold a key whose prefix by
+// the extractor named extractor is prefix. It is false only when the
+// table's filter holds that extractor's prefixes (PropPrefixExtractor) and
+// not this one; a table without a filter, or written without or with
+// another extractor, may hold anything.
+func (r *Reader) MayContainPrefix(extractor string, prefix []byte) bool {
+	if !r.hasFilter || extractor == "" || r.props.User[PropPrefixExtractor] != extractor {
+		return true
+	}
+	return r.filter.mayContain(prefixFilterHash(prefix))
 }
 
 // RangeTombstones returns the table's range tombstones in the order written

@@ -55,7 +55,11 @@ type Writer struct {
 	pendingIndex  bool
 	pendingHandle blockHandle
 
-	hashes []uint64 // filter hashes of distinct user keys
+	hashes []uint64 // filter hashes of distinct user keys (and prefixes)
+	// lastPrefix is the prefix of the last user key that had one (with
+	// WriterOptions.PrefixLen); hasPrefix says whether there was one.
+	lastPrefix []byte
+	hasPrefix  bool
 
 	hasRangeDel  bool
 	lastRangeDel []byte // encoded start#seq,RANGEDEL of the last tombstone
@@ -138,6 +142,11 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 	w.index = newBlockWriter(1)
 	w.rangeDel = newBlockWriter(16)
 	w.props.Compression = w.o.Compression.String()
+	if w.o.PrefixLen != nil && w.o.BitsPerKey > 0 {
+		w.SetUserProperty(PropPrefixExtractor, w.o.PrefixName)
+	} else {
+		w.o.PrefixLen = nil
+	}
 	if w.o.Learned != nil {
 		w.learned = newLearnedWriter(*w.o.Learned, w.o.BlockRestartInterval)
 		// Its point lookups read data blocks in place, verifying just the
@@ -145,6 +154,21 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 		w.data.sums = true
 	}
 	return w
+}
+
+// addPrefix adds the filter hash of userKey's prefix, once per run of keys
+// that share it (keys arrive in order, so a prefix's keys are adjacent).
+func (w *Writer) addPrefix(userKey []byte) {
+	n := w.o.PrefixLen(userKey)
+	if n < 0 || n > len(userKey) {
+		return
+	}
+	p := userKey[:n]
+	if w.hasPrefix && bytes.Equal(p, w.lastPrefix) {
+		return
+	}
+	w.hashes = append(w.hashes, prefixFilterHash(p))
+	w.lastPrefix, w.hasPrefix = append(w.lastPrefix[:0], p...), true
 }
 
 func (w *Writer) fail(err error) error {
@@ -196,6 +220,9 @@ func (w *Writer) Add(key base.InternalKey, value []byte) error {
 		// The first (newest) entry of a user key.
 		if w.o.BitsPerKey > 0 {
 			w.hashes = append(w.hashes, filterHash(key.UserKey))
+			if w.o.PrefixLen != nil {
+				w.addPrefix(key.UserKey)
+			}
 		}
 		if w.learned != nil {
 			w.learned.addKey(key.UserKey, w.props.NumEntries)

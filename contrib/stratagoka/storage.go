@@ -1,4 +1,4 @@
-// Package goka is Strata as the local state store of goka
+// Package stratagoka is Strata as the local state store of goka
 // (github.com/lovoo/goka), the Go stream processor: a storage.Storage
 // over one Strata DB, and a storage.Builder that opens one DB per table
 // partition, all sharing one memtable budget and one block cache. It is
@@ -19,12 +19,16 @@
 //   - The partitions' DBs share a strata.WriteBudget and a block cache
 //     (Options), so memory stays bounded however many partitions a
 //     process holds.
+//   - Options.OnOpen sees each partition's DB as it opens, and returns
+//     what to do when it closes: per-partition metrics
+//     (strataprom.Register, labelled with topic and partition) survive a
+//     partition moving away and back (ExampleOptions_prometheus).
 //
 // Iteration follows goka's contract (and its LevelDB storage): Next
 // before the first pair, Seek landing on the pair (Key valid at once,
 // Next moving past it), the offset key never shown, and a limit-less
 // range meaning the prefix of start.
-package goka
+package stratagoka
 
 import (
 	"bytes"
@@ -55,6 +59,8 @@ type Storage struct {
 	db    *strata.DB
 	owned bool // Close closes db
 	bulk  bool // recover as a bulk load
+	// onClose, when set, runs in Close before db closes (Options.OnOpen).
+	onClose func()
 
 	offset    atomic.Int64 // the newest offset set
 	sinceKey  atomic.Int64 // SetOffset calls since the offset key was written
@@ -106,6 +112,9 @@ func (s *Storage) Close() error {
 	var err error
 	if off := s.offset.Load(); off != 0 {
 		err = s.putOffset(off)
+	}
+	if s.onClose != nil {
+		s.onClose()
 	}
 	if s.owned {
 		err = errors.Join(err, s.db.Close())
@@ -216,35 +225,25 @@ func (s *Storage) Iterator() (storage.Iterator, error) {
 // goka's LevelDB storage (strata.DB.NewIter refuses such bounds).
 func (s *Storage) IteratorWithRange(start, limit []byte) (storage.Iterator, error) {
 	o := &strata.IterOptions{}
-	if len(start) > 0 {
-		o.LowerBound = start
-	}
-	if len(limit) > 0 {
+	switch {
+	case len(limit) > 0:
+		if len(start) > 0 {
+			o.LowerBound = start
+		}
 		o.UpperBound = limit
 		if bytes.Compare(start, limit) > 0 {
 			o.UpperBound = start
 		}
-	} else {
-		o.UpperBound = prefixEnd(start)
+	case len(start) > 0:
+		// A prefix: the DB's Bloom filters rule tables out when
+		// strata.Options.PrefixExtractor makes start a whole prefix.
+		o.Prefix = start
 	}
 	it, err := s.db.NewIter(o)
 	if err != nil {
 		return nil, fmt.Errorf("strata goka storage: iterator: %w", err)
 	}
 	return &iterator{it: it}, nil
-}
-
-// prefixEnd returns the first key after every key that starts with p, or
-// nil when there is none (p empty or all 0xff).
-func prefixEnd(p []byte) []byte {
-	for i := len(p) - 1; i >= 0; i-- {
-		if p[i] != 0xff {
-			end := append([]byte(nil), p[:i+1]...)
-			end[i]++
-			return end
-		}
-	}
-	return nil
 }
 
 // iterator is goka's storage.Iterator over a Strata iterator. After

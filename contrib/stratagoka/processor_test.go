@@ -1,4 +1,4 @@
-package goka_test
+package stratagoka_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/lovoo/goka/tester"
 	"github.com/stretchr/testify/require"
 
-	stratagoka "github.com/strata-db/strata/contrib/goka"
+	"github.com/strata-db/strata/contrib/stratagoka"
 )
 
 // counter counts the messages of each key in its group table.

@@ -1,4 +1,4 @@
-module github.com/strata-db/strata/contrib/prometheus
+module github.com/strata-db/strata/contrib/strataprom
 
 go 1.25.0
 

@@ -1,4 +1,4 @@
-package prometheus_test
+package strataprom_test
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	prom "github.com/prometheus/client_golang/prometheus"
 
 	"github.com/strata-db/strata"
-	"github.com/strata-db/strata/contrib/prometheus"
+	"github.com/strata-db/strata/contrib/strataprom"
 	"github.com/strata-db/strata/vfs"
 )
 
@@ -20,7 +20,7 @@ func ExampleNewCollector() {
 	defer db.Close()
 
 	reg := prom.NewRegistry()
-	reg.MustRegister(prometheus.NewCollector(db, &prometheus.Opts{ConstLabels: prom.Labels{"db": "orders"}}))
+	reg.MustRegister(strataprom.NewCollector(db, &strataprom.Opts{ConstLabels: prom.Labels{"db": "orders"}}))
 	// Serve it with promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).
 
 	for i := range 3 {

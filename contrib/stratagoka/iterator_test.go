@@ -1,4 +1,4 @@
-package goka
+package stratagoka
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package goka_test
+package stratagoka_test
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 	"github.com/lovoo/goka/tester"
 	"github.com/stretchr/testify/require"
 
-	stratagoka "github.com/strata-db/strata/contrib/goka"
+	"github.com/strata-db/strata/contrib/stratagoka"
 )
 
 // TestRecoveryTime times a processor recovering its table from a

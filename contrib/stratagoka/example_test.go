@@ -1,11 +1,11 @@
-package goka_test
+package stratagoka_test
 
 import (
 	"fmt"
 	"log"
 	"os"
 
-	stratagoka "github.com/strata-db/strata/contrib/goka"
+	"github.com/strata-db/strata/contrib/stratagoka"
 )
 
 // A storage as goka drives it: built for a table partition, opened,

@@ -1,9 +1,17 @@
-// Package prometheus exports a Strata DB's metrics to Prometheus: a
+// Package strataprom exports a Strata DB's metrics to Prometheus: a
 // prometheus.Collector that reads DB.Metrics on each scrape. It is a
 // module of its own so that the engine does not depend on
 // client_golang.
 //
-//	reg.MustRegister(prometheus.NewCollector(db, nil))
+//	c, err := strataprom.Register(reg, db, nil)
+//
+// A collector reports nothing once its DB is closed, and Register replaces
+// the collector of a closed DB registered with the same labels, so that a
+// process that closes and reopens a database (a stream processor's
+// partition moving away and back) registers it again without a
+// "duplicate metrics collector registration" error. To drop a closed DB's
+// collector at once, reg.Unregister(c); package stratagoka's Options.OnOpen
+// is the place for both in a goka processor (its ExampleOptions_prometheus).
 //
 // The metrics, all prefixed strata_ and labelled with Opts.ConstLabels:
 //
@@ -27,9 +35,10 @@
 // The histograms' buckets are a coarse view of the DB's own (which have
 // eight buckets per power of two): upper bounds at 4^k * 1024 ns, from
 // about 1 µs to 17 s, each an exact boundary of the DB's buckets.
-package prometheus
+package strataprom
 
 import (
+	"errors"
 	"strconv"
 	"time"
 
@@ -109,6 +118,30 @@ func NewCollector(db *strata.DB, o *Opts) *Collector {
 	return c
 }
 
+// Register registers a collector of db's metrics with reg and returns it.
+// A collector of a closed DB that reg holds with the same descriptions
+// (the same labels) is unregistered first and replaced; any other
+// registration error is returned as reg.Register returns it (for one of a
+// DB still open, a prometheus.AlreadyRegisteredError).
+func Register(reg prom.Registerer, db *strata.DB, o *Opts) (*Collector, error) {
+	c := NewCollector(db, o)
+	err := reg.Register(c)
+	var dup prom.AlreadyRegisteredError
+	if errors.As(err, &dup) {
+		if old, ok := dup.ExistingCollector.(*Collector); ok && old.db.Closed() {
+			reg.Unregister(old)
+			err = reg.Register(c)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// DB returns the DB the collector reads.
+func (c *Collector) DB() *strata.DB { return c.db }
+
 // Describe sends the descriptions of every metric.
 func (c *Collector) Describe(ch chan<- *prom.Desc) {
 	for _, m := range metricDefs {
@@ -116,8 +149,12 @@ func (c *Collector) Describe(ch chan<- *prom.Desc) {
 	}
 }
 
-// Collect reads the DB's metrics and sends them.
+// Collect reads the DB's metrics and sends them; once the DB is closed it
+// sends nothing (the figures of a closed DB describe nothing live).
 func (c *Collector) Collect(ch chan<- prom.Metric) {
+	if c.db.Closed() {
+		return
+	}
 	m := c.db.Metrics()
 	counter := func(name string, v float64, labels ...string) {
 		ch <- prom.MustNewConstMetric(c.descs[name], prom.CounterValue, v, labels...)

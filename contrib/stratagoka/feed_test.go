@@ -1,4 +1,4 @@
-package goka_test
+package stratagoka_test
 
 import (
 	"sync"

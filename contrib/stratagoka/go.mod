@@ -1,15 +1,30 @@
-module github.com/strata-db/strata/contrib/goka
+module github.com/strata-db/strata/contrib/stratagoka
 
 go 1.25.0
 
-replace github.com/strata-db/strata => ../../
+replace (
+	github.com/strata-db/strata => ../../
+	github.com/strata-db/strata/contrib/strataprom => ../strataprom
+)
 
 require (
 	github.com/IBM/sarama v1.45.1
 	github.com/lovoo/goka v1.1.14
+	github.com/prometheus/client_golang v1.24.1
 	github.com/strata-db/strata v0.0.0-00010101000000-000000000000
+	github.com/strata-db/strata/contrib/strataprom v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 	github.com/syndtr/goleveldb v1.0.0
+)
+
+require (
+	github.com/beorn7/perks v1.0.1 // indirect
+	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
+	github.com/prometheus/client_model v0.6.2 // indirect
+	github.com/prometheus/common v0.70.1 // indirect
+	github.com/prometheus/procfs v0.21.1 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+	google.golang.org/protobuf v1.36.11 // indirect
 )
 
 require (
@@ -33,7 +48,7 @@ require (
 	github.com/rcrowley/go-metrics v0.0.0-20201227073835-cf1acfcdf475 // indirect
 	go.uber.org/mock v0.5.2 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
-	golang.org/x/crypto v0.37.0 // indirect
-	golang.org/x/net v0.39.0 // indirect
-	golang.org/x/sync v0.13.0 // indirect
+	golang.org/x/crypto v0.54.0 // indirect
+	golang.org/x/net v0.57.0 // indirect
+	golang.org/x/sync v0.21.0 // indirect
 )

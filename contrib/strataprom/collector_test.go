@@ -1,4 +1,4 @@
-package prometheus
+package strataprom
 
 import (
 	"testing"
@@ -65,4 +65,52 @@ func TestHistogramFold(t *testing.T) {
 	require.Equal(t, uint64(2), b[1].GetCumulativeCount())
 	require.Equal(t, uint64(2), b[len(b)-1].GetCumulativeCount())
 	require.Equal(t, uint64(4), out.GetHistogram().GetSampleCount())
+}
+
+// TestCollectorClosedDB: a closed DB's collector reports nothing, and
+// Register replaces it by the collector of the DB reopened under the same
+// labels, where a second registration of an open DB's collector is refused
+// as client_golang refuses duplicates.
+func TestCollectorClosedDB(t *testing.T) {
+	fs := vfs.NewMem()
+	labels := &Opts{ConstLabels: prom.Labels{"db": "orders"}}
+	reg := prom.NewPedanticRegistry()
+	db, err := strata.Open("db", &strata.Options{FS: fs})
+	require.NoError(t, err)
+	c, err := Register(reg, db, labels)
+	require.NoError(t, err)
+	require.Same(t, db, c.DB())
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	require.Len(t, families, len(metricDefs))
+
+	_, err = Register(reg, db, labels)
+	var dup prom.AlreadyRegisteredError
+	require.ErrorAs(t, err, &dup, "a second collector of an open DB")
+
+	require.NoError(t, db.Close())
+	families, err = reg.Gather()
+	require.NoError(t, err)
+	require.Empty(t, families, "a closed DB's collector reports nothing")
+	require.Zero(t, testutil.CollectAndCount(c))
+
+	db, err = strata.Open("db", &strata.Options{FS: fs})
+	require.NoError(t, err)
+	defer db.Close()
+	c2, err := Register(reg, db, labels)
+	require.NoError(t, err, "the reopened DB's collector replaces the closed one's")
+	families, err = reg.Gather()
+	require.NoError(t, err)
+	require.Len(t, families, len(metricDefs))
+	require.NoError(t, db.Set([]byte("k"), []byte("v"), strata.NoSync))
+	families, err = reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() == "strata_user_bytes_total" {
+			require.Equal(t, 2.0, f.GetMetric()[0].GetCounter().GetValue(), "the reopened DB's figures")
+		}
+	}
+	// Unregister goes by the descriptions, not the collector: either one
+	// names the registration.
+	require.True(t, reg.Unregister(c2))
 }

@@ -1,6 +1,7 @@
-package goka
+package stratagoka
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -35,6 +36,13 @@ type Options struct {
 	// NoBulkRecovery writes recovery through the WAL like any write,
 	// instead of as a bulk load made durable by MarkRecovered.
 	NoBulkRecovery bool
+	// OnOpen, when set, is called with each partition's DB once it is
+	// open, before the storage is handed to goka: the place to register
+	// per-partition metrics (strataprom.Register with the topic and
+	// partition as labels). The onClose it returns (nil: nothing) runs when
+	// the storage closes, before its DB does: the place to unregister
+	// them. An error closes the DB and fails the build of the storage.
+	OnOpen func(topic string, partition int32, db *strata.DB) (onClose func(), err error)
 }
 
 // NewBuilder returns a goka storage builder that keeps each table
@@ -81,6 +89,11 @@ func NewBuilder(dir string, o *Options) storage.Builder {
 		}
 		s := New(db, !opts.NoBulkRecovery)
 		s.owned = true
+		if opts.OnOpen != nil {
+			if s.onClose, err = opts.OnOpen(topic, partition, db); err != nil {
+				return nil, errors.Join(fmt.Errorf("strata goka storage: %s: %w", path, err), db.Close())
+			}
+		}
 		return s, nil
 	}
 }
