@@ -238,6 +238,12 @@ type Options struct {
 	// SharedCacheSize bounds the local bytes of shared files (whole copies
 	// and fetched parts). Default (0): 1 GiB; negative: no bound.
 	SharedCacheSize int64
+	// SharedPartSize is the unit in which reads of shared files without a
+	// whole local copy fetch and cache them: one ranged GET each (default
+	// 1 MiB, remote.DefaultPartSize). Smaller parts move fewer bytes per
+	// miss and cache finer, which suits point reads of a state many times
+	// the cache; larger ones take fewer requests for scans.
+	SharedPartSize int64
 	// SharedWarmup, in bytes per second, downloads the shared files not
 	// cached locally in the background after Open, until the cache is
 	// full. Default (0): none.
@@ -437,6 +443,9 @@ func (o *Options) Validate() error {
 	}
 	if c.SharedFromLevel < 0 || c.SharedFromLevel >= manifest.NumLevels {
 		bad("SharedFromLevel %d is outside [1, %d] (0: the default)", c.SharedFromLevel, manifest.NumLevels-1)
+	}
+	if c.SharedPartSize < 0 || (c.SharedPartSize > 0 && c.SharedPartSize < 4<<10) || c.SharedPartSize > 64<<20 {
+		bad("SharedPartSize %d is outside [4 KiB, 64 MiB] (0: the default)", c.SharedPartSize)
 	}
 	if c.SharedWarmup < 0 {
 		bad("SharedWarmup %d is negative", c.SharedWarmup)

@@ -98,7 +98,7 @@ func (d *DB) openShared(names []string) error {
 	}
 	files, err := remote.New(remote.Options{
 		Store: o.SharedStore, FS: d.fs, Dir: d.dirname, Instance: instance,
-		CacheSize: o.SharedCacheSize, ReadOnly: o.ReadOnly,
+		CacheSize: o.SharedCacheSize, PartSize: o.SharedPartSize, ReadOnly: o.ReadOnly,
 	})
 	if err != nil {
 		return err

@@ -107,6 +107,10 @@ type Config struct {
 	// --shared_cache); the engine strata/shared has it as its cache, and
 	// no bound when it is 0.
 	SharedCache int64 `json:"shared_cache,omitempty"`
+	// SharedPartSize is Options.SharedPartSize with a store: the unit of
+	// the ranged GETs that read shared files (--shared_part_size; 0:
+	// Strata's default, 1 MiB).
+	SharedPartSize int64 `json:"shared_part_size,omitempty"`
 	// sharedStore, when set, is the Options.SharedStore Strata opens with
 	// (the statebackend workload's store of the instance). storeLatency
 	// and storeBandwidth are Spec.StoreLatency and Spec.StoreBandwidth,
@@ -506,6 +510,9 @@ const (
 // settings, and passes the store's speed to the engines (strata/shared).
 func (s *Spec) normalizeShared() []error {
 	var errs []error
+	if s.Config.SharedPartSize < 0 {
+		errs = append(errs, fmt.Errorf("shared_part_size must not be negative (0: the default), got %d", s.Config.SharedPartSize))
+	}
 	if s.Config.SharedCache < 0 {
 		errs = append(errs, fmt.Errorf("shared_cache must not be negative (0: every file local), got %d", s.Config.SharedCache))
 	}

@@ -191,6 +191,7 @@ func openStrataWith(dir string, cfg Config, policy string, adjust func(*strata.O
 	if cfg.sharedStore != nil {
 		opts.SharedStore = cfg.sharedStore
 		opts.SharedCacheSize = cfg.SharedCache
+		opts.SharedPartSize = cfg.SharedPartSize
 	}
 	if adjust != nil {
 		adjust(opts)

@@ -214,9 +214,10 @@ func (f *Files) Start() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, name := range names {
-		k, idx, ok := parsePartName(name)
+		k, off, ok := parsePartName(name)
+		idx := off / f.o.PartSize
 		s := f.files[k]
-		if !ok || s == nil || s.whole != nil || idx*f.o.PartSize >= s.size || s.parts[idx] != nil {
+		if !ok || off%f.o.PartSize != 0 || s == nil || s.whole != nil || idx*f.o.PartSize >= s.size || s.parts[idx] != nil {
 			remove(name)
 			continue
 		}
@@ -486,12 +487,16 @@ func (f *Files) Stats() Stats {
 	return st
 }
 
-// partPath returns the path of part idx of the file k in the cache.
+// partPath returns the path of part idx of the file k in the cache. The
+// name holds the part's offset in the file, not its index, so that a part
+// cached under another PartSize is never taken for a different range:
+// Start keeps it only where it is a whole part of this size.
 func (f *Files) partPath(k fileKey, idx int64) string {
-	return f.o.FS.PathJoin(f.cacheDir, k.name()+"."+strconv.FormatInt(idx, 10))
+	return f.o.FS.PathJoin(f.cacheDir, k.name()+"."+strconv.FormatInt(idx*f.o.PartSize, 10))
 }
 
-// parsePartName parses a part's file name.
+// parsePartName parses a part's file name: the file and the part's
+// offset in it.
 func parsePartName(name string) (fileKey, int64, bool) {
 	i := strings.LastIndexByte(name, '.')
 	if i <= 0 {

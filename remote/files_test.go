@@ -302,3 +302,43 @@ func TestFilesShareFailureDropsMarker(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, marked)
 }
+
+// TestFilesRestartWithAnotherPartSize: parts cached under one part size
+// are never read as parts of another, which would be other bytes of the
+// file; a reopen with a smaller or larger size keeps only what is a whole
+// part of its own size (a last part of the same range), and every read
+// returns the file's bytes.
+func TestFilesRestartWithAnotherPartSize(t *testing.T) {
+	ctx := context.Background()
+	for _, sizes := range [][2]int64{{1024, 4096}, {4096, 1024}} {
+		fs := vfs.NewMem()
+		require.NoError(t, fs.MkdirAll("db", 0o755))
+		s := newMemStore()
+		f := newTestFiles(t, fs, s, -1, sizes[0])
+		// 4096+1024 bytes: with either size, part 1 is 1024 bytes long.
+		data := writeLocal(t, fs, 9, 4096+1024, 5)
+		ref, err := f.Share(ctx, base.FileTypeTable, 9, int64(len(data)))
+		require.NoError(t, err)
+		require.NoError(t, fs.Remove("db/000009.sst"))
+		f.Track(base.FileTypeTable, 9, ref, int64(len(data)), false)
+		require.NoError(t, f.Start())
+		file, err := f.Open(base.FileTypeTable, 9)
+		require.NoError(t, err)
+		buf := make([]byte, len(data))
+		_, err = file.ReadAt(buf, 0)
+		require.NoError(t, err)
+		require.Equal(t, data, buf)
+
+		f2 := newTestFiles(t, fs, s, -1, sizes[1])
+		f2.Track(base.FileTypeTable, 9, ref, int64(len(data)), false)
+		require.NoError(t, f2.Start())
+		file, err = f2.Open(base.FileTypeTable, 9)
+		require.NoError(t, err)
+		for off := 0; off < len(data); off += 512 {
+			b := make([]byte, 512)
+			_, err = file.ReadAt(b, int64(off))
+			require.NoError(t, err)
+			require.Equal(t, data[off:off+512], b, "sizes %v, offset %d", sizes, off)
+		}
+	}
+}

@@ -275,6 +275,9 @@ func settingsLine(c *bench.Config) string {
 	if c.SharedCache > 0 {
 		parts = append(parts, "shared-file cache "+fmtSize(c.SharedCache))
 	}
+	if c.SharedPartSize > 0 {
+		parts = append(parts, "shared-file parts "+fmtSize(c.SharedPartSize))
+	}
 	switch {
 	case c.DisableWAL:
 		parts = append(parts, "WAL off")

@@ -113,6 +113,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		storeBW   = fs.Int64("store_bandwidth", 0, "bytes per second each of the statebackend workload's stores moves, its requests sharing them (0: unlimited)")
 		shCache   = fs.Int64("shared_cache", 0, "bytes of local cache of shared files: the statebackend workload's databases keep their lower levels in its stores (SharedStore), "+
 			"checkpoint by reference and are opened from the store (0: every file local); strata/shared's cache (0: no bound)")
+		shPart   = fs.Int64("shared_part_size", 0, "bytes of each ranged GET that reads a shared file, and unit of its cache (Options.SharedPartSize; 0: 1 MiB)")
 		shWarmup = fs.Int64("shared_warmup", 0, "bytes per second the statebackend workload's warm open from the store downloads in the background (default 256 MiB/s; with --shared_cache)")
 		openTime = fs.Duration("open_read_time", 0, "how long each read phase after the statebackend workload's opens from the store runs (default 10s; with --shared_cache)")
 		openReps = fs.Int("open_repeats", 0, "cold opens from the store of the statebackend workload, and rounds of each read comparison with a local copy (default 3; with --shared_cache)")
@@ -171,6 +172,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 			Sync:           *syncWrites,
 			GCBudget:       *gcBudget,
 			SharedCache:    *shCache,
+			SharedPartSize: *shPart,
 		},
 	}
 	if err := spec.Normalize(); err != nil {
