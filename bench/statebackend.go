@@ -201,14 +201,20 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 		Note: StateBackendNote}
 
 	var dbs [stateOldInstances]*strata.DB
+	var ss *stateStores
 	defer func() {
 		for _, db := range dbs {
 			if db != nil {
 				err = errors.Join(err, db.Close())
 			}
 		}
+		if ss != nil {
+			// Once nothing uses them: a bucket's objects outlive the
+			// run's directory.
+			err = errors.Join(err, ss.removeS3(context.WithoutCancel(ctx), spec))
+		}
 	}()
-	ss, err := openStateStores(spec, dir)
+	ss, err = openStateStores(spec, dir)
 	if err != nil {
 		return res, err
 	}

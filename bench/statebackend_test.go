@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/checkpoint/storetest"
 	"github.com/strata-db/strata/vfs"
 )
 
@@ -263,4 +265,43 @@ func TestCopyRangeReportsFailedRead(t *testing.T) {
 	require.ErrorIs(t, err, strata.ErrNotFound, "the value that could not be read was copied")
 	require.NoError(t, src.Close())
 	require.NoError(t, dst.Close())
+}
+
+// TestStateBackendS3: with Spec.StoreS3 the stores are prefixes of an S3
+// bucket (a versitygw server), the shared mode runs against it, and the
+// run leaves no object behind.
+func TestStateBackendS3(t *testing.T) {
+	endpoint := storetest.StartS3Server(t)
+	t.Setenv("AWS_ACCESS_KEY_ID", storetest.S3AccessKey)
+	t.Setenv("AWS_SECRET_ACCESS_KEY", storetest.S3SecretKey)
+	spec := DefaultSpec()
+	spec.Engines = []string{"strata"}
+	spec.Benchmarks = []string{StateBackend}
+	spec.Num = 2000
+	spec.CheckpointEvery = 1000
+	spec.Value = ValueDist{Kind: "fixed", Size: 2000}
+	spec.Config.MemTableSize = 256 << 10
+	spec.Config.SharedCache = 1 << 30
+	spec.Config.SharedPartSize = 64 << 10
+	spec.StoreS3 = endpoint + "/kvbench"
+	spec.OpenReadTime = 200 * time.Millisecond
+	spec.OpenRepeats = 1
+	spec.OpenSkipLocal = true
+	defer func(b time.Duration) { stateOpenBucket = b }(stateOpenBucket)
+	stateOpenBucket = 100 * time.Millisecond
+	spec.Dir = t.TempDir()
+	rep, err := Run(context.Background(), spec, nil)
+	require.NoError(t, err)
+	st := rep.Results[0]
+	require.False(t, st.Skipped, st.Note)
+	require.True(t, st.StateBackend.StoreS3)
+	require.Equal(t, int64(2000), st.StateBackend.Restore.Keys)
+	require.NotNil(t, st.StateBackend.Open)
+
+	s, err := checkpoint.NewS3Store(checkpoint.S3Options{Endpoint: endpoint, Bucket: "kvbench",
+		AccessKey: storetest.S3AccessKey, SecretKey: storetest.S3SecretKey})
+	require.NoError(t, err)
+	left, err := s.List(context.Background(), "")
+	require.NoError(t, err)
+	require.Zero(t, len(left), "objects left in the bucket")
 }

@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/url"
@@ -46,6 +47,8 @@ func storeStatsOf(s checkpoint.SlowStats) StoreStats {
 type stateStores struct {
 	slow   [stateOldInstances]*checkpoint.SlowStore
 	stores [stateOldInstances]checkpoint.Store // the same, as Stores
+	// inner are the stores without the added latency.
+	inner [stateOldInstances]checkpoint.Store
 	// db are the databases' own views of the stores (shared mode).
 	db [stateOldInstances]*traceStore
 }
@@ -65,7 +68,7 @@ func openStateStores(spec *Spec, dir string) (*stateStores, error) {
 		if err != nil {
 			return nil, err
 		}
-		ss.slow[i], ss.stores[i] = s, s
+		ss.slow[i], ss.stores[i], ss.inner[i] = s, s, local
 		ss.db[i] = &traceStore{s: s}
 	}
 	return ss, nil
@@ -83,12 +86,45 @@ func newStateStore(spec *Spec, dir string, i int) (checkpoint.Store, error) {
 	}
 	bucket := strings.Trim(u.Path, "/")
 	u.Path = ""
-	return checkpoint.NewS3Store(checkpoint.S3Options{
+	s, err := checkpoint.NewS3Store(checkpoint.S3Options{
 		Endpoint: u.String(), Bucket: bucket,
 		Prefix:    fmt.Sprintf("kvbench-%d-%s/store-%d", time.Now().UnixNano(), filepath.Base(dir), i),
 		AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"), SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
 		Region: os.Getenv("AWS_REGION"),
 	})
+	if err != nil {
+		return nil, fmt.Errorf("store_s3: %w", err)
+	}
+	if err := s.EnsureBucket(context.Background()); err != nil {
+		return nil, fmt.Errorf("store_s3: %w", err)
+	}
+	return s, nil
+}
+
+// removeS3 deletes the objects of the stores in an S3 bucket
+// (Spec.StoreS3); local stores go with the run's directory.
+func (ss *stateStores) removeS3(ctx context.Context, spec *Spec) error {
+	if spec.StoreS3 == "" {
+		return nil
+	}
+	var errs []error
+	for _, s := range ss.inner {
+		if s == nil {
+			continue
+		}
+		objs, err := s.List(ctx, "")
+		if err != nil {
+			errs = append(errs, fmt.Errorf("store_s3: list the run's objects: %w", err))
+			continue
+		}
+		for _, o := range objs {
+			if err := s.Delete(ctx, o.Name); err != nil {
+				errs = append(errs, fmt.Errorf("store_s3: delete %s: %w", o.Name, err))
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // stats returns the stores' counts so far, summed.
