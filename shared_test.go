@@ -724,6 +724,30 @@ func TestSharedMetrics(t *testing.T) {
 	require.NoError(t, d.Close())
 }
 
+// checkpointedKey is key i of the state sharedCheckpoint writes.
+func checkpointedKey(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
+
+// sharedCheckpoint writes n keys (checkpointedKey(i), sharedValue(i, 0)) into a
+// database "a" opened with opts, compacts them into shared files, waits
+// for their uploads, checkpoints the database into opts.SharedStore by
+// reference and closes it.
+func sharedCheckpoint(t *testing.T, opts *Options, n int) checkpoint.Stats {
+	t.Helper()
+	a, err := Open("a", opts)
+	require.NoError(t, err)
+	for i := range n {
+		require.NoError(t, a.Set(checkpointedKey(i), sharedValue(i, 0), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	a.waitSharedIdle()
+	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(t.Context(), u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	return st
+}
+
 // TestSharedWarmupReopens: readers opened before the warm-up downloaded
 // their files read the local copies afterwards, not the store (whose
 // parts of the files the warm-up dropped): a second pass over every key,
@@ -732,20 +756,9 @@ func TestSharedWarmupReopens(t *testing.T) {
 	ctx := t.Context()
 	fs := vfs.NewMem()
 	opts := sharedOptions(t, fs, 1<<30)
-	a, err := Open("a", opts)
-	require.NoError(t, err)
 	const n = 1500
-	key := func(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
-	for i := range n {
-		require.NoError(t, a.Set(key(i), sharedValue(i, 0), NoSync))
-	}
-	require.NoError(t, a.Compact(nil, nil))
-	a.waitSharedIdle()
-	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
-	require.NoError(t, err)
-	st, err := a.CheckpointToStore(ctx, u)
-	require.NoError(t, err)
-	require.NoError(t, a.Close())
+	key := checkpointedKey
+	st := sharedCheckpoint(t, opts, n)
 
 	// No block cache: every read reaches the files.
 	b, err := OpenFromStore(ctx, opts.SharedStore, st.ID, "b", &Options{FS: fs, SharedCacheSize: 1 << 30, CacheSize: -1})
@@ -777,20 +790,9 @@ func TestSharedPrefetchTables(t *testing.T) {
 	ctx := t.Context()
 	fs := vfs.NewMem()
 	opts := sharedOptions(t, fs, 1<<30)
-	a, err := Open("a", opts)
-	require.NoError(t, err)
 	const n = 1500
-	key := func(i int) []byte { return []byte(fmt.Sprintf("k%05d", i)) }
-	for i := range n {
-		require.NoError(t, a.Set(key(i), sharedValue(i, 0), NoSync))
-	}
-	require.NoError(t, a.Compact(nil, nil))
-	a.waitSharedIdle()
-	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
-	require.NoError(t, err)
-	st, err := a.CheckpointToStore(ctx, u)
-	require.NoError(t, err)
-	require.NoError(t, a.Close())
+	key := checkpointedKey
+	st := sharedCheckpoint(t, opts, n)
 
 	b, err := OpenFromStore(ctx, opts.SharedStore, st.ID, "b", &Options{FS: fs, SharedCacheSize: 1 << 30})
 	require.NoError(t, err)

@@ -102,17 +102,7 @@ func DropRef(ctx context.Context, s Store, object, holder string) (deleted bool,
 	if err := s.Delete(ctx, MarkerName(object, holder)); err != nil {
 		return false, fmt.Errorf("remote: drop reference of %s to %s: %w", holder, object, err)
 	}
-	holders, err := Holders(ctx, s, object)
-	if err != nil {
-		return false, err
-	}
-	if len(holders) > 0 {
-		return false, nil
-	}
-	if err := s.Delete(ctx, object); err != nil {
-		return false, fmt.Errorf("remote: delete %s: %w", object, err)
-	}
-	return true, nil
+	return DeleteUnheld(ctx, s, object)
 }
 
 // Holders returns the holders whose markers are on object, sorted.
