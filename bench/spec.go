@@ -209,6 +209,11 @@ type Spec struct {
 	// step's peak the disk holds the store, a full local copy and a full
 	// warm one, which a large state may not fit.
 	OpenSkipLocal bool `json:"open_skip_local,omitempty"`
+	// RescaleSkip names the statebackend workload's rescale methods
+	// (RescaleMethods) to leave out, reported as skipped
+	// (--rescale_skip): each makes the new instances' state again, which
+	// a large state may not have the time or the disk for.
+	RescaleSkip []string `json:"rescale_skip,omitempty"`
 	// Seed makes key order and values repeatable.
 	Seed uint64 `json:"seed"`
 	// Dir holds one subdirectory per engine; empty means a temporary
@@ -524,6 +529,11 @@ func (s *Spec) normalizeShared() []error {
 	}
 	if s.OpenRepeats < 0 {
 		errs = append(errs, fmt.Errorf("open_repeats must not be negative, got %d", s.OpenRepeats))
+	}
+	for _, m := range s.RescaleSkip {
+		if !slices.Contains(RescaleMethods, m) {
+			errs = append(errs, fmt.Errorf("rescale_skip: no rescale method %q (there are %s)", m, strings.Join(RescaleMethods, ", ")))
+		}
 	}
 	if s.Config.SharedCache > 0 && slices.Contains(s.Benchmarks, StateBackend) {
 		if s.SharedWarmup == 0 {

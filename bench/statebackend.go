@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/strata-db/strata"
@@ -483,6 +484,11 @@ var rescaleFuncs = map[string]func(r *stateRun, stores [stateOldInstances]checkp
 // range (untimed).
 func (r *stateRun) rescale(method string, stores [stateOldInstances]checkpoint.Store, ids [stateOldInstances]uint64) (StateTiming, error) {
 	t := StateTiming{Method: method}
+	if slices.Contains(r.spec.RescaleSkip, method) {
+		t.Skipped = true
+		t.Note = "left out (--rescale_skip)"
+		return t, nil
+	}
 	fn := rescaleFuncs[method]
 	if fn == nil {
 		t.Skipped = true

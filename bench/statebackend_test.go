@@ -171,9 +171,21 @@ func TestStateBackendShared(t *testing.T) {
 	// Without the local copies: the opens and the store's reads alone.
 	spec.OpenSkipLocal = true
 	spec.OpenRepeats = 1
+	// And only one rescale method.
+	spec.RescaleSkip = []string{RescaleCopy, RescaleIngest, RescaleCopyLocal}
 	rep, err = Run(context.Background(), spec, nil)
 	require.NoError(t, err)
 	require.False(t, rep.Results[0].Skipped, rep.Results[0].Note)
+	rescales := rep.Results[0].StateBackend.Rescale
+	require.Len(t, rescales, len(RescaleMethods))
+	for _, rs := range rescales {
+		require.Equal(t, rs.Method != RescaleRestore, rs.Skipped, rs.Method)
+		if rs.Skipped {
+			require.Zero(t, rs.Keys, rs.Method)
+		} else {
+			require.Positive(t, rs.Keys, rs.Method)
+		}
+	}
 	so = rep.Results[0].StateBackend.Open
 	require.True(t, so.SkipLocal)
 	require.Equal(t, spec.Config.SharedCache, so.WarmCache)
@@ -233,6 +245,9 @@ func TestStateBackendSpec(t *testing.T) {
 	err := spec.Normalize()
 	require.ErrorContains(t, err, "store_latency")
 	require.ErrorContains(t, err, "store_bandwidth")
+	spec.StoreLatency, spec.StoreBandwidth = 0, 0
+	spec.RescaleSkip = []string{RescaleCopy, "copy_local"}
+	require.ErrorContains(t, spec.Normalize(), `no rescale method "copy_local"`)
 	require.NotContains(t, DefaultSpec().Benchmarks, StateBackend, "the default run stays quick")
 }
 

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"time"
 
@@ -117,6 +118,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		shWarmup = fs.Int64("shared_warmup", 0, "bytes per second the statebackend workload's warm open from the store downloads in the background (default 256 MiB/s; with --shared_cache)")
 		openTime = fs.Duration("open_read_time", 0, "how long each read phase after the statebackend workload's opens from the store runs (default 10s; with --shared_cache)")
 		openReps = fs.Int("open_repeats", 0, "cold opens from the store of the statebackend workload, and rounds of each read comparison with a local copy (default 3; with --shared_cache)")
+		rescSkip = fs.String("rescale_skip", "", "comma-separated rescale methods of the statebackend workload to leave out ("+strings.Join(bench.RescaleMethods, ", ")+"; \"all\": every one)")
 		openSkip = fs.Bool("open_skip_local", false, "leave out the statebackend workload's local copy of the state and the reads compared with it (a copy and a warm copy of the state on disk at once; with --shared_cache)")
 		repeat   = fs.Int("repeat", 1, "run everything this many times, the engines in turn each time, and report each figure's median with its min and max")
 		cpuProf  = fs.String("cpuprofile", "", "write a CPU profile of Strata's benchmarks (its first run) to this file")
@@ -155,6 +157,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		OpenReadTime:    *openTime,
 		OpenRepeats:     *openReps,
 		OpenSkipLocal:   *openSkip,
+		RescaleSkip:     rescaleSkip(*rescSkip),
 		Seed:            *seed,
 		Dir:             *dir,
 		KeepDB:          *keepDB,
@@ -231,6 +234,20 @@ func splitList(s string) []string {
 	for _, f := range strings.Split(s, ",") {
 		if f = strings.TrimSpace(f); f != "" {
 			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// rescaleSkip parses --rescale_skip: a comma-separated list, or "all".
+func rescaleSkip(s string) []string {
+	if s == "all" {
+		return slices.Clone(bench.RescaleMethods)
+	}
+	var out []string
+	for _, m := range strings.Split(s, ",") {
+		if m = strings.TrimSpace(m); m != "" {
+			out = append(out, m)
 		}
 	}
 	return out
