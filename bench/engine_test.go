@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -245,4 +247,26 @@ func TestStrataShared(t *testing.T) {
 	entries, err := os.ReadDir(spec.Dir)
 	require.NoError(t, err)
 	require.Empty(t, entries, "the run left directories behind")
+
+	// With the store under another directory: it is there (kept with
+	// the databases), and not beside the database.
+	spec.Engines = []string{"strata/shared"}
+	spec.Benchmarks = []string{FillRandom}
+	spec.Config.SharedStoreDir = t.TempDir()
+	spec.KeepDB = true
+	rep, err = Run(context.Background(), spec, nil)
+	require.NoError(t, err)
+	require.False(t, rep.Results[0].Skipped, rep.Results[0].Note)
+	stores, err := os.ReadDir(spec.Config.SharedStoreDir)
+	require.NoError(t, err)
+	require.Len(t, stores, 1)
+	require.True(t, strings.HasSuffix(stores[0].Name(), "-store"), stores[0].Name())
+	objects, err := os.ReadDir(filepath.Join(spec.Config.SharedStoreDir, stores[0].Name()))
+	require.NoError(t, err)
+	require.NotEmpty(t, objects)
+	entries, err = os.ReadDir(spec.Dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		require.False(t, strings.HasSuffix(e.Name(), "-store"), "a store beside the database: %s", e.Name())
+	}
 }

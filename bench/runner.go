@@ -77,7 +77,7 @@ func runOnce(ctx context.Context, spec *Spec, root string, r int, progress Progr
 			}
 		}
 		dir := filepath.Join(root, DirName(name))
-		if err := errors.Join(os.RemoveAll(dir), os.RemoveAll(SharedStoreDir(dir))); err != nil {
+		if err := errors.Join(os.RemoveAll(dir), os.RemoveAll(SharedStoreDir(spec.Config.SharedStoreDir, dir))); err != nil {
 			return err
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -110,7 +110,7 @@ func runOnce(ctx context.Context, spec *Spec, root string, r int, progress Progr
 		}
 		if !spec.KeepDB {
 			os.RemoveAll(dir)
-			os.RemoveAll(SharedStoreDir(dir))
+			os.RemoveAll(SharedStoreDir(spec.Config.SharedStoreDir, dir))
 		}
 	}
 	return nil

@@ -111,6 +111,11 @@ type Config struct {
 	// the ranged GETs that read shared files (--shared_part_size; 0:
 	// Strata's default, 1 MiB).
 	SharedPartSize int64 `json:"shared_part_size,omitempty"`
+	// SharedStoreDir is where strata/shared keeps its store
+	// (--shared_store_dir; empty: beside its database): a directory on
+	// another device (a tmpfs, say) takes the store's writes off the
+	// database's disk, as an object store's network would.
+	SharedStoreDir string `json:"shared_store_dir,omitempty"`
 	// sharedStore, when set, is the Options.SharedStore Strata opens with
 	// (the statebackend workload's store of the instance). storeLatency
 	// and storeBandwidth are Spec.StoreLatency and Spec.StoreBandwidth,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -62,8 +63,14 @@ const strataShared = "shared"
 
 // SharedStoreDir is the directory of the store of strata/shared whose
 // database is in dir: beside it, so that the database's disk size is
-// its own.
-func SharedStoreDir(dir string) string { return dir + "-store" }
+// its own, or, when under is not empty (Config.SharedStoreDir), in under,
+// named after the run's directory and the database's.
+func SharedStoreDir(under, dir string) string {
+	if under == "" {
+		return dir + "-store"
+	}
+	return filepath.Join(under, filepath.Base(filepath.Dir(dir))+"-"+filepath.Base(dir)+"-store")
+}
 
 // strataVariant derives "strata/<policy>", "strata/rmw", "strata/mapped",
 // "strata/shared", or a separation variant ("strata/t1k",
@@ -108,7 +115,7 @@ func strataVariant(policy string) (EngineInfo, error) {
 				"(SharedStore, --store_latency added to its requests) with a cache of --shared_cache bytes (0: no bound)",
 			Open: func(dir string, cfg Config) (Engine, error) {
 				if cfg.sharedStore == nil {
-					store, err := openSharedStore(SharedStoreDir(dir), cfg)
+					store, err := openSharedStore(SharedStoreDir(cfg.SharedStoreDir, dir), cfg)
 					if err != nil {
 						return nil, err
 					}

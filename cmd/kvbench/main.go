@@ -115,6 +115,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 		shCache   = fs.Int64("shared_cache", 0, "bytes of local cache of shared files: the statebackend workload's databases keep their lower levels in its stores (SharedStore), "+
 			"checkpoint by reference and are opened from the store (0: every file local); strata/shared's cache (0: no bound)")
 		shPart   = fs.Int64("shared_part_size", 0, "bytes of each ranged GET that reads a shared file, and unit of its cache (Options.SharedPartSize; 0: 1 MiB)")
+		shStore  = fs.String("shared_store_dir", "", "directory under which strata/shared keeps its store (default: beside its database); one on another device, a tmpfs say, keeps the store's writes off the database's disk, as an object store's network would")
 		shWarmup = fs.Int64("shared_warmup", 0, "bytes per second the statebackend workload's warm open from the store downloads in the background (default 256 MiB/s; with --shared_cache)")
 		openTime = fs.Duration("open_read_time", 0, "how long each read phase after the statebackend workload's opens from the store runs (default 10s; with --shared_cache)")
 		openReps = fs.Int("open_repeats", 0, "cold opens from the store of the statebackend workload, and rounds of each read comparison with a local copy (default 3; with --shared_cache)")
@@ -176,6 +177,7 @@ func parseFlags(args []string, output io.Writer) (*options, error) {
 			GCBudget:       *gcBudget,
 			SharedCache:    *shCache,
 			SharedPartSize: *shPart,
+			SharedStoreDir: *shStore,
 		},
 	}
 	if err := spec.Normalize(); err != nil {
