@@ -117,6 +117,11 @@ type regObject struct {
 	Segment bool       `json:"segment,omitempty"`
 	Group   int        `json:"group,omitempty"`
 	Pieces  []regPiece `json:"pieces"` // by offset
+	// Marked is set for a data object whose upload wrote the registry's
+	// reference marker before its Put (every upload since markers
+	// exist): a database that opens a checkpoint by reference need not
+	// write it again. Objects of older uploads lack it.
+	Marked bool `json:"marked,omitempty"`
 }
 
 type regPiece struct {
@@ -292,10 +297,43 @@ func (r *registry) clone() *registry {
 // retained checkpoint at their new place, so a manifest's own handles are
 // where its files were when it was written.
 func ReadManifest(ctx context.Context, s Store, id uint64) (*Manifest, error) {
+	m, _, err := readManifestUnmarked(ctx, s, id)
+	return m, err
+}
+
+// readManifestUnmarked is ReadManifest, and also returns the data objects
+// (not External) of the manifest that may lack the registry's marker
+// (regObject.Marked): all of them in a store that retains the checkpoint
+// no more.
+func readManifestUnmarked(ctx context.Context, s Store, id uint64) (*Manifest, []string, error) {
+	m, r, err := readManifestReg(ctx, s, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	var unmarked []string
+	for _, f := range m.Files {
+		if f.External || slices.Contains(unmarked, f.Object) {
+			continue
+		}
+		if o := r.Objects[f.Object]; o == nil || !o.Marked {
+			unmarked = append(unmarked, f.Object)
+		}
+	}
+	return m, unmarked, nil
+}
+
+// readManifestReg is ReadManifest, and also returns the registry it read.
+func readManifestReg(ctx context.Context, s Store, id uint64) (*Manifest, *registry, error) {
 	r, _, err := loadRegistry(ctx, s)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	m, err := r.manifest(ctx, s, id)
+	return m, r, err
+}
+
+// manifest is ReadManifest with the registry r.
+func (r *registry) manifest(ctx context.Context, s Store, id uint64) (*Manifest, error) {
 	i, found := slices.BinarySearchFunc(r.Checkpoints, id, func(c regCheckpoint, id uint64) int { return cmp.Compare(c.ID, id) })
 	if !found {
 		// Not retained: only a format-1 store may still hold its
@@ -308,6 +346,7 @@ func ReadManifest(ctx context.Context, s Store, id uint64) (*Manifest, error) {
 	}
 	ck := r.Checkpoints[i]
 	var m *Manifest
+	var err error
 	if ck.Manifest != nil {
 		c := *ck.Manifest
 		c.Files = slices.Clone(c.Files)

@@ -33,7 +33,7 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 	if err := remote.CheckInstanceID(instance); err != nil {
 		return err
 	}
-	m, err := ReadManifest(ctx, s, id)
+	m, unmarked, err := readManifestUnmarked(ctx, s, id)
 	if err != nil {
 		return err
 	}
@@ -58,23 +58,22 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 		}
 	}()
 	// Rule 2 has the instance join a holder that has a marker: the
-	// registry's data objects written before markers existed have none,
-	// and the instance's release, finding its own marker the last, would
-	// delete what the checkpoint uses. The registry's marker is written
-	// for them, before the instance's; if the checkpoint is dropped
-	// meanwhile (seen below), the next upload's sweep drops it as stray.
-	var objects, registryObjects []string
+	// registry's data objects written before markers existed have none
+	// (unmarked), and the instance's release, finding its own marker the
+	// last, would delete what the checkpoint uses. The registry's marker
+	// is written for them, before the instance's; if the checkpoint is
+	// dropped meanwhile (seen below), the next upload's sweep drops it as
+	// stray. Uploads since markers exist wrote it before each Put, so a
+	// checkpoint of theirs costs no round trip for it.
+	var objects []string
 	for _, f := range m.Files {
 		if !slices.Contains(objects, f.Object) {
 			objects = append(objects, f.Object)
-			if !f.External {
-				registryObjects = append(registryObjects, f.Object)
-			}
 		}
 	}
 	// In parallel: one round trip each would make Open wait for as many
 	// as the checkpoint has objects.
-	if _, err := remote.AddRefs(ctx, s, registryObjects, remote.RegistryHolder); err != nil {
+	if _, err := remote.AddRefs(ctx, s, unmarked, remote.RegistryHolder); err != nil {
 		return err
 	}
 	marked, err = remote.AddRefs(ctx, s, objects, holder)

@@ -30,7 +30,8 @@ func (up *upload) record() error {
 	next, stats := up.next, &up.stats
 	relocated := map[pieceRef]pieceRef{}
 	for _, o := range up.objs {
-		ro := &regObject{Size: o.size, Segment: o.segment, Group: o.group}
+		// write put the registry's marker before the object
+		ro := &regObject{Size: o.size, Segment: o.segment, Group: o.group, Marked: true}
 		var off int64
 		for _, f := range o.files {
 			if f.sumKnown && f.checksum != o.sums[f.uploadIdx] {

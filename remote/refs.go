@@ -48,7 +48,7 @@ func AddRef(ctx context.Context, s Store, object, holder string) error {
 // refsParallel bounds the marker PUTs AddRefs has in flight: a store
 // answers each after a round trip (S3: 10-100 ms), and a database opened
 // from a checkpoint marks every object of it before Open can return.
-const refsParallel = 32
+const refsParallel = 128
 
 // AddRefs writes holder's marker on each of objects (AddRef), up to
 // refsParallel at a time: the markers go in any order, and the caller
