@@ -72,6 +72,7 @@ func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
 			}
 			if d.shared != nil {
 				d.shared.cancel()
+				d.shared.files.Close()
 			}
 			if d.vs != nil {
 				d.vs.Close()

@@ -135,6 +135,7 @@ func (d *DB) openShared(names []string) error {
 	}
 	d.tableCache.openFile = open(base.FileTypeTable)
 	d.vlogs.SetOpener(open(base.FileTypeVlog))
+	d.vlogs.SetPrefetch(func(num base.FileNum, off, n int64) { files.Prefetch(base.FileTypeVlog, num, off, n) })
 	return nil
 }
 
@@ -185,9 +186,9 @@ func (d *DB) startShared() {
 	if d.shared == nil || d.opts.ReadOnly {
 		return
 	}
+	d.shared.prefetchDone = make(chan struct{})
 	go d.shareLoop()
 	d.scheduleShare()
-	d.shared.prefetchDone = make(chan struct{})
 	go d.prefetchTables()
 	if d.opts.SharedWarmup > 0 {
 		d.shared.warmDone = make(chan struct{})
@@ -201,7 +202,11 @@ func (d *DB) startShared() {
 // stopShared stops the share loop (Close): an upload in flight is
 // abandoned, its object left for the next Open to release.
 func (d *DB) stopShared() {
-	if d.shared == nil || d.opts.ReadOnly {
+	if d.shared == nil {
+		return
+	}
+	if d.opts.ReadOnly {
+		d.shared.files.Close() // the prefetches in flight
 		return
 	}
 	d.shared.cancel()
@@ -210,6 +215,7 @@ func (d *DB) stopShared() {
 	if d.shared.warmDone != nil {
 		<-d.shared.warmDone
 	}
+	d.shared.files.Close()
 }
 
 // prefetchParallel bounds the tables prefetchTables opens at once.
@@ -302,6 +308,14 @@ func (d *DB) shareLoop() {
 		s.mu.Unlock()
 		close(s.done)
 	}()
+	// The tables' prefetch first: it opens what the first reads need
+	// (a database just opened from a checkpoint has all of it in the
+	// store), and the loop's requests would queue beside its own.
+	select {
+	case <-s.prefetchDone:
+	case <-s.ctx.Done():
+		return
+	}
 	reconciled := false
 	for {
 		if !reconciled {

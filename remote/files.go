@@ -115,9 +115,14 @@ type Files struct {
 	lru   *list.List // of *lruEntry, most recent first
 	used  int64
 	cap   int64
+	// closed is set by Close: fetches keep no more parts.
+	closed bool
+	// keeping counts the prefetches and cache writes in flight (Close
+	// waits for them); Add only under mu, while !closed.
+	keeping sync.WaitGroup
 
 	stats struct {
-		gets, getBytes, hits, misses, evicted, evictedBytes atomic.Int64
+		gets, getBytes, hits, misses, evicted, evictedBytes, prefetches atomic.Int64
 	}
 }
 
@@ -130,6 +135,7 @@ type Stats struct {
 	GetBytes     int64 // bytes they fetched
 	PartHits     int64 // part reads served by the local cache
 	PartMisses   int64 // part reads that waited for a GET
+	Prefetches   int64 // parts fetched ahead of a read (Prefetch)
 	Evicted      int64 // whole copies and parts evicted
 	EvictedBytes int64
 }
@@ -482,6 +488,7 @@ func (f *Files) Stats() Stats {
 	st.GetBytes = f.stats.getBytes.Load()
 	st.PartHits = f.stats.hits.Load()
 	st.PartMisses = f.stats.misses.Load()
+	st.Prefetches = f.stats.prefetches.Load()
 	st.Evicted = f.stats.evicted.Load()
 	st.EvictedBytes = f.stats.evictedBytes.Load()
 	return st
@@ -564,24 +571,12 @@ func (f *Files) readPart(s *shared, idx int64, p []byte, off int64) (int, error)
 		f.stats.misses.Add(1)
 		fe := s.fetching[idx]
 		if fe == nil {
-			fe = &fetch{done: make(chan struct{})}
-			s.fetching[idx] = fe
+			fe = f.startFetchLocked(s, idx)
 			f.mu.Unlock()
-			fe.data, fe.err = f.fetchPart(s, idx)
-			f.mu.Lock()
-			delete(s.fetching, idx)
-			if fe.err == nil && !s.released && s.whole == nil && s.parts[idx] == nil && !f.o.ReadOnly {
-				// (a part fetched while the warm-up downloaded the whole
-				// copy is not kept: the copy holds its bytes)
-				s.parts[idx] = f.lru.PushFront(&lruEntry{f: s, part: idx, size: int64(len(fe.data))})
-				f.used += int64(len(fe.data))
-				f.evictLocked()
-			} else if fe.err == nil && !f.o.ReadOnly {
-				_ = f.o.FS.Remove(f.partPath(s.key, idx))
-			}
-			close(fe.done)
+			f.runFetch(s, idx, fe)
+		} else {
+			f.mu.Unlock()
 		}
-		f.mu.Unlock()
 		<-fe.done
 		if fe.err != nil {
 			return 0, fe.err
@@ -607,9 +602,105 @@ func (f *Files) readLocalPart(k fileKey, idx int64, p []byte, off int64) (int, e
 	return n, err
 }
 
-// fetchPart GETs part idx of s from the store and writes it into the
-// cache (a temporary file, synced, renamed into place: a part file is
-// whole or absent, also after a crash).
+// startFetchLocked registers a fetch of part idx of s, which the caller
+// then runs (runFetch); readers of the part wait for it instead of
+// fetching it again. f.mu is held.
+func (f *Files) startFetchLocked(s *shared, idx int64) *fetch {
+	fe := &fetch{done: make(chan struct{})}
+	s.fetching[idx] = fe
+	return fe
+}
+
+// runFetch GETs part idx of s for fe and hands the bytes to the readers
+// waiting for them at once; the copy the cache keeps is written after,
+// in the background (keepPart), so that a read that misses waits for the
+// store's round trip and not for a file's sync as well. Meanwhile the
+// part stays in s.fetching with its bytes, and readers take them from
+// there.
+func (f *Files) runFetch(s *shared, idx int64, fe *fetch) {
+	fe.data, fe.err = f.fetchPart(s, idx)
+	close(fe.done)
+	f.mu.Lock()
+	if fe.err != nil || f.o.ReadOnly || f.closed {
+		delete(s.fetching, idx)
+		f.mu.Unlock()
+		return
+	}
+	f.keeping.Add(1)
+	f.mu.Unlock()
+	go func() {
+		defer f.keeping.Done()
+		f.keepPart(s, idx, fe.data)
+	}()
+}
+
+// keepPart writes part idx of s, data, into the cache (a temporary file,
+// synced, renamed into place: a part file is whole or absent, also after
+// a crash) and accounts for it, unless the file was released or a whole
+// copy arrived meanwhile (the warm-up's, which holds its bytes).
+func (f *Files) keepPart(s *shared, idx int64, data []byte) {
+	path := f.partPath(s.key, idx)
+	tmp := path + ".tmp-" + strconv.FormatUint(rand.Uint64(), 16)
+	written := writeFileSynced(f.o.FS, tmp, data) == nil
+	if written {
+		if err := f.o.FS.Rename(tmp, path); err != nil {
+			written = false
+		}
+	}
+	if !written {
+		_ = f.o.FS.Remove(tmp) // the cache just does not keep it
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(s.fetching, idx)
+	switch {
+	case !written:
+	case !s.released && s.whole == nil && s.parts[idx] == nil:
+		s.parts[idx] = f.lru.PushFront(&lruEntry{f: s, part: idx, size: int64(len(data))})
+		f.used += int64(len(data))
+		f.evictLocked()
+	default:
+		_ = f.o.FS.Remove(path)
+	}
+}
+
+// Prefetch starts fetching, in the background, the parts of the shared
+// file t/num that hold [off, off+n) and that the cache has neither whole
+// nor in part: a reader about to open the file (its header and footer, a
+// round trip) asks for the bytes it will read next in the same round
+// trip. A file that is not shared, or is local, is left alone.
+func (f *Files) Prefetch(t base.FileType, num base.FileNum, off, n int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	s := f.files[fileKey{t, num}]
+	if s == nil || s.whole != nil || s.released || f.closed || n <= 0 || off < 0 || off+n > s.size {
+		return
+	}
+	for idx := off / f.o.PartSize; idx <= (off+n-1)/f.o.PartSize; idx++ {
+		if s.parts[idx] != nil || s.fetching[idx] != nil {
+			continue
+		}
+		f.stats.prefetches.Add(1)
+		fe := f.startFetchLocked(s, idx)
+		f.keeping.Add(1)
+		go func() {
+			defer f.keeping.Done()
+			f.runFetch(s, idx, fe)
+		}()
+	}
+}
+
+// Close waits for the part fetches and cache writes in flight, and makes
+// later fetches keep nothing; reads still work. The database calls it
+// when it closes.
+func (f *Files) Close() {
+	f.mu.Lock()
+	f.closed = true
+	f.mu.Unlock()
+	f.keeping.Wait()
+}
+
+// fetchPart GETs part idx of s from the store.
 func (f *Files) fetchPart(s *shared, idx int64) ([]byte, error) {
 	start := idx * f.o.PartSize
 	n := min(f.o.PartSize, s.size-start)
@@ -624,18 +715,6 @@ func (f *Files) fetchPart(s *shared, idx int64) ([]byte, error) {
 		return nil, fmt.Errorf("remote: read %s (object %s): %w", s.key.name(), s.ref, err)
 	}
 	f.stats.getBytes.Add(int64(len(data)))
-	if f.o.ReadOnly {
-		return data, nil
-	}
-	path := f.partPath(s.key, idx)
-	tmp := path + ".tmp-" + strconv.FormatUint(rand.Uint64(), 16)
-	if err := writeFileSynced(f.o.FS, tmp, data); err != nil {
-		_ = f.o.FS.Remove(tmp)
-		return data, nil // the read succeeds; the cache just does not keep it
-	}
-	if err := f.o.FS.Rename(tmp, path); err != nil {
-		_ = f.o.FS.Remove(tmp)
-	}
 	return data, nil
 }
 
@@ -690,6 +769,10 @@ func (p *partFile) ReadAt(b []byte, off int64) (int, error) {
 		return 0, io.EOF
 	}
 	ps := p.files.o.PartSize
+	if end := min(off+int64(len(b)), size); (end-1)/ps > off/ps {
+		// Several parts: fetched side by side, not one after the other.
+		p.Prefetch(off, end-off)
+	}
 	n := 0
 	for n < len(b) && off < size {
 		idx := off / ps
@@ -708,6 +791,10 @@ func (p *partFile) ReadAt(b []byte, off int64) (int, error) {
 	}
 	return n, nil
 }
+
+// Prefetch fetches the parts of [off, off+n) the cache lacks, in the
+// background (vfs.Prefetcher).
+func (p *partFile) Prefetch(off, n int64) { p.files.Prefetch(p.s.key.t, p.s.key.num, off, n) }
 
 func (p *partFile) Read(b []byte) (int, error) {
 	p.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 
@@ -113,9 +114,11 @@ func TestFilesShareAndRead(t *testing.T) {
 	require.Equal(t, data, all)
 	require.Equal(t, gets, s.getCount(), "cached parts were fetched again")
 
-	// Release: local bytes and the object go.
+	// Release: local bytes and the object go, and so do the parts
+	// being written when it came.
 	require.NoError(t, f.Release(ctx, base.FileTypeTable, 5))
 	require.False(t, s.has(ref.Object))
+	f.keeping.Wait()
 	names, err := fs.List("db/" + CacheDirName)
 	require.NoError(t, err)
 	require.Empty(t, names, "parts of a released file are left")
@@ -147,6 +150,7 @@ func TestFilesRestartKeepsParts(t *testing.T) {
 	require.Equal(t, data, buf)
 	gets := s.getCount()
 	require.Equal(t, 5, gets)
+	f.Close() // as the database's Close: the parts are written
 	// Leftovers a crash or an older run could leave.
 	require.NoError(t, writeFileSynced(fs, "db/"+CacheDirName+"/000009.sst.2.tmp-1", []byte("x")))
 	require.NoError(t, writeFileSynced(fs, "db/"+CacheDirName+"/000004.sst.0", []byte("x")))
@@ -341,4 +345,102 @@ func TestFilesRestartWithAnotherPartSize(t *testing.T) {
 			require.Equal(t, data[off:off+512], b, "sizes %v, offset %d", sizes, off)
 		}
 	}
+}
+
+// TestFilesReadDoesNotWaitForCacheWrite: a read that fetched a part
+// returns while the part's cache file is still being synced; readers of
+// the part meanwhile take the fetched bytes without another GET, and
+// the part is cached once its write is done.
+func TestFilesReadDoesNotWaitForCacheWrite(t *testing.T) {
+	ctx := context.Background()
+	mem := vfs.NewMem()
+	require.NoError(t, mem.MkdirAll("db", 0o755))
+	gate := make(chan struct{})
+	syncing := make(chan struct{}, 16)
+	fs := vfs.NewErrorFS(mem, vfs.InjectorFunc(func(op vfs.Op) error {
+		if op.Kind == vfs.OpSync && strings.Contains(op.Path, CacheDirName) {
+			syncing <- struct{}{}
+			<-gate
+		}
+		return nil
+	}))
+	s := newMemStore()
+	const part = 1024
+	f := newTestFiles(t, fs, s, -1, part)
+	data := writeLocal(t, fs, 4, 3*part, 7)
+	ref, err := f.Share(ctx, base.FileTypeTable, 4, int64(len(data)))
+	require.NoError(t, err)
+	require.NoError(t, fs.Remove("db/000004.sst"))
+	f.Track(base.FileTypeTable, 4, ref, int64(len(data)), false)
+	require.NoError(t, f.Start())
+	file, err := f.Open(base.FileTypeTable, 4)
+	require.NoError(t, err)
+	buf := make([]byte, 100)
+	_, err = file.ReadAt(buf, 10) // returns although the sync is held
+	require.NoError(t, err)
+	require.Equal(t, data[10:110], buf)
+	<-syncing
+	_, err = file.ReadAt(buf, 500)
+	require.NoError(t, err)
+	require.Equal(t, data[500:600], buf)
+	require.Equal(t, 1, s.getCount())
+	require.Zero(t, f.Stats().CachedBytes, "cached before its file was written")
+	close(gate)
+	f.keeping.Wait()
+	require.Equal(t, int64(part), f.Stats().CachedBytes)
+	_, err = file.ReadAt(buf, 700)
+	require.NoError(t, err)
+	require.Equal(t, data[700:800], buf)
+	require.Equal(t, 1, s.getCount())
+	f.Close()
+}
+
+// TestFilesPrefetch: Prefetch fetches, in the background, the parts of a
+// range the cache lacks, once each, and a read of the range then makes no
+// GET; a range already cached, a file with a whole local copy, a range
+// past the end and a closed Files fetch nothing.
+func TestFilesPrefetch(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	const part = 1024
+	f := newTestFiles(t, fs, s, -1, part)
+	data := writeLocal(t, fs, 5, 4*part, 8)
+	ref, err := f.Share(ctx, base.FileTypeTable, 5, int64(len(data)))
+	require.NoError(t, err)
+	local := writeLocal(t, fs, 6, 2*part, 9)
+	ref6, err := f.Share(ctx, base.FileTypeTable, 6, int64(len(local)))
+	require.NoError(t, err)
+	require.NoError(t, fs.Remove("db/000005.sst"))
+	f.Track(base.FileTypeTable, 5, ref, int64(len(data)), false)
+	f.Track(base.FileTypeTable, 6, ref6, int64(len(local)), true)
+	require.NoError(t, f.Start())
+
+	f.Prefetch(base.FileTypeTable, 5, part+10, part)  // parts 1 and 2
+	f.Prefetch(base.FileTypeTable, 5, part+20, 100)   // part 1 again: in flight or cached
+	f.Prefetch(base.FileTypeTable, 6, 0, 100)         // a whole local copy
+	f.Prefetch(base.FileTypeTable, 5, 3*part, 2*part) // past the end
+	f.Prefetch(base.FileTypeTable, 7, 0, 100)         // not shared
+	f.keeping.Wait()
+	require.Equal(t, 2, s.getCount())
+	st := f.Stats()
+	require.Equal(t, int64(2), st.Prefetches)
+	require.Equal(t, int64(2*part), st.CachedBytes-int64(len(local)))
+
+	file, err := f.Open(base.FileTypeTable, 5)
+	require.NoError(t, err)
+	buf := make([]byte, part)
+	_, err = file.ReadAt(buf, part+10)
+	require.NoError(t, err)
+	require.Equal(t, data[part+10:2*part+10], buf)
+	require.Equal(t, 2, s.getCount(), "a prefetched part was fetched again")
+	f.Prefetch(base.FileTypeTable, 5, part, 2*part) // cached: nothing
+	f.keeping.Wait()
+	require.Equal(t, 2, s.getCount())
+
+	f.Close()
+	f.Prefetch(base.FileTypeTable, 5, 0, 100)
+	f.keeping.Wait()
+	require.Equal(t, 2, s.getCount(), "a closed Files prefetched")
 }

@@ -63,6 +63,22 @@ type File interface {
 	Stat() (os.FileInfo, error)
 }
 
+// Prefetcher is implemented by files whose reads are slow to start (a
+// shared file read from an object store through a cache, see package
+// remote): a reader that knows which bytes it reads next asks for them
+// at once, and the reads then find them on their way or arrived. A hint
+// only: it returns at once and reports nothing.
+type Prefetcher interface {
+	Prefetch(off, n int64)
+}
+
+// Prefetch passes the hint to f if f is a Prefetcher.
+func Prefetch(f File, off, n int64) {
+	if p, ok := f.(Prefetcher); ok {
+		p.Prefetch(off, n)
+	}
+}
+
 // FS is a filesystem. Names are paths in the FS's own syntax, built with
 // PathJoin.
 type FS interface {

@@ -31,12 +31,24 @@ type ReaderCache struct {
 	files   *filecache.Cache
 	// openFile, if set, opens a value log for reading (see SetOpener).
 	openFile func(base.FileNum) (vfs.File, error)
+	// prefetch, if set, is told the record a read will want before the
+	// read opens the file (see SetPrefetch).
+	prefetch func(num base.FileNum, off, n int64)
 }
 
 // SetOpener makes the cache open value logs with open (a database whose
 // files may be elsewhere than its directory) instead of from the
 // directory. Call it before the first read.
 func (rc *ReaderCache) SetOpener(open func(base.FileNum) (vfs.File, error)) { rc.openFile = open }
+
+// SetPrefetch makes a point read (Value) that has to open its value log
+// first call prefetch with the record it will read, before the open: a
+// value log in an object store then fetches the record's bytes in the
+// round trip that opening the file (its header and footer) takes, not in
+// one after it. Call it before the first read.
+func (rc *ReaderCache) SetPrefetch(prefetch func(num base.FileNum, off, n int64)) {
+	rc.prefetch = prefetch
+}
 
 // NewReaderCache returns a cache of the value logs in dirname. c, the value
 // cache, may be nil.
@@ -57,8 +69,17 @@ type Handle struct {
 // Acquire returns the Reader of value log m with a reference the caller
 // must Release.
 func (rc *ReaderCache) Acquire(m *manifest.VlogMetadata) (Handle, error) {
+	return rc.acquire(m, nil)
+}
+
+// acquire is Acquire; if it opens the file, it first passes next, the
+// record the caller reads next, to the prefetch hook.
+func (rc *ReaderCache) acquire(m *manifest.VlogMetadata, next *Pointer) (Handle, error) {
 	key := filecache.Key{Type: base.FileTypeVlog, Num: m.FileNum}
 	fh, err := rc.files.Get(key, func() (io.Closer, error) {
+		if next != nil && rc.prefetch != nil {
+			rc.prefetch(m.FileNum, int64(next.Offset), int64(next.Length))
+		}
 		r, err := rc.open(m)
 		if err != nil {
 			return nil, err
@@ -102,7 +123,7 @@ func (rc *ReaderCache) open(m *manifest.VlogMetadata) (*Reader, error) {
 // it to dst. With dst nil the result is a fresh slice holding just the
 // value, which a mapped file fills with its only copy.
 func (rc *ReaderCache) Value(m *manifest.VlogMetadata, p Pointer, key, dst []byte) ([]byte, error) {
-	h, err := rc.Acquire(m)
+	h, err := rc.acquire(m, &p)
 	if err != nil {
 		return nil, err
 	}

@@ -249,6 +249,17 @@ func (r *Reader) open(size int64) error {
 	if r.meta, err = decodeMetaIndex(b, r.file, ft.metaIndex.Offset); err != nil {
 		return err
 	}
+	if r.mapped == nil {
+		// The blocks read next, at once: from an object store each
+		// would be a round trip after the one before.
+		start := min(ft.index.Offset, ft.metaIndex.Offset)
+		for _, e := range r.meta {
+			start = min(start, e.handle.Offset)
+		}
+		if start < footOff {
+			vfs.Prefetch(r.f, int64(start), int64(footOff-start))
+		}
+	}
 	if b, err = r.readBlock(ft.index, nil); err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/strata-db/strata/index/learned"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
 )
 
 // model answers queries over the sorted entries of a table.
@@ -704,5 +705,48 @@ func TestWriterAlignedWrites(t *testing.T) {
 				t.Fatalf("Get(%q) = %d bytes, found %v, %v; want %d bytes", e.key.UserKey, len(v), found, err, len(e.value))
 			}
 		}
+	}
+}
+
+// prefetchFile records a Prefetcher's hints and the reads after them.
+type prefetchFile struct {
+	vfs.File
+	hints [][2]int64 // off, n
+	reads [][2]int64 // off, n of each ReadAt
+}
+
+func (p *prefetchFile) Prefetch(off, n int64) { p.hints = append(p.hints, [2]int64{off, n}) }
+
+func (p *prefetchFile) ReadAt(b []byte, off int64) (int, error) {
+	p.reads = append(p.reads, [2]int64{off, int64(len(b))})
+	return p.File.ReadAt(b, off)
+}
+
+// TestOpenPrefetchesMetaBlocks: opening a table through a file that takes
+// hints (a shared file in an object store) asks, right after the footer
+// and the meta-index, for every block the open reads next, in one hint
+// that ends at the footer: the open then costs two round trips to the
+// store whatever number of meta blocks it has.
+func TestOpenPrefetchesMetaBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	spec := tableSpec{entries: genEntries(rng, 3000, false), rangeDels: genRangeDels(rng, 20),
+		meta: map[string][]byte{"x.extra": []byte("extra")}}
+	for _, lo := range []*learned.Options{nil, {MaxShare: 1}} {
+		f, _ := writeTable(t, spec, WriterOptions{BlockSize: 512, BitsPerKey: 10, Learned: lo})
+		size := f.size(t)
+		pf := &prefetchFile{File: f}
+		r, err := NewReader(pf, size, ReaderOptions{FileNum: 1})
+		require.NoError(t, err)
+		require.Len(t, pf.hints, 1)
+		start, n := pf.hints[0][0], pf.hints[0][1]
+		require.Equal(t, size-footerLen, start+n, "the hint ends at the footer")
+		// The footer and the meta-index come first; every read after
+		// them lies within the hint.
+		require.GreaterOrEqual(t, len(pf.reads), 4, "footer, meta-index, index, properties at least")
+		for _, rd := range pf.reads[2:] {
+			require.GreaterOrEqual(t, rd[0], start, "read at %d before the hint's %d", rd[0], start)
+			require.LessOrEqual(t, rd[0]+rd[1], size-footerLen)
+		}
+		require.NoError(t, r.Close())
 	}
 }
