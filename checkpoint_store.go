@@ -28,6 +28,10 @@ func (d *DB) CheckpointToStore(ctx context.Context, u *checkpoint.Uploader) (che
 	if testHookToStore != nil {
 		testHookToStore()
 	}
+	// With a store of shared files, the files that qualify go to the
+	// store as shared objects first (the share loop may be behind): the
+	// checkpoint then references them, and the store gets them once.
+	d.shareForCheckpoint(ctx)
 	stats, err := u.UploadPinned(ctx, func(upload func(checkpoint.Source) error) error {
 		return d.withPinnedVersion("checkpoint", upload)
 	})

@@ -50,7 +50,10 @@ type sharedState struct {
 	// idle is set, and cond broadcast, after a pass of the loop that left
 	// nothing to share or release; a kick clears it.
 	idle bool
-	cond sync.Cond
+	// shares counts the files shared since Open; cond is broadcast with
+	// each.
+	shares int
+	cond   sync.Cond
 }
 
 type sharedKey struct {
@@ -423,9 +426,17 @@ func sharedCandidates(v *manifest.Version, from int) (tables []*manifest.FileMet
 	return tables, vlogs
 }
 
-// shareCandidates uploads the files that qualify, one at a time, each
-// recorded in a version edit of its own once its object is in the store;
-// it stops at the first failure (reporting it) or when the DB closes.
+// shareParallel bounds the files the share loop uploads at once: each
+// upload waits for round trips (its marker, its Put) and, in an object
+// store, one stream moves less than the link can, so one at a time
+// falls behind a write-heavy database, and a checkpoint that waits for
+// the files to be shared (shareForCheckpoint) waits longer.
+const shareParallel = 4
+
+// shareCandidates uploads the files that qualify, value logs first, up to
+// shareParallel at a time, each recorded in a version edit of its own
+// once its object is in the store; it stops after the first failure
+// (reporting it) or when the DB closes.
 func (d *DB) shareCandidates() (failed bool) {
 	s := d.shared
 	for s.ctx.Err() == nil {
@@ -433,27 +444,112 @@ func (d *DB) shareCandidates() (failed bool) {
 		v := d.vs.Current()
 		tables, vlogs := sharedCandidates(v, s.from)
 		d.mu.Unlock()
-		var k sharedKey
-		var size uint64
-		switch {
-		case len(vlogs) > 0:
-			k, size = sharedKey{base.FileTypeVlog, vlogs[0].FileNum}, vlogs[0].Size
-		case len(tables) > 0:
-			k, size = sharedKey{base.FileTypeTable, tables[0].FileNum}, tables[0].Size
-		default:
+		type candidate struct {
+			k    sharedKey
+			size uint64
+		}
+		var batch []candidate
+		for _, m := range vlogs {
+			batch = append(batch, candidate{sharedKey{base.FileTypeVlog, m.FileNum}, m.Size})
+		}
+		for _, f := range tables {
+			batch = append(batch, candidate{sharedKey{base.FileTypeTable, f.FileNum}, f.Size})
+		}
+		if len(batch) == 0 {
 			return false
 		}
-		if err := d.shareFile(k, size); err != nil {
+		batch = batch[:min(len(batch), shareParallel)]
+		errs := make([]error, len(batch))
+		var wg sync.WaitGroup
+		for i, c := range batch {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = d.shareFile(c.k, c.size)
+			}()
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err == nil {
+				continue
+			}
+			failed = true
 			if s.ctx.Err() == nil {
 				s.mu.Lock()
 				s.errs++
+				s.cond.Broadcast()
 				s.mu.Unlock()
-				d.opts.Logger.Warn("strata: sharing a file failed; retrying later", "file", base.MakeFilename(k.t, k.num), "err", err)
+				d.opts.Logger.Warn("strata: sharing a file failed; retrying later", "file", base.MakeFilename(batch[i].k.t, batch[i].k.num), "err", err)
 			}
+		}
+		if failed {
 			return true
 		}
 	}
 	return false
+}
+
+// shareForCheckpoint waits until the share loop has shared the files of
+// the current version that qualify (the database has just flushed for a
+// checkpoint to the store): the checkpoint then references their objects
+// instead of uploading copies of them, which the loop would upload again
+// as shared objects. It returns early, leaving the rest to the
+// checkpoint's copies, when an upload fails, the DB closes or ctx ends.
+func (d *DB) shareForCheckpoint(ctx context.Context) {
+	s := d.shared
+	if s == nil || d.opts.ReadOnly {
+		return
+	}
+	d.mu.Lock()
+	tables, vlogs := sharedCandidates(d.vs.Current(), s.from)
+	d.mu.Unlock()
+	if len(tables)+len(vlogs) == 0 {
+		return
+	}
+	want := map[sharedKey]bool{}
+	for _, f := range tables {
+		want[sharedKey{base.FileTypeTable, f.FileNum}] = true
+	}
+	for _, m := range vlogs {
+		want[sharedKey{base.FileTypeVlog, m.FileNum}] = true
+	}
+	stop := context.AfterFunc(ctx, func() {
+		s.mu.Lock()
+		s.cond.Broadcast()
+		s.mu.Unlock()
+	})
+	defer stop()
+	s.mu.Lock()
+	errs := s.errs
+	s.mu.Unlock()
+	d.scheduleShare()
+	for {
+		// Still waiting for one of them: it qualifies in the current
+		// version (a compaction may have dropped it meanwhile).
+		d.mu.Lock()
+		tables, vlogs := sharedCandidates(d.vs.Current(), s.from)
+		d.mu.Unlock()
+		pending := false
+		for _, f := range tables {
+			pending = pending || want[sharedKey{base.FileTypeTable, f.FileNum}]
+		}
+		for _, m := range vlogs {
+			pending = pending || want[sharedKey{base.FileTypeVlog, m.FileNum}]
+		}
+		if !pending {
+			return
+		}
+		s.mu.Lock()
+		shares := s.shares
+		for s.shares == shares && s.errs == errs && !s.idle && s.ctx.Err() == nil && ctx.Err() == nil {
+			s.cond.Wait()
+		}
+		done := s.errs != errs || s.idle || s.ctx.Err() != nil || ctx.Err() != nil
+		s.mu.Unlock()
+		if done {
+			return
+		}
+	}
 }
 
 // shareFile uploads one local file and records it as shared. A file the
@@ -473,6 +569,10 @@ func (d *DB) shareFile(k sharedKey, size uint64) error {
 		// Under d.mu, so that the file's obsolescence (a later version)
 		// cannot be seen before it is tracked.
 		s.files.Track(k.t, k.num, ref, int64(size), true)
+		s.mu.Lock()
+		s.shares++
+		s.cond.Broadcast()
+		s.mu.Unlock()
 	case errors.Is(err, manifest.ErrSharedFileGone):
 		d.mu.Unlock()
 		_, err := remote.DropRef(s.ctx, s.files.Store(), ref.Object, remote.InstanceHolder(s.files.Instance()))

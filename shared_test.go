@@ -575,6 +575,91 @@ func TestCheckpointOfFilesSharedAfterThePin(t *testing.T) {
 	}
 }
 
+// TestCheckpointWaitsForSharing: a checkpoint to the store while the
+// share loop is behind (its uploads held) waits for it, and then
+// references the files it shared instead of uploading copies of them;
+// the restored checkpoint holds every write. A failing share ends the
+// wait: the checkpoint copies what is not shared.
+func TestCheckpointWaitsForSharing(t *testing.T) {
+	ctx := t.Context()
+	for _, fail := range []bool{false, true} {
+		fs := vfs.NewMem()
+		opts := sharedOptions(t, fs, 1<<30)
+		inner := opts.SharedStore
+		gate := gatedStore{Store: inner, open: make(chan struct{})}
+		opts.SharedStore = gate
+		if fail {
+			opts.SharedStore = failSharedPuts{inner}
+		}
+		db, err := Open("db", opts)
+		require.NoError(t, err)
+		want := model{}
+		for i := range 1000 {
+			k := fmt.Sprintf("k%05d", i)
+			require.NoError(t, db.Set([]byte(k), sharedValue(i, 0), NoSync))
+			want[k] = string(sharedValue(i, 0))
+		}
+		require.NoError(t, db.Compact(nil, nil))
+		u, err := checkpoint.NewUploader(inner, nil)
+		require.NoError(t, err)
+		type result struct {
+			st  checkpoint.Stats
+			err error
+		}
+		done := make(chan result, 1)
+		go func() {
+			st, err := db.CheckpointToStore(ctx, u)
+			done <- result{st, err}
+		}()
+		if !fail {
+			select {
+			case r := <-done:
+				t.Fatalf("the checkpoint did not wait for the files to be shared: %+v %v", r.st, r.err)
+			case <-time.After(200 * time.Millisecond):
+			}
+			close(gate.open)
+		}
+		r := <-done
+		require.NoError(t, r.err)
+		m, err := checkpoint.ReadManifest(ctx, inner, r.st.ID)
+		require.NoError(t, err)
+		var external, copied int
+		for _, f := range m.Files {
+			if strings.HasSuffix(f.Name, ".vlog") {
+				if f.External {
+					external++
+				} else {
+					copied++
+				}
+			}
+		}
+		if fail {
+			require.Zero(t, external, "shared although every share failed")
+		} else {
+			require.Positive(t, external)
+			require.LessOrEqual(t, copied, 1, "value logs copied: only the one still written to is not shared")
+		}
+		require.NoError(t, db.Close())
+		require.NoError(t, checkpoint.Restore(ctx, inner, r.st.ID, fs, "restored", nil))
+		rdb, err := Open("restored", &Options{FS: fs})
+		require.NoError(t, err)
+		got, err := readAll(t, rdb)
+		require.NoError(t, err)
+		require.Equal(t, want, got)
+		require.NoError(t, rdb.Close())
+	}
+}
+
+// failSharedPuts fails every Put of a shared file's object.
+type failSharedPuts struct{ checkpoint.Store }
+
+func (s failSharedPuts) Put(ctx context.Context, name string, r io.Reader, size int64) error {
+	if remote.IsShared(name) {
+		return errors.New("injected: shared Put fails")
+	}
+	return s.Store.Put(ctx, name, r, size)
+}
+
 // TestReadWhileSharing: a read finds a file not shared, and then its
 // local copy gone: the database shared it meanwhile, and its cache, too
 // small for it, evicted the copy at once. The read goes to the store
