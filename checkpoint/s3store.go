@@ -122,9 +122,10 @@ func NewS3Store(opts S3Options) (*S3Store, error) {
 	}
 	if opts.Client == nil {
 		t := http.DefaultTransport.(*http.Transport).Clone()
-		// Reads of shared files run in parallel: keep their connections
-		// (net/http keeps 2 per host unless told).
-		t.MaxIdleConnsPerHost = 100
+		// Reads of shared files run in parallel, and an open from the
+		// store writes up to 128 reference markers at once: keep their
+		// connections (net/http keeps 2 per host unless told).
+		t.MaxIdleConnsPerHost = 256
 		opts.Client = &http.Client{Transport: t}
 	}
 	if opts.MaxAttempts == 0 {
