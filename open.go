@@ -814,6 +814,7 @@ func (d *DB) Close() error {
 	}
 	close(d.walFlushCh)
 	d.bgWG.Wait()
+	d.closeSharedFiles()
 	d.mu.Lock()
 	d.bgDone = true
 	d.cond.Broadcast()

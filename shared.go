@@ -205,11 +205,7 @@ func (d *DB) startShared() {
 // stopShared stops the share loop (Close): an upload in flight is
 // abandoned, its object left for the next Open to release.
 func (d *DB) stopShared() {
-	if d.shared == nil {
-		return
-	}
-	if d.opts.ReadOnly {
-		d.shared.files.Close() // the prefetches in flight
+	if d.shared == nil || d.opts.ReadOnly {
 		return
 	}
 	d.shared.cancel()
@@ -218,7 +214,14 @@ func (d *DB) stopShared() {
 	if d.shared.warmDone != nil {
 		<-d.shared.warmDone
 	}
-	d.shared.files.Close()
+}
+
+// closeSharedFiles ends the shared files' fetches and cache writes
+// (remote.Files.Close), once nothing of the database reads any more.
+func (d *DB) closeSharedFiles() {
+	if d.shared != nil {
+		d.shared.files.Close()
+	}
 }
 
 // prefetchParallel bounds the tables prefetchTables opens at once.

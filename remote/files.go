@@ -120,6 +120,10 @@ type Files struct {
 	// keeping counts the prefetches and cache writes in flight (Close
 	// waits for them); Add only under mu, while !closed.
 	keeping sync.WaitGroup
+	// ctx ends with Close: fetches in flight then, prefetches included,
+	// fail at once instead of keeping Close waiting for a slow store.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	stats struct {
 		gets, getBytes, hits, misses, evicted, evictedBytes, prefetches atomic.Int64
@@ -155,7 +159,10 @@ func New(o Options) (*Files, error) {
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = time.Minute
 	}
+	ctx, cancel := context.WithCancel(context.Background())
 	f := &Files{
+		ctx:      ctx,
+		cancel:   cancel,
 		o:        o,
 		cacheDir: o.FS.PathJoin(o.Dir, CacheDirName),
 		holder:   InstanceHolder(o.Instance),
@@ -690,13 +697,14 @@ func (f *Files) Prefetch(t base.FileType, num base.FileNum, off, n int64) {
 	}
 }
 
-// Close waits for the part fetches and cache writes in flight, and makes
-// later fetches keep nothing; reads still work. The database calls it
-// when it closes.
+// Close ends the part fetches in flight (their reads fail) and waits for
+// them and for the cache writes in flight; later reads fetch nothing and
+// fail. The database calls it when it closes.
 func (f *Files) Close() {
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()
+	f.cancel()
 	f.keeping.Wait()
 }
 
@@ -707,7 +715,7 @@ func (f *Files) fetchPart(s *shared, idx int64) ([]byte, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("remote: part %d of %s is past its end (%d bytes)", idx, s.key.name(), s.size)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), f.o.RequestTimeout)
+	ctx, cancel := context.WithTimeout(f.ctx, f.o.RequestTimeout)
 	defer cancel()
 	data, err := getRange(ctx, f.o.Store, s.ref.Object, int64(s.ref.Offset)+start, n)
 	f.stats.gets.Add(1)

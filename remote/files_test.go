@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -443,4 +444,59 @@ func TestFilesPrefetch(t *testing.T) {
 	f.Prefetch(base.FileTypeTable, 5, 0, 100)
 	f.keeping.Wait()
 	require.Equal(t, 2, s.getCount(), "a closed Files prefetched")
+}
+
+// hungStore answers no GET until the request's context ends.
+type hungStore struct {
+	Store
+	started chan struct{}
+}
+
+func (h hungStore) Get(ctx context.Context, name string, off, n int64) (io.ReadCloser, error) {
+	h.started <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// TestFilesCloseEndsFetches: Close does not wait for a store that does not
+// answer: the prefetches in flight end with it, and so does a read's
+// fetch, with an error.
+func TestFilesCloseEndsFetches(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	f := newTestFiles(t, fs, s, -1, 1024)
+	data := writeLocal(t, fs, 3, 4096, 5)
+	ref, err := f.Share(ctx, base.FileTypeTable, 3, int64(len(data)))
+	require.NoError(t, err)
+	require.NoError(t, fs.Remove("db/000003.sst"))
+
+	hung := hungStore{Store: s, started: make(chan struct{}, 8)}
+	g, err := New(Options{Store: hung, FS: fs, Dir: "db", Instance: testInstance, CacheSize: -1, PartSize: 1024})
+	require.NoError(t, err)
+	g.Track(base.FileTypeTable, 3, ref, int64(len(data)), false)
+	require.NoError(t, g.Start())
+	g.Prefetch(base.FileTypeTable, 3, 0, 2048) // two parts
+	file, err := g.Open(base.FileTypeTable, 3)
+	require.NoError(t, err)
+	readErr := make(chan error, 1)
+	go func() {
+		_, err := file.ReadAt(make([]byte, 10), 3000)
+		readErr <- err
+	}()
+	for range 3 {
+		<-hung.started
+	}
+	closed := make(chan struct{})
+	go func() {
+		g.Close()
+		close(closed)
+	}()
+	select {
+	case <-closed:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Close waits for fetches the store does not answer")
+	}
+	require.ErrorIs(t, <-readErr, context.Canceled)
 }
