@@ -33,6 +33,19 @@ func sharedOptions(t *testing.T, fs vfs.FS, cacheSize int64) *Options {
 		MemTableSize: 64 << 10, ValueThreshold: 256, ValueLogFileSize: 128 << 10, TargetFileSize: 32 << 10}
 }
 
+// fillShared sets keys k00000 up to n (excluded) to their sharedValue
+// of round 0 and returns the model of what db then holds.
+func fillShared(t *testing.T, db *DB, n int) model {
+	t.Helper()
+	want := model{}
+	for i := range n {
+		k := fmt.Sprintf("k%05d", i)
+		require.NoError(t, db.Set([]byte(k), sharedValue(i, 0), NoSync))
+		want[k] = string(sharedValue(i, 0))
+	}
+	return want
+}
+
 func sharedValue(i, round int) []byte {
 	return []byte(fmt.Sprintf("%06d-%d-%s", i, round, string(make([]byte, 100+(i%7)*100))))
 }
@@ -336,12 +349,7 @@ func TestCheckpointMovesPiecesOfSharedFiles(t *testing.T) {
 	store := plainStore{inner}
 	a, err := Open("a", &Options{FS: fs, MemTableSize: 64 << 10, ValueThreshold: 256, ValueLogFileSize: 128 << 10, TargetFileSize: 32 << 10})
 	require.NoError(t, err)
-	want := model{}
-	for i := range 1000 {
-		k := fmt.Sprintf("k%05d", i)
-		require.NoError(t, a.Set([]byte(k), sharedValue(i, 0), NoSync))
-		want[k] = string(sharedValue(i, 0))
-	}
+	want := fillShared(t, a, 1000)
 	require.NoError(t, a.Compact(nil, nil))
 	ua, err := checkpoint.NewUploader(store, nil)
 	require.NoError(t, err)
@@ -382,12 +390,7 @@ func TestOpenFromStoreOfObjectsWithoutMarkers(t *testing.T) {
 	require.NoError(t, err)
 	a, err := Open("a", &Options{FS: fs, MemTableSize: 64 << 10, ValueThreshold: 256, ValueLogFileSize: 128 << 10, TargetFileSize: 32 << 10})
 	require.NoError(t, err)
-	want := model{}
-	for i := range 1000 {
-		k := fmt.Sprintf("k%05d", i)
-		require.NoError(t, a.Set([]byte(k), sharedValue(i, 0), NoSync))
-		want[k] = string(sharedValue(i, 0))
-	}
+	want := fillShared(t, a, 1000)
 	u, err := checkpoint.NewUploader(store, nil)
 	require.NoError(t, err)
 	st, err := a.CheckpointToStore(ctx, u)
@@ -539,12 +542,7 @@ func TestCheckpointOfFilesSharedAfterThePin(t *testing.T) {
 	db, err := Open("db", opts)
 	require.NoError(t, err)
 	defer db.Close()
-	want := model{}
-	for i := range 1000 {
-		k := fmt.Sprintf("k%05d", i)
-		require.NoError(t, db.Set([]byte(k), sharedValue(i, 0), NoSync))
-		want[k] = string(sharedValue(i, 0))
-	}
+	want := fillShared(t, db, 1000)
 	require.NoError(t, db.Compact(nil, nil))
 	u, err := checkpoint.NewUploader(inner, nil)
 	require.NoError(t, err)
@@ -593,12 +591,7 @@ func TestCheckpointWaitsForSharing(t *testing.T) {
 		}
 		db, err := Open("db", opts)
 		require.NoError(t, err)
-		want := model{}
-		for i := range 1000 {
-			k := fmt.Sprintf("k%05d", i)
-			require.NoError(t, db.Set([]byte(k), sharedValue(i, 0), NoSync))
-			want[k] = string(sharedValue(i, 0))
-		}
+		want := fillShared(t, db, 1000)
 		require.NoError(t, db.Compact(nil, nil))
 		u, err := checkpoint.NewUploader(inner, nil)
 		require.NoError(t, err)

@@ -33,6 +33,18 @@ func writeLocal(t *testing.T, fs vfs.FS, num base.FileNum, n int, seed uint64) [
 	return data
 }
 
+// shareRemoteOnly writes table num of n bytes (from seed), shares it
+// through f and deletes its local copy: its reads go to the store.
+func shareRemoteOnly(t *testing.T, f *Files, fs vfs.FS, num base.FileNum, n int, seed uint64) ([]byte, manifest.SharedRef) {
+	t.Helper()
+	data := writeLocal(t, fs, num, n, seed)
+	ref, err := f.Share(context.Background(), base.FileTypeTable, num, int64(len(data)))
+	require.NoError(t, err)
+	require.NoError(t, fs.Remove(fs.PathJoin("db", base.MakeFilename(base.FileTypeTable, num))))
+	f.Track(base.FileTypeTable, num, ref, int64(len(data)), false)
+	return data, ref
+}
+
 func newTestFiles(t *testing.T, fs vfs.FS, s Store, cacheSize, partSize int64) *Files {
 	t.Helper()
 	f, err := New(Options{Store: s, FS: fs, Dir: "db", Instance: testInstance, CacheSize: cacheSize, PartSize: partSize})
@@ -131,17 +143,12 @@ func TestFilesShareAndRead(t *testing.T) {
 // after it without a GET; parts of files no longer shared, and half
 // written ones, are deleted.
 func TestFilesRestartKeepsParts(t *testing.T) {
-	ctx := context.Background()
 	fs := vfs.NewMem()
 	require.NoError(t, fs.MkdirAll("db", 0o755))
 	s := newMemStore()
 	const part = 1024
 	f := newTestFiles(t, fs, s, -1, part)
-	data := writeLocal(t, fs, 9, 5*part, 4)
-	ref, err := f.Share(ctx, base.FileTypeTable, 9, int64(len(data)))
-	require.NoError(t, err)
-	require.NoError(t, fs.Remove("db/000009.sst")) // no local copy: parts only
-	f.Track(base.FileTypeTable, 9, ref, int64(len(data)), false)
+	data, ref := shareRemoteOnly(t, f, fs, 9, 5*part, 4)
 	require.NoError(t, f.Start())
 	file, err := f.Open(base.FileTypeTable, 9)
 	require.NoError(t, err)
@@ -175,18 +182,13 @@ func TestFilesRestartKeepsParts(t *testing.T) {
 // TestFilesConcurrentReads: readers of one cold part share one GET; every
 // read returns the file's bytes.
 func TestFilesConcurrentReads(t *testing.T) {
-	ctx := context.Background()
 	fs := vfs.NewMem()
 	require.NoError(t, fs.MkdirAll("db", 0o755))
 	s := newMemStore()
 	gate := make(chan struct{})
 	var once sync.Once
 	f := newTestFiles(t, fs, s, -1, 4096)
-	data := writeLocal(t, fs, 3, 4096, 5)
-	ref, err := f.Share(ctx, base.FileTypeTable, 3, int64(len(data)))
-	require.NoError(t, err)
-	require.NoError(t, fs.Remove("db/000003.sst"))
-	f.Track(base.FileTypeTable, 3, ref, int64(len(data)), false)
+	data, _ := shareRemoteOnly(t, f, fs, 3, 4096, 5)
 	s.fail = func(op, name string) error {
 		if op == "get" {
 			<-gate // every reader arrives before the GET answers
@@ -217,16 +219,11 @@ func TestFilesConcurrentReads(t *testing.T) {
 // TestFilesReadErrors: a failed GET is the read's error; a later read
 // retries; a short object is an error, never short data.
 func TestFilesReadErrors(t *testing.T) {
-	ctx := context.Background()
 	fs := vfs.NewMem()
 	require.NoError(t, fs.MkdirAll("db", 0o755))
 	s := newMemStore()
 	f := newTestFiles(t, fs, s, -1, 1024)
-	data := writeLocal(t, fs, 8, 3000, 6)
-	ref, err := f.Share(ctx, base.FileTypeTable, 8, int64(len(data)))
-	require.NoError(t, err)
-	require.NoError(t, fs.Remove("db/000008.sst"))
-	f.Track(base.FileTypeTable, 8, ref, int64(len(data)), false)
+	data, ref := shareRemoteOnly(t, f, fs, 8, 3000, 6)
 	boom := errors.New("boom")
 	s.fail = func(op, name string) error {
 		if op == "get" {
@@ -314,18 +311,13 @@ func TestFilesShareFailureDropsMarker(t *testing.T) {
 // part of its own size (a last part of the same range), and every read
 // returns the file's bytes.
 func TestFilesRestartWithAnotherPartSize(t *testing.T) {
-	ctx := context.Background()
 	for _, sizes := range [][2]int64{{1024, 4096}, {4096, 1024}} {
 		fs := vfs.NewMem()
 		require.NoError(t, fs.MkdirAll("db", 0o755))
 		s := newMemStore()
 		f := newTestFiles(t, fs, s, -1, sizes[0])
 		// 4096+1024 bytes: with either size, part 1 is 1024 bytes long.
-		data := writeLocal(t, fs, 9, 4096+1024, 5)
-		ref, err := f.Share(ctx, base.FileTypeTable, 9, int64(len(data)))
-		require.NoError(t, err)
-		require.NoError(t, fs.Remove("db/000009.sst"))
-		f.Track(base.FileTypeTable, 9, ref, int64(len(data)), false)
+		data, ref := shareRemoteOnly(t, f, fs, 9, 4096+1024, 5)
 		require.NoError(t, f.Start())
 		file, err := f.Open(base.FileTypeTable, 9)
 		require.NoError(t, err)
@@ -353,7 +345,6 @@ func TestFilesRestartWithAnotherPartSize(t *testing.T) {
 // the part meanwhile take the fetched bytes without another GET, and
 // the part is cached once its write is done.
 func TestFilesReadDoesNotWaitForCacheWrite(t *testing.T) {
-	ctx := context.Background()
 	mem := vfs.NewMem()
 	require.NoError(t, mem.MkdirAll("db", 0o755))
 	gate := make(chan struct{})
@@ -368,11 +359,7 @@ func TestFilesReadDoesNotWaitForCacheWrite(t *testing.T) {
 	s := newMemStore()
 	const part = 1024
 	f := newTestFiles(t, fs, s, -1, part)
-	data := writeLocal(t, fs, 4, 3*part, 7)
-	ref, err := f.Share(ctx, base.FileTypeTable, 4, int64(len(data)))
-	require.NoError(t, err)
-	require.NoError(t, fs.Remove("db/000004.sst"))
-	f.Track(base.FileTypeTable, 4, ref, int64(len(data)), false)
+	data, _ := shareRemoteOnly(t, f, fs, 4, 3*part, 7)
 	require.NoError(t, f.Start())
 	file, err := f.Open(base.FileTypeTable, 4)
 	require.NoError(t, err)
