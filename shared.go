@@ -493,8 +493,9 @@ func (d *DB) shareCandidates() (failed bool) {
 }
 
 // shareForCheckpoint waits until the share loop has shared the files of
-// the current version that qualify (the database has just flushed for a
-// checkpoint to the store): the checkpoint then references their objects
+// the current version that qualify (a checkpoint to the store is about to
+// flush and pin it; the flush adds level-0 tables, shared only with
+// SharedFromLevel 0): the checkpoint then references their objects
 // instead of uploading copies of them, which the loop would upload again
 // as shared objects. It returns early, leaving the rest to the
 // checkpoint's copies, when an upload fails, the DB closes or ctx ends.
