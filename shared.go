@@ -395,17 +395,39 @@ func (d *DB) releaseObsoleteShared() {
 	queue := s.releases
 	s.releases = nil
 	s.mu.Unlock()
+	// Side by side: each release waits for round trips (its marker's
+	// Delete, the List of the object's markers, the object's Delete),
+	// and a garbage-collection pass or a compaction makes many files
+	// obsolete at once, whose local copies stay until then.
+	errs := make([]error, len(queue))
+	sem := make(chan struct{}, releaseParallel)
+	var wg sync.WaitGroup
 	for i, k := range queue {
-		if err := s.files.Release(s.ctx, k.t, k.num); err != nil {
-			s.mu.Lock()
-			s.releases = append(s.releases, queue[i:]...)
-			s.errs++
-			s.mu.Unlock()
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = s.files.Release(s.ctx, k.t, k.num)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		k := queue[i]
+		s.mu.Lock()
+		s.releases = append(s.releases, k)
+		s.errs++
+		s.mu.Unlock()
+		if s.ctx.Err() == nil {
 			d.opts.Logger.Warn("strata: releasing a shared file failed; retrying later", "file", base.MakeFilename(k.t, k.num), "err", err)
-			return
 		}
 	}
 }
+
+// releaseParallel bounds the releases of obsolete shared files in flight.
+const releaseParallel = 8
 
 // sharedCandidates returns the local files of v that qualify for sharing:
 // tables at level from or deeper, and finished value logs (an unfinished

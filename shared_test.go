@@ -643,6 +643,58 @@ func TestCheckpointWaitsForSharing(t *testing.T) {
 	}
 }
 
+// deleteCounter counts the Deletes of a store in flight at once, each
+// made to take a while.
+type deleteCounter struct {
+	checkpoint.Store
+	mu            sync.Mutex
+	inFlight, max int
+}
+
+func (c *deleteCounter) Delete(ctx context.Context, name string) error {
+	c.mu.Lock()
+	c.inFlight++
+	c.max = max(c.max, c.inFlight)
+	c.mu.Unlock()
+	time.Sleep(20 * time.Millisecond)
+	c.mu.Lock()
+	c.inFlight--
+	c.mu.Unlock()
+	return c.Store.Delete(ctx, name)
+}
+
+// TestSharedReleasesInParallel: the shared files a compaction makes
+// obsolete, many at once, are released side by side (each release
+// waits for the store's round trips), and every one of their objects is
+// deleted.
+func TestSharedReleasesInParallel(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<30)
+	counter := &deleteCounter{Store: opts.SharedStore}
+	opts.SharedStore = counter
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	defer db.Close()
+	fillShared(t, db, 1500)
+	require.NoError(t, db.Compact(nil, nil))
+	db.waitSharedIdle()
+	before, err := counter.List(t.Context(), "shared/")
+	require.NoError(t, err)
+	require.Greater(t, len(before), 4)
+	for i := range 1500 {
+		require.NoError(t, db.Delete([]byte(fmt.Sprintf("k%05d", i)), NoSync))
+	}
+	require.NoError(t, db.Compact(nil, nil))
+	require.NoError(t, db.Compact(nil, nil))
+	db.waitSharedIdle()
+	require.Greater(t, counter.max, 1, "releases one at a time")
+	after, err := counter.List(t.Context(), "shared/")
+	require.NoError(t, err)
+	for _, o := range before {
+		require.False(t, slices.ContainsFunc(after, func(a checkpoint.ObjectInfo) bool { return a.Name == o.Name }), "%s not deleted", o.Name)
+	}
+}
+
 // failSharedPuts fails every Put of a shared file's object.
 type failSharedPuts struct{ checkpoint.Store }
 
