@@ -117,6 +117,9 @@ type Files struct {
 	cap   int64
 	// closed is set by Close: fetches keep no more parts.
 	closed bool
+	// failedDrops are the objects of released files whose DropRef
+	// failed: a Release of the file again retries it.
+	failedDrops map[fileKey]string
 	// keeping counts the prefetches and cache writes in flight (Close
 	// waits for them); Add only under mu, while !closed.
 	keeping sync.WaitGroup
@@ -161,14 +164,15 @@ func New(o Options) (*Files, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	f := &Files{
-		ctx:      ctx,
-		cancel:   cancel,
-		o:        o,
-		cacheDir: o.FS.PathJoin(o.Dir, CacheDirName),
-		holder:   InstanceHolder(o.Instance),
-		files:    make(map[fileKey]*shared),
-		lru:      list.New(),
-		cap:      o.CacheSize,
+		ctx:         ctx,
+		cancel:      cancel,
+		o:           o,
+		cacheDir:    o.FS.PathJoin(o.Dir, CacheDirName),
+		holder:      InstanceHolder(o.Instance),
+		files:       make(map[fileKey]*shared),
+		failedDrops: map[fileKey]string{},
+		lru:         list.New(),
+		cap:         o.CacheSize,
 	}
 	if f.cap == 0 {
 		f.cap = DefaultCacheSize
@@ -364,7 +368,8 @@ func (f *Files) Adopt(ctx context.Context, ref manifest.SharedRef) error {
 // database opened from a checkpoint reads several files from one
 // segment, and holds it by one marker), drops the instance's reference
 // marker and deletes the object if no holder is left. A file Files does
-// not know is ignored.
+// not know is ignored, unless its release failed to drop the marker: a
+// Release of it again retries that.
 //
 // INVARIANT: the marker stays while a tracked file is in its object, so
 // rule 3 holds for each object, not only each file. Files share an object
@@ -379,6 +384,17 @@ func (f *Files) Release(ctx context.Context, t base.FileType, num base.FileNum) 
 	f.mu.Lock()
 	s := f.files[k]
 	if s == nil {
+		// A release whose DropRef failed is retried with its object.
+		object, retry := f.failedDrops[k]
+		f.mu.Unlock()
+		if !retry {
+			return nil
+		}
+		if _, err := DropRef(ctx, f.o.Store, object, f.holder); err != nil {
+			return err
+		}
+		f.mu.Lock()
+		delete(f.failedDrops, k)
 		f.mu.Unlock()
 		return nil
 	}
@@ -398,8 +414,13 @@ func (f *Files) Release(ctx context.Context, t base.FileType, num base.FileNum) 
 	if inUse {
 		return nil
 	}
-	_, err := DropRef(ctx, f.o.Store, s.ref.Object, f.holder)
-	return err
+	if _, err := DropRef(ctx, f.o.Store, s.ref.Object, f.holder); err != nil {
+		f.mu.Lock()
+		f.failedDrops[k] = s.ref.Object
+		f.mu.Unlock()
+		return err
+	}
+	return nil
 }
 
 // Warmed is the file Warm downloaded.

@@ -487,3 +487,28 @@ func TestFilesCloseEndsFetches(t *testing.T) {
 	}
 	require.ErrorIs(t, <-readErr, context.Canceled)
 }
+
+// TestFilesReleaseRetried: a release whose marker's Delete fails is
+// retried by the next Release of the file, which deletes the object;
+// before, the file was forgotten at the first try and the object left.
+func TestFilesReleaseRetried(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	f := newTestFiles(t, fs, s, -1, 1024)
+	_, ref := shareRemoteOnly(t, f, fs, 7, 3000, 3)
+	boom := errors.New("boom")
+	s.fail = func(op, name string) error {
+		if op == "delete" {
+			return boom
+		}
+		return nil
+	}
+	require.ErrorIs(t, f.Release(ctx, base.FileTypeTable, 7), boom)
+	require.True(t, s.has(ref.Object))
+	s.fail = nil
+	require.NoError(t, f.Release(ctx, base.FileTypeTable, 7))
+	require.False(t, s.has(ref.Object), "the retried release left the object")
+	require.NoError(t, f.Release(ctx, base.FileTypeTable, 7), "a third release: nothing left to do")
+}
