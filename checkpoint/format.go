@@ -297,8 +297,11 @@ func (r *registry) clone() *registry {
 // retained checkpoint at their new place, so a manifest's own handles are
 // where its files were when it was written.
 func ReadManifest(ctx context.Context, s Store, id uint64) (*Manifest, error) {
-	m, _, err := readManifestUnmarked(ctx, s, id)
-	return m, err
+	r, _, err := loadRegistry(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	return r.manifest(ctx, s, id)
 }
 
 // readManifestUnmarked is ReadManifest, and also returns the data objects
@@ -306,7 +309,11 @@ func ReadManifest(ctx context.Context, s Store, id uint64) (*Manifest, error) {
 // (regObject.Marked): all of them in a store that retains the checkpoint
 // no more.
 func readManifestUnmarked(ctx context.Context, s Store, id uint64) (*Manifest, []string, error) {
-	m, r, err := readManifestReg(ctx, s, id)
+	r, _, err := loadRegistry(ctx, s)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := r.manifest(ctx, s, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -320,16 +327,6 @@ func readManifestUnmarked(ctx context.Context, s Store, id uint64) (*Manifest, [
 		}
 	}
 	return m, unmarked, nil
-}
-
-// readManifestReg is ReadManifest, and also returns the registry it read.
-func readManifestReg(ctx context.Context, s Store, id uint64) (*Manifest, *registry, error) {
-	r, _, err := loadRegistry(ctx, s)
-	if err != nil {
-		return nil, nil, err
-	}
-	m, err := r.manifest(ctx, s, id)
-	return m, r, err
 }
 
 // manifest is ReadManifest with the registry r.
