@@ -138,7 +138,6 @@ func (d *DB) openShared(names []string) error {
 	}
 	d.tableCache.openFile = open(base.FileTypeTable)
 	d.vlogs.SetOpener(open(base.FileTypeVlog))
-	d.vlogs.SetPrefetch(func(num base.FileNum, off, n int64) { files.Prefetch(base.FileTypeVlog, num, off, n) })
 	return nil
 }
 
@@ -248,23 +247,32 @@ func (d *DB) prefetchTables() {
 			tables = append(tables, f)
 		}
 	})
-	sem := make(chan struct{}, prefetchParallel)
-	var wg sync.WaitGroup
-	for _, f := range tables {
-		sem <- struct{}{}
-		if s.ctx.Err() != nil {
-			<-sem
-			break
+	forEachParallel(len(tables), prefetchParallel, func(i int) error {
+		if s.ctx.Err() == nil { // the DB closes: open no more
+			if h, err := d.tableCache.get(tables[i]); err == nil {
+				d.tableCache.release(h)
+			}
 		}
+		return nil
+	})
+}
+
+// forEachParallel calls fn(i) for every i in [0, n), at most limit at a
+// time, and returns their errors by i once every call has returned.
+func forEachParallel(n, limit int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if h, err := d.tableCache.get(f); err == nil {
-				d.tableCache.release(h)
-			}
+			errs[i] = fn(i)
 		}()
 	}
 	wg.Wait()
+	return errs
 }
 
 // scheduleShare wakes the share loop without blocking.
@@ -399,18 +407,7 @@ func (d *DB) releaseObsoleteShared() {
 	// Delete, the List of the object's markers, the object's Delete),
 	// and a garbage-collection pass or a compaction makes many files
 	// obsolete at once, whose local copies stay until then.
-	errs := make([]error, len(queue))
-	sem := make(chan struct{}, releaseParallel)
-	var wg sync.WaitGroup
-	for i, k := range queue {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			errs[i] = s.files.Release(s.ctx, k.t, k.num)
-		}()
-	}
-	wg.Wait()
+	errs := forEachParallel(len(queue), releaseParallel, func(i int) error { return s.files.Release(s.ctx, queue[i].t, queue[i].num) })
 	for i, err := range errs {
 		if err == nil {
 			continue
@@ -484,16 +481,7 @@ func (d *DB) shareCandidates() (failed bool) {
 			return false
 		}
 		batch = batch[:min(len(batch), shareParallel)]
-		errs := make([]error, len(batch))
-		var wg sync.WaitGroup
-		for i, c := range batch {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[i] = d.shareFile(c.k, c.size)
-			}()
-		}
-		wg.Wait()
+		errs := forEachParallel(len(batch), shareParallel, func(i int) error { return d.shareFile(batch[i].k, batch[i].size) })
 		for i, err := range errs {
 			if err == nil {
 				continue

@@ -31,24 +31,12 @@ type ReaderCache struct {
 	files   *filecache.Cache
 	// openFile, if set, opens a value log for reading (see SetOpener).
 	openFile func(base.FileNum) (vfs.File, error)
-	// prefetch, if set, is told the record a read will want before the
-	// read opens the file (see SetPrefetch).
-	prefetch func(num base.FileNum, off, n int64)
 }
 
 // SetOpener makes the cache open value logs with open (a database whose
 // files may be elsewhere than its directory) instead of from the
 // directory. Call it before the first read.
 func (rc *ReaderCache) SetOpener(open func(base.FileNum) (vfs.File, error)) { rc.openFile = open }
-
-// SetPrefetch makes a point read (Value) that has to open its value log
-// first call prefetch with the record it will read, before the open: a
-// value log in an object store then fetches the record's bytes in the
-// round trip that opening the file (its header and footer) takes, not in
-// one after it. Call it before the first read.
-func (rc *ReaderCache) SetPrefetch(prefetch func(num base.FileNum, off, n int64)) {
-	rc.prefetch = prefetch
-}
 
 // NewReaderCache returns a cache of the value logs in dirname. c, the value
 // cache, may be nil.
@@ -72,15 +60,14 @@ func (rc *ReaderCache) Acquire(m *manifest.VlogMetadata) (Handle, error) {
 	return rc.acquire(m, nil)
 }
 
-// acquire is Acquire; if it opens the file, it first passes next, the
-// record the caller reads next, to the prefetch hook.
+// acquire is Acquire; if it opens the file, it first hints next, the
+// record the caller reads next, to the file (vfs.Prefetch): a value log
+// in an object store then fetches the record's bytes in the round trip
+// that opening it (its header and footer) takes, not in one after it.
 func (rc *ReaderCache) acquire(m *manifest.VlogMetadata, next *Pointer) (Handle, error) {
 	key := filecache.Key{Type: base.FileTypeVlog, Num: m.FileNum}
 	fh, err := rc.files.Get(key, func() (io.Closer, error) {
-		if next != nil && rc.prefetch != nil {
-			rc.prefetch(m.FileNum, int64(next.Offset), int64(next.Length))
-		}
-		r, err := rc.open(m)
+		r, err := rc.open(m, next)
 		if err != nil {
 			return nil, err
 		}
@@ -99,7 +86,7 @@ func (rc *ReaderCache) Release(h Handle) {
 	}
 }
 
-func (rc *ReaderCache) open(m *manifest.VlogMetadata) (*Reader, error) {
+func (rc *ReaderCache) open(m *manifest.VlogMetadata, next *Pointer) (*Reader, error) {
 	name := base.MakeFilename(base.FileTypeVlog, m.FileNum)
 	var f vfs.File
 	var err error
@@ -110,6 +97,9 @@ func (rc *ReaderCache) open(m *manifest.VlogMetadata) (*Reader, error) {
 	}
 	if err != nil {
 		return nil, err
+	}
+	if next != nil {
+		vfs.Prefetch(f, int64(next.Offset), int64(next.Length))
 	}
 	r, err := NewReader(f, m.FileNum, int64(m.Size), ReaderOptions{Cache: rc.cache, CacheID: rc.cacheID, FileName: name, Map: true})
 	if err != nil {
