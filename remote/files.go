@@ -115,16 +115,15 @@ type Files struct {
 	lru   *list.List // of *lruEntry, most recent first
 	used  int64
 	cap   int64
-	// closed is set by Close: fetches keep no more parts.
-	closed bool
 	// failedDrops are the objects of released files whose DropRef
 	// failed: a Release of the file again retries it.
 	failedDrops map[fileKey]string
 	// keeping counts the prefetches and cache writes in flight (Close
-	// waits for them); Add only under mu, while !closed.
+	// waits for them); Add only under mu, while ctx is not done.
 	keeping sync.WaitGroup
-	// ctx ends with Close: fetches in flight then, prefetches included,
-	// fail at once instead of keeping Close waiting for a slow store.
+	// ctx ends with Close (cancel, under mu): fetches in flight then,
+	// prefetches included, fail at once instead of keeping Close waiting
+	// for a slow store, and fetches keep no more parts.
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -649,7 +648,7 @@ func (f *Files) runFetch(s *shared, idx int64, fe *fetch) {
 	fe.data, fe.err = f.fetchPart(s, idx)
 	close(fe.done)
 	f.mu.Lock()
-	if fe.err != nil || f.o.ReadOnly || f.closed {
+	if fe.err != nil || f.o.ReadOnly || f.ctx.Err() != nil {
 		delete(s.fetching, idx)
 		f.mu.Unlock()
 		return
@@ -701,7 +700,7 @@ func (f *Files) Prefetch(t base.FileType, num base.FileNum, off, n int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.files[fileKey{t, num}]
-	if s == nil || s.whole != nil || s.released || f.closed || n <= 0 || off < 0 || off+n > s.size {
+	if s == nil || s.whole != nil || s.released || f.ctx.Err() != nil || n <= 0 || off < 0 || off+n > s.size {
 		return
 	}
 	for idx := off / f.o.PartSize; idx <= (off+n-1)/f.o.PartSize; idx++ {
@@ -723,9 +722,8 @@ func (f *Files) Prefetch(t base.FileType, num base.FileNum, off, n int64) {
 // fail. The database calls it when it closes.
 func (f *Files) Close() {
 	f.mu.Lock()
-	f.closed = true
-	f.mu.Unlock()
 	f.cancel()
+	f.mu.Unlock()
 	f.keeping.Wait()
 }
 
