@@ -33,6 +33,19 @@ func sharedOptions(t *testing.T, fs vfs.FS, cacheSize int64) *Options {
 		MemTableSize: 64 << 10, ValueThreshold: 256, ValueLogFileSize: 128 << 10, TargetFileSize: 32 << 10}
 }
 
+// requireRestores restores checkpoint id of store into the directory
+// "restored" of fs and requires that it holds want.
+func requireRestores(t *testing.T, fs vfs.FS, store checkpoint.Store, id uint64, want model) {
+	t.Helper()
+	require.NoError(t, checkpoint.Restore(t.Context(), store, id, fs, "restored", nil))
+	r, err := Open("restored", &Options{FS: fs})
+	require.NoError(t, err)
+	got, err := readAll(t, r)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NoError(t, r.Close())
+}
+
 // fillShared sets keys k00000 up to n (excluded) to their sharedValue
 // of round 0 and returns the model of what db then holds.
 func fillShared(t *testing.T, db *DB, n int) model {
@@ -322,13 +335,7 @@ func TestCheckpointByReferenceOfUploadedFiles(t *testing.T) {
 		}
 	}
 	require.Positive(t, external)
-	require.NoError(t, checkpoint.Restore(ctx, store, st.ID, fs, "restored", nil))
-	r, err := Open("restored", &Options{FS: fs})
-	require.NoError(t, err)
-	got, err := readAll(t, r)
-	require.NoError(t, err)
-	require.Equal(t, model(want), got)
-	require.NoError(t, r.Close())
+	requireRestores(t, fs, store, st.ID, model(want))
 }
 
 // plainStore hides the Composer of the store it wraps: an upload into it
@@ -369,13 +376,7 @@ func TestCheckpointMovesPiecesOfSharedFiles(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, st2.CopiedBytes, "no piece was moved: %v", st2)
 	require.NoError(t, b.Close())
-	require.NoError(t, checkpoint.Restore(ctx, inner, st2.ID, fs, "restored", nil))
-	r, err := Open("restored", &Options{FS: fs})
-	require.NoError(t, err)
-	got, err := readAll(t, r)
-	require.NoError(t, err)
-	require.Equal(t, want, got)
-	require.NoError(t, r.Close())
+	requireRestores(t, fs, inner, st2.ID, want)
 }
 
 // TestOpenFromStoreOfObjectsWithoutMarkers: a store written before
@@ -415,13 +416,7 @@ func TestOpenFromStoreOfObjectsWithoutMarkers(t *testing.T) {
 	require.NoError(t, b.Compact(nil, nil))
 	b.waitSharedIdle()
 	require.NoError(t, b.Close())
-	require.NoError(t, checkpoint.Restore(ctx, store, st.ID, fs, "restored", nil))
-	r, err := Open("restored", &Options{FS: fs})
-	require.NoError(t, err)
-	got, err := readAll(t, r)
-	require.NoError(t, err)
-	require.Equal(t, want, got)
-	require.NoError(t, r.Close())
+	requireRestores(t, fs, store, st.ID, want)
 }
 
 // putLog records the names of a store's Puts.
@@ -633,13 +628,7 @@ func TestCheckpointWaitsForSharing(t *testing.T) {
 			require.LessOrEqual(t, copied, 1, "value logs copied: only the one still written to is not shared")
 		}
 		require.NoError(t, db.Close())
-		require.NoError(t, checkpoint.Restore(ctx, inner, r.st.ID, fs, "restored", nil))
-		rdb, err := Open("restored", &Options{FS: fs})
-		require.NoError(t, err)
-		got, err := readAll(t, rdb)
-		require.NoError(t, err)
-		require.Equal(t, want, got)
-		require.NoError(t, rdb.Close())
+		requireRestores(t, fs, inner, r.st.ID, want)
 	}
 }
 

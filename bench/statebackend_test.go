@@ -91,6 +91,21 @@ func TestStateBackend(t *testing.T) {
 	require.Equal(t, int64(1<<30), sb.StoreBandwidth)
 }
 
+// sharedStateSpec is a statebackend run of num keys of 2000 bytes on
+// Strata with its lower levels in the stores (a cache of 1 GiB),
+// checkpointed every 1000 overwrites.
+func sharedStateSpec(num int64) Spec {
+	spec := DefaultSpec()
+	spec.Engines = []string{"strata"}
+	spec.Benchmarks = []string{StateBackend}
+	spec.Num = num
+	spec.CheckpointEvery = 1000
+	spec.Value = ValueDist{Kind: "fixed", Size: 2000}
+	spec.Config.MemTableSize = 256 << 10
+	spec.Config.SharedCache = 1 << 30
+	return spec
+}
+
 // TestStateBackendShared runs the statebackend workload in shared mode at
 // a small size: the instances share their lower levels into the stores
 // and checkpoint by reference, and the open-from-store step opens every
@@ -98,14 +113,7 @@ func TestStateBackend(t *testing.T) {
 // first Get with the requests it made, reads after each open, and
 // compares reads with the local copies round by round.
 func TestStateBackendShared(t *testing.T) {
-	spec := DefaultSpec()
-	spec.Engines = []string{"strata"}
-	spec.Benchmarks = []string{StateBackend}
-	spec.Num = 3000
-	spec.CheckpointEvery = 1000
-	spec.Value = ValueDist{Kind: "fixed", Size: 2000}
-	spec.Config.MemTableSize = 256 << 10
-	spec.Config.SharedCache = 1 << 30
+	spec := sharedStateSpec(3000)
 	spec.StoreLatency = time.Millisecond
 	spec.OpenReadTime = 300 * time.Millisecond
 	spec.OpenRepeats = 2
@@ -289,14 +297,7 @@ func TestStateBackendS3(t *testing.T) {
 	endpoint := storetest.StartS3Server(t)
 	t.Setenv("AWS_ACCESS_KEY_ID", storetest.S3AccessKey)
 	t.Setenv("AWS_SECRET_ACCESS_KEY", storetest.S3SecretKey)
-	spec := DefaultSpec()
-	spec.Engines = []string{"strata"}
-	spec.Benchmarks = []string{StateBackend}
-	spec.Num = 2000
-	spec.CheckpointEvery = 1000
-	spec.Value = ValueDist{Kind: "fixed", Size: 2000}
-	spec.Config.MemTableSize = 256 << 10
-	spec.Config.SharedCache = 1 << 30
+	spec := sharedStateSpec(2000)
 	spec.Config.SharedPartSize = 64 << 10
 	spec.StoreS3 = endpoint + "/kvbench"
 	spec.OpenReadTime = 200 * time.Millisecond
