@@ -462,21 +462,7 @@ const shareParallel = 4
 func (d *DB) shareCandidates() (failed bool) {
 	s := d.shared
 	for s.ctx.Err() == nil {
-		d.mu.Lock()
-		v := d.vs.Current()
-		tables, vlogs := sharedCandidates(v, s.from)
-		d.mu.Unlock()
-		type candidate struct {
-			k    sharedKey
-			size uint64
-		}
-		var batch []candidate
-		for _, m := range vlogs {
-			batch = append(batch, candidate{sharedKey{base.FileTypeVlog, m.FileNum}, m.Size})
-		}
-		for _, f := range tables {
-			batch = append(batch, candidate{sharedKey{base.FileTypeTable, f.FileNum}, f.Size})
-		}
+		batch := d.currentShareCandidates()
 		if len(batch) == 0 {
 			return false
 		}
@@ -502,6 +488,29 @@ func (d *DB) shareCandidates() (failed bool) {
 	return false
 }
 
+// shareCandidate is a local file that qualifies for sharing, and its
+// size.
+type shareCandidate struct {
+	k    sharedKey
+	size uint64
+}
+
+// currentShareCandidates returns the files of the current version that
+// qualify for sharing (sharedCandidates), value logs first.
+func (d *DB) currentShareCandidates() []shareCandidate {
+	d.mu.Lock()
+	tables, vlogs := sharedCandidates(d.vs.Current(), d.shared.from)
+	d.mu.Unlock()
+	var out []shareCandidate
+	for _, m := range vlogs {
+		out = append(out, shareCandidate{sharedKey{base.FileTypeVlog, m.FileNum}, m.Size})
+	}
+	for _, f := range tables {
+		out = append(out, shareCandidate{sharedKey{base.FileTypeTable, f.FileNum}, f.Size})
+	}
+	return out
+}
+
 // shareForCheckpoint waits until the share loop has shared the files of
 // the current version that qualify (a checkpoint to the store is about to
 // flush and pin it; the flush adds level-0 tables, shared only with
@@ -514,18 +523,12 @@ func (d *DB) shareForCheckpoint(ctx context.Context) {
 	if s == nil || d.opts.ReadOnly {
 		return
 	}
-	d.mu.Lock()
-	tables, vlogs := sharedCandidates(d.vs.Current(), s.from)
-	d.mu.Unlock()
-	if len(tables)+len(vlogs) == 0 {
-		return
-	}
 	want := map[sharedKey]bool{}
-	for _, f := range tables {
-		want[sharedKey{base.FileTypeTable, f.FileNum}] = true
+	for _, c := range d.currentShareCandidates() {
+		want[c.k] = true
 	}
-	for _, m := range vlogs {
-		want[sharedKey{base.FileTypeVlog, m.FileNum}] = true
+	if len(want) == 0 {
+		return
 	}
 	stop := context.AfterFunc(ctx, func() {
 		s.mu.Lock()
@@ -540,15 +543,9 @@ func (d *DB) shareForCheckpoint(ctx context.Context) {
 	for {
 		// Still waiting for one of them: it qualifies in the current
 		// version (a compaction may have dropped it meanwhile).
-		d.mu.Lock()
-		tables, vlogs := sharedCandidates(d.vs.Current(), s.from)
-		d.mu.Unlock()
 		pending := false
-		for _, f := range tables {
-			pending = pending || want[sharedKey{base.FileTypeTable, f.FileNum}]
-		}
-		for _, m := range vlogs {
-			pending = pending || want[sharedKey{base.FileTypeVlog, m.FileNum}]
+		for _, c := range d.currentShareCandidates() {
+			pending = pending || want[c.k]
 		}
 		if !pending {
 			return
