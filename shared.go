@@ -330,12 +330,20 @@ func (d *DB) shareLoop() {
 	case <-s.ctx.Done():
 		return
 	}
-	reconciled := false
+	converted, reconciled := false, false
 	for {
-		if !reconciled {
+		if !converted {
+			converted = d.convertHold() == nil
+		}
+		// Releases wait for the hold's markers: a marker written for
+		// an object released before it would hold that object for
+		// nothing (reconcile, which follows, drops such markers).
+		if converted && !reconciled {
 			reconciled = d.reconcileShared() == nil
 		}
-		d.releaseObsoleteShared()
+		if converted {
+			d.releaseObsoleteShared()
+		}
 		failed := d.shareCandidates()
 		var retry <-chan time.Time
 		if failed || !reconciled {
@@ -355,6 +363,22 @@ func (d *DB) shareLoop() {
 		case <-retry:
 		}
 	}
+}
+
+// convertHold turns the hold of an instance opened from a checkpoint
+// (checkpoint.Reference) into its markers, one per object, and deletes
+// it (remote.ConvertHold): deletions list the holds, and the fewer there
+// are, the less they read. It runs in the share loop.
+func (d *DB) convertHold() error {
+	s := d.shared
+	err := remote.ConvertHold(s.ctx, s.files.Store(), remote.InstanceHolder(s.files.Instance()))
+	if err != nil && s.ctx.Err() == nil {
+		s.mu.Lock()
+		s.errs++
+		s.mu.Unlock()
+		d.opts.Logger.Warn("strata: turning the hold of the checkpoint's objects into markers failed; retrying later", "err", err)
+	}
+	return err
 }
 
 // reconcileShared drops the instance's reference markers on objects no

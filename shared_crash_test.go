@@ -296,7 +296,7 @@ func testSharedCrash(t *testing.T, compose bool) {
 	// The workload makes every kind of request the rules order: markers
 	// put and deleted, shared files' objects put and deleted, data
 	// objects put and deleted, the registry replaced.
-	for _, kind := range []string{"put refs", "delete refs", "put shared", "delete shared", "put data", "delete data", "put registry"} {
+	for _, kind := range []string{"put refs", "delete refs", "put holds", "delete holds", "put shared", "delete shared", "put data", "delete data", "put registry"} {
 		n := rec.kinds[kind]
 		if compose && kind == "put data" {
 			n += rec.kinds["compose data"]

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -483,6 +484,108 @@ func TestOpenFromStoreRegistryMarkers(t *testing.T) {
 	got := open("c")
 	slices.Sort(got)
 	require.Equal(t, slices.Sorted(maps.Keys(data)), got)
+}
+
+// failRefs is a Store whose Puts of markers fail while failing is set.
+type failRefs struct {
+	checkpoint.Store
+	failing atomic.Bool
+}
+
+func (f *failRefs) Put(ctx context.Context, name string, r io.Reader, size int64) error {
+	if _, _, ok := remote.ParseMarker(name); ok && f.failing.Load() {
+		return errors.New("injected: marker put fails")
+	}
+	return f.Store.Put(ctx, name, r, size)
+}
+
+// TestOpenFromStoreOneHold: OpenFromStore holds the checkpoint's objects
+// by one request, a hold, and no marker; the database turns the hold into
+// its markers after Open. While it cannot (its marker Puts fail), the
+// hold stays and keeps the objects; a
+// reopen finishes the conversion, and the store is clean once the
+// database has dropped the markers of what it no longer uses.
+func TestOpenFromStoreOneHold(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := sharedOptions(t, fs, 1<<30)
+	a, err := Open("a", opts)
+	require.NoError(t, err)
+	want := model{}
+	for i := range 1500 {
+		k, v := fmt.Sprintf("k%05d", i), sharedValue(i, 0)
+		require.NoError(t, a.Set([]byte(k), v, NoSync))
+		want[k] = string(v)
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	a.waitSharedIdle()
+	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	m, err := checkpoint.ReadManifest(ctx, opts.SharedStore, st.ID)
+	require.NoError(t, err)
+	objects := map[string]bool{}
+	for _, f := range m.Files {
+		objects[f.Object] = true
+	}
+
+	fr := &failRefs{Store: opts.SharedStore}
+	fr.failing.Store(true)
+	log := &putLog{Store: fr}
+	b, err := OpenFromStore(ctx, log, st.ID, "b", &Options{FS: fs, SharedCacheSize: 1 << 30, SharedFromLevel: 1})
+	require.NoError(t, err)
+	log.mu.Lock()
+	puts := slices.Clone(log.puts)
+	log.mu.Unlock()
+	holder := remote.InstanceHolder(b.shared.files.Instance())
+	require.Equal(t, []string{remote.HoldName(holder)}, puts, "OpenFromStore's requests that write")
+	held, err := remote.Held(ctx, opts.SharedStore)
+	require.NoError(t, err)
+	require.ElementsMatch(t, slices.Collect(maps.Keys(objects)), held[holder])
+
+	// The conversion fails: b overwrites everything and compacts; the
+	// checkpoint's objects, which b no longer uses, stay held.
+	for k := range want {
+		v := sharedValue(len(k), 1)
+		require.NoError(t, b.Set([]byte(k), v, NoSync))
+		want[k] = string(v)
+	}
+	require.NoError(t, b.Compact(nil, nil))
+	require.Eventually(t, func() bool { return b.Metrics().Shared.Failures > 0 }, 10*time.Second, time.Millisecond)
+	got, err := readAll(t, b)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NoError(t, b.Close())
+	for object := range objects {
+		h, err := remote.Holders(ctx, opts.SharedStore, object)
+		require.NoError(t, err)
+		require.NotContains(t, h, holder, "%s: marked though every marker Put failed", object)
+		_, err = opts.SharedStore.Get(ctx, object, 0, 1)
+		require.NoError(t, err, "%s: gone while the hold names it", object)
+	}
+
+	// Reopened with a store that takes markers: the hold goes.
+	fr.failing.Store(false)
+	b, err = Open("b", &Options{FS: fs, SharedStore: fr, SharedCacheSize: 1 << 30, SharedFromLevel: 1})
+	require.NoError(t, err)
+	b.waitSharedIdle()
+	held, err = remote.Held(ctx, opts.SharedStore)
+	require.NoError(t, err)
+	require.Empty(t, held)
+	got, err = readAll(t, b)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NoError(t, b.Close())
+	requireStoreClean(t, opts.SharedStore, []string{"a", "b"}, fs)
+	requireRestores(t, fs, opts.SharedStore, st.ID, func() model {
+		m := model{}
+		for i := range 1500 {
+			m[fmt.Sprintf("k%05d", i)] = string(sharedValue(i, 0))
+		}
+		return m
+	}())
 }
 
 // unmarkRegistry rewrites the store's registry as a build from before

@@ -20,6 +20,7 @@ import (
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
+	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/remote"
 )
 
@@ -83,6 +84,10 @@ type AuditReport struct {
 	// Objects counts the store's objects, markers apart; Markers the
 	// markers; Instances the databases checked.
 	Objects, Markers, Instances int
+	// Holds are the holds (package remote) of instances opened from a
+	// checkpoint that have not turned them into markers yet; each counts
+	// as its holder's markers on the objects it names.
+	Holds int
 
 	// Problems are damage, or states the rules never leave: an object a
 	// retained checkpoint or a given manifest refers to that is missing,
@@ -257,6 +262,12 @@ func (a *auditor) run() ([]byte, error) {
 			a.rep.Markers++
 			continue
 		}
+		if holder, ok := remote.ParseHoldName(o.Name); ok {
+			if err := a.readHold(holder); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		a.objects[o.Name] = o.Size
 	}
 	a.rep.Objects = len(a.objects)
@@ -269,6 +280,30 @@ func (a *auditor) run() ([]byte, error) {
 	a.checkMarkers()
 	a.checkUnreferenced()
 	return rb, nil
+}
+
+// readHold counts holder's hold (package remote) as holder's markers on
+// the objects it names. One that does not decode is a problem (deletions
+// fail while it is there, keeping every object); one deleted since the
+// List (converted into markers) is read as none.
+func (a *auditor) readHold(holder string) error {
+	objects, found, err := remote.ReadHold(a.ctx, a.s, holder)
+	switch {
+	case errors.Is(err, base.ErrCorruption):
+		a.problemf(remote.HoldName(holder), "%v; deletions fail while it is there", err)
+		return nil
+	case err != nil:
+		return fmt.Errorf("checkpoint: audit: %w", err)
+	case !found:
+		return nil
+	}
+	a.rep.Holds++
+	for _, object := range objects {
+		if !slices.Contains(a.marked[object], holder) {
+			a.marked[object] = append(a.marked[object], holder)
+		}
+	}
+	return nil
 }
 
 // checkRegistry checks the retained checkpoints and the objects the

@@ -89,6 +89,19 @@ func TestAuditRegistry(t *testing.T) {
 	require.Positive(t, r.VerifiedPieces)
 	require.Equal(t, r.Pieces, r.VerifiedPieces)
 	require.Empty(t, r.Notes)
+	// The instance holds its objects by a hold (Reference), which counts
+	// as its markers, until its database turns it into markers.
+	require.Equal(t, 1, r.Holds)
+	require.NoError(t, remote.ConvertHold(ctx, store, "i-"+id))
+	r = audit(t, store, opts)
+	require.True(t, r.OK(), "%v %v %v", findings(r.Problems), findings(r.Strays), findings(r.Unreferenced))
+	require.Zero(t, r.Holds)
+	require.Empty(t, r.Notes)
+	// A damaged hold is a problem: deletions fail while it is there.
+	put(t, store, remote.HoldName("i-"+id), "strata-hold 1\nshared/x\n")
+	r = audit(t, store, opts)
+	requireFinding(t, r.Problems, remote.HoldName("i-"+id), "", "deletions fail while it is there")
+	require.NoError(t, store.Delete(ctx, remote.HoldName("i-"+id)))
 
 	// An object written before markers: a note, which Fix repairs.
 	objs, err := checkpoint.Objects(ctx, store)

@@ -16,15 +16,15 @@ import (
 // directory) a database that is checkpoint id of store s by reference:
 // its manifest describes the checkpoint's tables and value logs as shared
 // files, each the object range the registry says holds it, under a new
-// instance id, and no file is downloaded. The instance holds each object
-// by a reference marker (package remote), written before the manifest
-// names it, after the registry's own (which a data object written before
-// markers existed lacks); once they are written, the registry is read
+// instance id, and no file is downloaded. The instance holds the objects
+// by one hold (package remote), written before the manifest names them,
+// after the registry's markers (which a data object written before
+// markers existed lacks); once it is written, the registry is read
 // again, and the checkpoint must still be retained there with its files
-// where they were (else the objects may have gone: the marks are dropped
+// where they were (else the objects may have gone: the hold is dropped
 // and it fails).
 // Open the result with the store as Options.SharedStore; reads fetch what
-// they need. On failure the marks it wrote are dropped and dst is as it
+// they need. On failure the hold it wrote is dropped and dst is as it
 // was.
 func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance string) (err error) {
 	if fs == nil {
@@ -49,14 +49,6 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 		refs[f.Name] = f
 	}
 	holder := remote.InstanceHolder(instance)
-	var marked []string
-	defer func() {
-		if err != nil {
-			for _, object := range marked {
-				_, _ = remote.DropRef(context.WithoutCancel(ctx), s, object, holder)
-			}
-		}
-	}()
 	// Rule 2 has the instance join a holder that has a marker: the
 	// registry's data objects written before markers existed have none
 	// (unmarked), and the instance's release, finding its own marker the
@@ -76,10 +68,20 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 	if _, err := remote.AddRefs(ctx, s, unmarked, remote.RegistryHolder); err != nil {
 		return err
 	}
-	marked, err = remote.AddRefs(ctx, s, objects, holder)
-	if err != nil {
+	// The instance holds them all by one hold (remote.PutHold), one
+	// round trip where a marker each would be as many as the checkpoint
+	// has objects; the database turns it into markers after Open
+	// (remote.ConvertHold).
+	if err := remote.PutHold(ctx, s, holder, objects); err != nil {
+		// Its outcome unknown: the hold may be there.
+		_ = remote.DropHold(context.WithoutCancel(ctx), s, holder, objects)
 		return err
 	}
+	defer func() {
+		if err != nil {
+			_ = remote.DropHold(context.WithoutCancel(ctx), s, holder, objects)
+		}
+	}()
 	// The registry held the objects before the marks; if it still
 	// retains the checkpoint with its files in the same places, the
 	// objects were there when the marks were written, and stay.

@@ -89,12 +89,15 @@ func (up *upload) sweep() {
 }
 
 // release drops the registry's hold on the object name, whose markers
-// are holders: an object no marker holds is deleted (a manifest of a
-// format-1 checkpoint, or a data object written before markers), a
+// are holders: an object no marker or hold holds is deleted (a manifest
+// of a format-1 checkpoint, or a data object written before markers), a
 // marked one loses the registry's marker and goes with the last one.
 func (u *Uploader) release(ctx context.Context, name string, holders []string) error {
 	if len(holders) == 0 {
-		return u.store.Delete(ctx, name)
+		// A hold may name it (an instance opened from a checkpoint that
+		// dropped its marker since): DeleteUnheld looks.
+		_, err := remote.DeleteUnheld(ctx, u.store, name)
+		return err
 	}
 	if !slices.Contains(holders, remote.RegistryHolder) {
 		return nil // others hold it; the registry never did or no longer does

@@ -12,6 +12,9 @@
 //	data/<id>-<n>-<random>            a checkpoint's data object (package
 //	                                  checkpoint): one file or a segment
 //	refs/<object>/<holder>            a reference marker (empty)
+//	holds/<holder>                    a hold: the objects an instance
+//	                                  opened from a checkpoint holds
+//	                                  until it has marked them
 //
 // An instance id is 16 hex digits, new for every database instance (one
 // opened from a checkpoint gets its own), recorded in the manifest; an
@@ -37,7 +40,11 @@
 // before its directory was in place leaves the markers of an instance
 // that never opens, which no one drops). An instance holds an object by
 // one marker however many of its files are in it (the pieces of a
-// checkpoint's segment), and drops it with the last of them.
+// checkpoint's segment), and drops it with the last of them. An instance
+// opened from a checkpoint first holds the checkpoint's objects by one
+// hold, a single request where a marker each would be as many as there
+// are objects, and turns it into markers in the background (holds.go);
+// every deletion reads the holds after the markers.
 // checkpoint.Audit (strata check --store) checks a store against these
 // rules.
 //

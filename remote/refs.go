@@ -30,6 +30,9 @@ import (
 //     names the object; then it lists the object's markers and deletes
 //     the object if none is left.
 //
+// A hold (holds.go) counts as a marker of its holder on each object it
+// names.
+//
 // A crash between the two requests of rule 3 leaves an object without
 // markers, which nothing can refer to again (rule 2 needs a holder):
 // Sweep deletes such objects. A crash after rule 1's marker and before
@@ -152,8 +155,8 @@ func ParseMarker(name string) (object, holder string, ok bool) {
 	return rest[:i], rest[i+1:], true
 }
 
-// DeleteUnheld deletes object if no marker holds it, and says whether it
-// did: the deletion Sweep makes, for one object. The caller saw the
+// DeleteUnheld deletes object if no marker and no hold holds it, and says
+// whether it did: the deletion Sweep makes, for one object. The caller saw the
 // object without markers; they are listed once more, for this object
 // alone, just before the Delete, since a holder may have marked it since
 // (rule 1 puts a marker before an object, so an object that exists
@@ -166,6 +169,11 @@ func DeleteUnheld(ctx context.Context, s Store, object string) (bool, error) {
 	}
 	if len(holders) > 0 {
 		return false, nil
+	}
+	// After the markers: an opener's hold (holds.go) that this List
+	// misses comes after it, and its opener's check then fails.
+	if holders, err = heldBy(ctx, s, object); err != nil || len(holders) > 0 {
+		return false, err
 	}
 	if err := s.Delete(ctx, object); err != nil {
 		return false, fmt.Errorf("remote: delete %s: %w", object, err)

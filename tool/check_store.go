@@ -56,7 +56,7 @@ func (r *StoreCheckReport) Write(w io.Writer) {
 		} else {
 			fmt.Fprintf(w, "  verified    sizes only (--quick)\n")
 		}
-		fmt.Fprintf(w, "  store       %d objects, %d reference markers\n", a.Objects, a.Markers)
+		fmt.Fprintf(w, "  store       %d objects, %d reference markers, %d holds\n", a.Objects, a.Markers, a.Holds)
 	}
 	for _, d := range r.Databases {
 		keys := "not scanned"
