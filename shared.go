@@ -331,8 +331,9 @@ func (d *DB) shareLoop() {
 		return
 	}
 	converted, reconciled := false, false
+	convertAt := time.Now().Add(holdConvertDelay)
 	for {
-		if !converted {
+		if !converted && !time.Now().Before(convertAt) {
 			converted = d.convertHold() == nil
 		}
 		// Releases wait for the hold's markers: a marker written for
@@ -364,6 +365,12 @@ func (d *DB) shareLoop() {
 		}
 	}
 }
+
+// holdConvertDelay is how long after Open the share loop waits before it
+// converts a hold (convertHold): the first reads of a database just
+// opened from a checkpoint go first, its markers' Puts after them. Tests
+// set it to zero.
+var holdConvertDelay = time.Second
 
 // convertHold turns the hold of an instance opened from a checkpoint
 // (checkpoint.Reference) into its markers, one per object, and deletes

@@ -26,6 +26,11 @@ import (
 
 // sharedOptions are options with a shared store in the same MemFS; tables
 // of L1 and deeper are shared, and the cache is bounded by cacheSize.
+// The share loop of a database opened from a checkpoint converts its
+// hold at once: tests wait for it (waitSharedIdle) and need no first
+// reads to go before it.
+func init() { holdConvertDelay = 0 }
+
 func sharedOptions(t *testing.T, fs vfs.FS, cacheSize int64) *Options {
 	t.Helper()
 	store, err := checkpoint.NewLocalStoreFS(fs, "store")

@@ -11,6 +11,7 @@ package checkpoint
 import (
 	"context"
 	"slices"
+	"sync"
 
 	"github.com/strata-db/strata/remote"
 )
@@ -79,14 +80,27 @@ func (up *upload) sweep() {
 		up.stats.CleanupErrors++
 		return
 	}
-	for _, name := range toSweep(up.next, up.unused, listed, marked) {
-		if err := up.u.release(up.ctx, name, marked[name]); err != nil {
+	// Side by side: each release waits for up to four round trips (the
+	// marker's Delete, the Lists of markers and holds, the object's
+	// Delete), and a checkpoint after much compaction drops dozens of
+	// objects, which the upload's caller would wait for one by one.
+	names := toSweep(up.next, up.unused, listed, marked)
+	var mu sync.Mutex
+	_ = runParallel(up.ctx, sweepParallel, len(names), func(ctx context.Context, i int) error {
+		err := up.u.release(ctx, names[i], marked[names[i]])
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
 			up.stats.CleanupErrors++
 		} else {
 			up.stats.DeletedObjects++
 		}
-	}
+		return nil // the others go on
+	})
 }
+
+// sweepParallel bounds the releases a sweep has in flight.
+const sweepParallel = 16
 
 // release drops the registry's hold on the object name, whose markers
 // are holders: an object no marker or hold holds is deleted (a manifest

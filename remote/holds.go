@@ -122,14 +122,20 @@ func ReadHold(ctx context.Context, s Store, holder string) (objects []string, fo
 	return objects, true, nil
 }
 
+// convertParallel bounds the marker Puts ConvertHold has in flight: it
+// runs in the background of a database just opened, whose first reads
+// should not queue behind a hundred Puts at a server that serializes
+// them.
+const convertParallel = 4
+
 // ConvertHold turns holder's hold, if it has one, into holder's markers
-// on the objects it names, then deletes it.
+// on the objects it names (convertParallel at a time), then deletes it.
 func ConvertHold(ctx context.Context, s Store, holder string) error {
 	objects, found, err := ReadHold(ctx, s, holder)
 	if err != nil || !found {
 		return err
 	}
-	if _, err := AddRefs(ctx, s, objects, holder); err != nil {
+	if _, err := addRefs(ctx, s, objects, holder, convertParallel); err != nil {
 		return err
 	}
 	if err := s.Delete(ctx, HoldName(holder)); err != nil {

@@ -60,6 +60,11 @@ const refsParallel = 128
 // error as well, once every request it made has returned (it makes no more
 // after the failure), so that the caller can drop the markers written.
 func AddRefs(ctx context.Context, s Store, objects []string, holder string) ([]string, error) {
+	return addRefs(ctx, s, objects, holder, refsParallel)
+}
+
+// addRefs is AddRefs with at most parallel requests in flight.
+func addRefs(ctx context.Context, s Store, objects []string, holder string, parallel int) ([]string, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make([]bool, len(objects))
@@ -68,7 +73,7 @@ func AddRefs(ctx context.Context, s Store, objects []string, holder string) ([]s
 		mu    sync.Mutex
 		first error
 	)
-	sem := make(chan struct{}, refsParallel)
+	sem := make(chan struct{}, parallel)
 	for i, object := range objects {
 		sem <- struct{}{}
 		if ctx.Err() != nil {
