@@ -17,6 +17,7 @@ import (
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/checkpoint/storetest"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/remote"
@@ -507,28 +508,19 @@ func (f *failRefs) Put(ctx context.Context, name string, r io.Reader, size int64
 // TestOpenFromStoreOneHold: OpenFromStore holds the checkpoint's objects
 // by one request, a hold, and no marker; the database turns the hold into
 // its markers after Open. While it cannot (its marker Puts fail), the
-// hold stays and keeps the objects; a
-// reopen finishes the conversion, and the store is clean once the
-// database has dropped the markers of what it no longer uses.
+// hold stays and keeps the objects; a reopen finishes the conversion,
+// and the store is clean once the database has dropped the markers of
+// what it no longer uses.
 func TestOpenFromStoreOneHold(t *testing.T) {
 	ctx := t.Context()
 	fs := vfs.NewMem()
 	opts := sharedOptions(t, fs, 1<<30)
-	a, err := Open("a", opts)
-	require.NoError(t, err)
-	want := model{}
+	st := sharedCheckpoint(t, opts, 1500)
+	checkpointed, want := model{}, model{}
 	for i := range 1500 {
-		k, v := fmt.Sprintf("k%05d", i), sharedValue(i, 0)
-		require.NoError(t, a.Set([]byte(k), v, NoSync))
-		want[k] = string(v)
+		checkpointed[string(checkpointedKey(i))] = string(sharedValue(i, 0))
+		want[string(checkpointedKey(i))] = string(sharedValue(i, 0))
 	}
-	require.NoError(t, a.Compact(nil, nil))
-	a.waitSharedIdle()
-	u, err := checkpoint.NewUploader(opts.SharedStore, nil)
-	require.NoError(t, err)
-	st, err := a.CheckpointToStore(ctx, u)
-	require.NoError(t, err)
-	require.NoError(t, a.Close())
 	m, err := checkpoint.ReadManifest(ctx, opts.SharedStore, st.ID)
 	require.NoError(t, err)
 	objects := map[string]bool{}
@@ -584,13 +576,7 @@ func TestOpenFromStoreOneHold(t *testing.T) {
 	require.Equal(t, want, got)
 	require.NoError(t, b.Close())
 	requireStoreClean(t, opts.SharedStore, []string{"a", "b"}, fs)
-	requireRestores(t, fs, opts.SharedStore, st.ID, func() model {
-		m := model{}
-		for i := range 1500 {
-			m[fmt.Sprintf("k%05d", i)] = string(sharedValue(i, 0))
-		}
-		return m
-	}())
+	requireRestores(t, fs, opts.SharedStore, st.ID, checkpointed)
 }
 
 // unmarkRegistry rewrites the store's registry as a build from before
@@ -740,26 +726,6 @@ func TestCheckpointWaitsForSharing(t *testing.T) {
 	}
 }
 
-// deleteCounter counts the Deletes of a store in flight at once, each
-// made to take a while.
-type deleteCounter struct {
-	checkpoint.Store
-	mu            sync.Mutex
-	inFlight, max int
-}
-
-func (c *deleteCounter) Delete(ctx context.Context, name string) error {
-	c.mu.Lock()
-	c.inFlight++
-	c.max = max(c.max, c.inFlight)
-	c.mu.Unlock()
-	time.Sleep(20 * time.Millisecond)
-	c.mu.Lock()
-	c.inFlight--
-	c.mu.Unlock()
-	return c.Store.Delete(ctx, name)
-}
-
 // TestSharedReleasesInParallel: the shared files a compaction makes
 // obsolete, many at once, are released side by side (each release
 // waits for the store's round trips), and every one of their objects is
@@ -767,7 +733,7 @@ func (c *deleteCounter) Delete(ctx context.Context, name string) error {
 func TestSharedReleasesInParallel(t *testing.T) {
 	fs := vfs.NewMem()
 	opts := sharedOptions(t, fs, 1<<30)
-	counter := &deleteCounter{Store: opts.SharedStore}
+	counter := &storetest.SlowDeletes{Store: opts.SharedStore, Delay: 20 * time.Millisecond}
 	opts.SharedStore = counter
 	db, err := Open("db", opts)
 	require.NoError(t, err)
@@ -784,7 +750,7 @@ func TestSharedReleasesInParallel(t *testing.T) {
 	require.NoError(t, db.Compact(nil, nil))
 	require.NoError(t, db.Compact(nil, nil))
 	db.waitSharedIdle()
-	require.Greater(t, counter.max, 1, "releases one at a time")
+	require.Greater(t, counter.MaxInFlight(), 1, "releases one at a time")
 	after, err := counter.List(t.Context(), "shared/")
 	require.NoError(t, err)
 	for _, o := range before {

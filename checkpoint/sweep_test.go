@@ -3,35 +3,15 @@ package checkpoint_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/strata-db/strata"
 	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/checkpoint/storetest"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
-
-// slowDeletes is a Store whose Deletes take a round trip each and that
-// counts how many are in flight at most.
-type slowDeletes struct {
-	checkpoint.Store
-	mu            sync.Mutex
-	inFlight, max int
-}
-
-func (s *slowDeletes) Delete(ctx context.Context, name string) error {
-	s.mu.Lock()
-	s.inFlight++
-	s.max = max(s.max, s.inFlight)
-	s.mu.Unlock()
-	time.Sleep(10 * time.Millisecond)
-	s.mu.Lock()
-	s.inFlight--
-	s.mu.Unlock()
-	return s.Store.Delete(ctx, name)
-}
 
 // TestSweepInParallel: an upload's sweep deletes what the registry no
 // longer names side by side, not one object after the other, and every
@@ -39,7 +19,7 @@ func (s *slowDeletes) Delete(ctx context.Context, name string) error {
 func TestSweepInParallel(t *testing.T) {
 	fs := vfs.NewMem()
 	db, store, _ := openWithUploader(t, fs, "", nil)
-	slow := &slowDeletes{Store: store}
+	slow := &storetest.SlowDeletes{Store: store, Delay: 10 * time.Millisecond}
 	u, err := checkpoint.NewUploader(slow, &checkpoint.UploadOptions{KeepLast: 1, SmallFileSize: 1})
 	require.NoError(t, err)
 	states := map[uint64]map[string]string{}
@@ -57,7 +37,7 @@ func TestSweepInParallel(t *testing.T) {
 	require.NoError(t, db.Compact(nil, nil))
 	st := overwriteRound(t, db, u, 4, states)
 	require.GreaterOrEqual(t, st.DeletedObjects, len(objs))
-	require.Greater(t, slow.max, 1, "the sweep deleted one object at a time")
+	require.Greater(t, slow.MaxInFlight(), 1, "the sweep deleted one object at a time")
 	after, err := store.List(context.Background(), "data/")
 	require.NoError(t, err)
 	for _, o := range objs {
