@@ -225,12 +225,7 @@ func TestFilesReadErrors(t *testing.T) {
 	f := newTestFiles(t, fs, s, -1, 1024)
 	data, ref := shareRemoteOnly(t, f, fs, 8, 3000, 6)
 	boom := errors.New("boom")
-	s.fail = func(op, name string) error {
-		if op == "get" {
-			return boom
-		}
-		return nil
-	}
+	s.failOp("get", boom)
 	file, err := f.Open(base.FileTypeTable, 8)
 	require.NoError(t, err)
 	buf := make([]byte, 10)
@@ -499,12 +494,7 @@ func TestFilesReleaseRetried(t *testing.T) {
 	f := newTestFiles(t, fs, s, -1, 1024)
 	_, ref := shareRemoteOnly(t, f, fs, 7, 3000, 3)
 	boom := errors.New("boom")
-	s.fail = func(op, name string) error {
-		if op == "delete" {
-			return boom
-		}
-		return nil
-	}
+	s.failOp("delete", boom)
 	require.ErrorIs(t, f.Release(ctx, base.FileTypeTable, 7), boom)
 	require.True(t, s.has(ref.Object))
 	s.fail = nil

@@ -101,12 +101,7 @@ func TestHolds(t *testing.T) {
 
 	// A failed conversion leaves the hold: the objects stay held.
 	require.NoError(t, PutHold(ctx, s, holder, objs[1:2]))
-	s.fail = func(op, name string) error {
-		if op == "put" {
-			return errors.New("injected")
-		}
-		return nil
-	}
+	s.failOp("put", errors.New("injected"))
 	require.Error(t, ConvertHold(ctx, s, holder))
 	s.fail = nil
 	require.True(t, s.has(HoldName(holder)))

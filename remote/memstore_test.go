@@ -22,6 +22,17 @@ type memStore struct {
 
 func newMemStore() *memStore { return &memStore{objects: map[string][]byte{}} }
 
+// failOp makes every request op ("get", "put", "delete", ...) fail with
+// err, until fail is set to nil.
+func (s *memStore) failOp(op string, err error) {
+	s.fail = func(o, name string) error {
+		if o == op {
+			return err
+		}
+		return nil
+	}
+}
+
 func (s *memStore) check(op, name string) error {
 	if s.fail != nil {
 		return s.fail(op, name)
