@@ -435,7 +435,8 @@ func (d *DB) releaseObsoleteShared() {
 	s.releases = nil
 	s.mu.Unlock()
 	// Side by side: each release waits for round trips (its marker's
-	// Delete, the List of the object's markers, the object's Delete),
+	// Delete, the Lists of the object's markers and of the holds, the
+	// object's Delete),
 	// and a garbage-collection pass or a compaction makes many files
 	// obsolete at once, whose local copies stay until then.
 	errs := forEachParallel(len(queue), releaseParallel, func(i int) error { return s.files.Release(s.ctx, queue[i].t, queue[i].num) })

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -191,11 +192,8 @@ func heldBy(ctx context.Context, s Store, object string) ([]string, error) {
 	}
 	var out []string
 	for holder, objects := range held {
-		for _, o := range objects {
-			if o == object {
-				out = append(out, holder)
-				break
-			}
+		if slices.Contains(objects, object) {
+			out = append(out, holder)
 		}
 	}
 	return out, nil
