@@ -3,6 +3,7 @@ package vfs
 import (
 	"errors"
 	"runtime/debug"
+	"sync/atomic"
 )
 
 // ErrMappedFault is the error EndMapped reports when the memory of a mapped
@@ -45,3 +46,19 @@ func EndMapped(old bool, err *error) {
 // (value logs, tables) buffer whole chunks of MapAlign and write them at
 // multiples of it.
 const MapAlign = 2 << 20
+
+// PopulateAsync runs Populate(data) in a goroutine of its own, so that
+// the reads the mapping was made for need not wait, and returns the
+// function that stops it and waits for it to end: call it before Unmap.
+func PopulateAsync(data []byte) (stop func()) {
+	var stopping atomic.Bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		Populate(data, stopping.Load)
+	}()
+	return func() {
+		stopping.Store(true)
+		<-done
+	}
+}
