@@ -148,3 +148,56 @@ func (d *DB) expiryLoop(stop <-chan struct{}) {
 		}
 	}
 }
+
+// openMappings opens, right after Open and in the background, the readers
+// of the current version's value logs and then its tables, up to half the
+// file cache's bound (Options.MaxOpenFiles): each maps its file and maps
+// the pages the page cache holds (vfs.Populate), so that the first reads
+// after a restart neither open files nor fault on pages; a read that
+// faults costs far more. A shared file without a local copy is left
+// alone (opening it would read from the store). It stops at Close.
+func (d *DB) openMappings(stop <-chan struct{}) {
+	defer d.bgWG.Done()
+	rs := d.loadReadState()
+	if rs == nil {
+		return
+	}
+	defer rs.unref()
+	budget := d.opts.MaxOpenFiles / 2
+	stopped := func() bool {
+		select {
+		case <-stop:
+			return true
+		default:
+			return budget <= 0
+		}
+	}
+	local := func(t base.FileType, num base.FileNum) bool {
+		if d.shared == nil {
+			return true
+		}
+		_, shared := d.shared.files.Shared(t, num)
+		return !shared || d.shared.files.HasLocal(t, num)
+	}
+	for _, m := range rs.version.SortedVlogs() {
+		if stopped() {
+			return
+		}
+		if !local(base.FileTypeVlog, m.FileNum) {
+			continue
+		}
+		budget--
+		if h, err := d.vlogs.Acquire(m); err == nil {
+			d.vlogs.Release(h)
+		}
+	}
+	rs.version.Files(func(_ int, f *manifest.FileMetadata) {
+		if stopped() || !local(base.FileTypeTable, f.FileNum) {
+			return
+		}
+		budget--
+		if h, err := d.tableCache.get(f); err == nil {
+			d.tableCache.release(h)
+		}
+	})
+}

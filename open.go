@@ -481,6 +481,10 @@ func (d *DB) start(names []string) {
 	go d.walFlushLoop()
 	d.expiryStop = make(chan struct{})
 	go d.expiryLoop(d.expiryStop)
+	if !d.opts.DisablePrefault {
+		d.bgWG.Add(1)
+		go d.openMappings(d.expiryStop)
+	}
 	d.mu.Lock()
 	d.maybeScheduleCompactionLocked()
 	d.scheduleGCLocked()

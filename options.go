@@ -175,6 +175,17 @@ type Options struct {
 	// cache's, which the kernel reclaims as it needs), so the process's
 	// resident set counts the pages of open files recently read.
 	MaxOpenFiles int
+	// DisablePrefault leaves the files of a database just opened closed
+	// until reads reach them. By default Open opens, in the background, the
+	// current value logs and then tables (local files only, up to half of
+	// MaxOpenFiles), and maps the pages of each that the page cache holds
+	// (see vfs.Populate): the first reads after a restart then run nearly
+	// as fast as later ones instead of faulting on every page (measured:
+	// 200,000 random reads of 4 KiB values right after a reopen, a first
+	// pass 0.62-0.96x of the second before, 0.97-1.15x with it). The
+	// cost is background CPU proportional to the cached bytes, about
+	// 0.4 ms per MiB on the project's virtual machine.
+	DisablePrefault bool
 
 	// EventListener receives notifications of flushes, compactions, stalls
 	// and background errors. Optional.

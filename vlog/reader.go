@@ -57,6 +57,9 @@ type Reader struct {
 	// mapped is the whole file mapped read-only, or nil (reads go through
 	// f.ReadAt). Every access to it is fault-protected (see readMapped).
 	mapped []byte
+	// unpopulate stops the background vfs.Populate of mapped and waits
+	// for it (nil when not mapped).
+	unpopulate func()
 }
 
 // NewReader opens the value log fileNum, of size bytes, for reading through
@@ -125,6 +128,11 @@ func NewReader(f vfs.File, fileNum base.FileNum, size int64, o ReaderOptions) (*
 		}
 		if ok {
 			r.mapped, r.cache = m, nil
+			// The pages the page cache holds (a file just written, or
+			// read before the database reopened) are mapped in the
+			// background: a read that faults costs far more (see
+			// vfs.Populate).
+			r.unpopulate = vfs.PopulateAsync(m)
 		}
 	}
 	return r, nil
@@ -157,6 +165,9 @@ func (r *Reader) Mapped() bool { return r.mapped != nil }
 // Close closes the file. The Reader and everything it made must not be
 // used afterwards.
 func (r *Reader) Close() error {
+	if r.unpopulate != nil {
+		r.unpopulate()
+	}
 	err := vfs.Unmap(r.mapped)
 	r.mapped = nil
 	if cerr := r.f.Close(); err == nil {

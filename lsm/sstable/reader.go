@@ -71,6 +71,9 @@ type Reader struct {
 
 	// mapped is the file mapped read-only, or nil (reads use f.ReadAt).
 	mapped []byte
+	// unpopulate stops the background vfs.Populate of mapped and waits
+	// for it (nil when not mapped).
+	unpopulate func()
 }
 
 // indexArray is the index block decoded into a flat array so lookups do not
@@ -223,6 +226,12 @@ func NewReader(f vfs.File, size int64, o ReaderOptions) (*Reader, error) {
 	if err := r.open(size); err != nil {
 		vfs.Unmap(r.mapped)
 		return nil, err
+	}
+	if r.mapped != nil {
+		// Blocks the block cache does not hold are read from the
+		// mapping: its pages are mapped in the background, so that those
+		// reads do not fault (see vfs.Populate).
+		r.unpopulate = vfs.PopulateAsync(r.mapped)
 	}
 	o.LearnedStats.noteOpen(r, 1)
 	return r, nil
@@ -639,6 +648,9 @@ func (r *Reader) FileNum() base.FileNum { return r.o.FileNum }
 // Close closes the file. Iterators must be closed first.
 func (r *Reader) Close() error {
 	r.o.LearnedStats.noteOpen(r, -1)
+	if r.unpopulate != nil {
+		r.unpopulate()
+	}
 	err := vfs.Unmap(r.mapped)
 	r.mapped = nil
 	if cerr := r.f.Close(); err == nil {
