@@ -201,3 +201,38 @@ func BenchmarkSeekGE(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkScan is one short scan per op, as seekrandom and YCSB E make
+// them: a new iterator, a seek to a random key, 100 rows with their values,
+// Close. Its allocations are the garbage every scan leaves.
+func BenchmarkScan(b *testing.B) {
+	for _, sep := range []bool{false, true} {
+		name := "inline"
+		threshold := -1
+		if sep {
+			name, threshold = "separated", 64
+		}
+		b.Run(name, func(b *testing.B) {
+			db := openBench(b, &Options{Compression: "none", CacheSize: 256 << 20, ValueThreshold: threshold})
+			fillBench(b, db, true)
+			var kb [16]byte
+			rng := rand.New(rand.NewPCG(7, 8))
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				it, err := db.NewIter(nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rows := 0
+				for ok := it.SeekGE(benchKey(kb[:], rng.Uint64N(benchKeys))); ok && rows < 100; ok = it.Next() {
+					_ = it.Value()
+					rows++
+				}
+				if err := it.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
