@@ -116,4 +116,3 @@ func TestPopulateShrunkFile(t *testing.T) {
 	stop()
 	require.NoError(t, Unmap(m))
 }
-
