@@ -172,18 +172,11 @@ func (d *DB) openMappings(stop <-chan struct{}) {
 			return budget <= 0
 		}
 	}
-	local := func(t base.FileType, num base.FileNum) bool {
-		if d.shared == nil {
-			return true
-		}
-		_, shared := d.shared.files.Shared(t, num)
-		return !shared || d.shared.files.HasLocal(t, num)
-	}
 	for _, m := range rs.version.SortedVlogs() {
 		if stopped() {
 			return
 		}
-		if !local(base.FileTypeVlog, m.FileNum) {
+		if d.isRemoteOnly(base.FileTypeVlog, m.FileNum) {
 			continue
 		}
 		budget--
@@ -192,7 +185,7 @@ func (d *DB) openMappings(stop <-chan struct{}) {
 		}
 	}
 	rs.version.Files(func(_ int, f *manifest.FileMetadata) {
-		if stopped() || !local(base.FileTypeTable, f.FileNum) {
+		if stopped() || d.isRemoteOnly(base.FileTypeTable, f.FileNum) {
 			return
 		}
 		budget--

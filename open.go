@@ -90,7 +90,7 @@ func open(dirname string, o *Options, lock io.Closer) (db *DB, err error) {
 	}
 	d.files = filecache.New(o.MaxOpenFiles)
 	d.tableCache = newTableCache(fs, dirname, d.cache, d.files, o)
-	d.vlogs = vlog.NewReaderCache(fs, dirname, d.cache, d.files)
+	d.vlogs = vlog.NewReaderCache(fs, dirname, d.cache, d.files, !d.opts.DisablePrefault)
 	d.memPool.size = int(o.MemTableSize)
 	d.memPool.release = d.releaseMemtable
 	d.observer, _ = o.SeparationPolicy.(vlog.Observer)

@@ -28,6 +28,9 @@ type tableCache struct {
 	// what the open tables' indexes hold and the lookups they serve.
 	noLearned bool
 	learned   sstable.LearnedStats
+	// populate: readers populate their mappings (Options.DisablePrefault
+	// off; see sstable.ReaderOptions.Populate).
+	populate bool
 	// openFile, if set, opens a table for reading (the DB's, which knows
 	// shared files); otherwise the table is read from the directory.
 	openFile func(base.FileNum) (vfs.File, error)
@@ -48,7 +51,7 @@ type tableHandle struct {
 }
 
 func newTableCache(fs vfs.FS, dirname string, c *cache.Cache, files *filecache.Cache, o *Options) *tableCache {
-	tc := &tableCache{fs: fs, dirname: dirname, cache: c, files: files, noLearned: o.DisableLearnedIndex}
+	tc := &tableCache{fs: fs, dirname: dirname, cache: c, files: files, noLearned: o.DisableLearnedIndex, populate: !o.DisablePrefault}
 	if c != nil {
 		tc.cacheID = c.NewID()
 	}
@@ -94,7 +97,7 @@ func (tc *tableCache) open(f *manifest.FileMetadata) (*openTable, error) {
 	// footer.
 	vfs.Prefetch(file, int64(f.Size)-tableTailPrefetch(int64(f.Size)), tableTailPrefetch(int64(f.Size)))
 	opts := sstable.ReaderOptions{CacheID: tc.cacheID, FileNum: f.FileNum, FileName: name,
-		DisableLearned: tc.noLearned, LearnedStats: &tc.learned, Map: true}
+		DisableLearned: tc.noLearned, LearnedStats: &tc.learned, Map: true, Populate: tc.populate}
 	if tc.cache != nil {
 		opts.Cache = tc.cache
 	}

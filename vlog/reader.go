@@ -32,6 +32,10 @@ type ReaderOptions struct {
 	// then costs no system call, and the value cache is not used. Default
 	// false.
 	Map bool
+	// Populate, with Map, maps the pages of a finished file that the page
+	// cache holds in the background (vfs.PopulateAsync): a read that
+	// faults costs far more. Default false.
+	Populate bool
 }
 
 // Reader reads one value-log file by pointer. Its methods are safe for
@@ -128,11 +132,9 @@ func NewReader(f vfs.File, fileNum base.FileNum, size int64, o ReaderOptions) (*
 		}
 		if ok {
 			r.mapped, r.cache = m, nil
-			// The pages the page cache holds (a file just written, or
-			// read before the database reopened) are mapped in the
-			// background: a read that faults costs far more (see
-			// vfs.Populate).
-			r.unpopulate = vfs.PopulateAsync(m)
+			if o.Populate {
+				r.unpopulate = vfs.PopulateAsync(m)
+			}
 		}
 	}
 	return r, nil

@@ -31,6 +31,9 @@ type ReaderCache struct {
 	files   *filecache.Cache
 	// openFile, if set, opens a value log for reading (see SetOpener).
 	openFile func(base.FileNum) (vfs.File, error)
+	// populate: the Readers populate their mappings (see
+	// ReaderOptions.Populate).
+	populate bool
 }
 
 // SetOpener makes the cache open value logs with open (a database whose
@@ -39,9 +42,10 @@ type ReaderCache struct {
 func (rc *ReaderCache) SetOpener(open func(base.FileNum) (vfs.File, error)) { rc.openFile = open }
 
 // NewReaderCache returns a cache of the value logs in dirname. c, the value
-// cache, may be nil.
-func NewReaderCache(fs vfs.FS, dirname string, c *cache.Cache, files *filecache.Cache) *ReaderCache {
-	rc := &ReaderCache{fs: fs, dirname: dirname, cache: c, files: files}
+// cache, may be nil. With populate, the Readers it opens populate their
+// mappings (see ReaderOptions.Populate).
+func NewReaderCache(fs vfs.FS, dirname string, c *cache.Cache, files *filecache.Cache, populate bool) *ReaderCache {
+	rc := &ReaderCache{fs: fs, dirname: dirname, cache: c, files: files, populate: populate}
 	if c != nil {
 		rc.cacheID = c.NewID()
 	}
@@ -101,7 +105,7 @@ func (rc *ReaderCache) open(m *manifest.VlogMetadata, next *Pointer) (*Reader, e
 	if next != nil {
 		vfs.Prefetch(f, int64(next.Offset), int64(next.Length))
 	}
-	r, err := NewReader(f, m.FileNum, int64(m.Size), ReaderOptions{Cache: rc.cache, CacheID: rc.cacheID, FileName: name, Map: true})
+	r, err := NewReader(f, m.FileNum, int64(m.Size), ReaderOptions{Cache: rc.cache, CacheID: rc.cacheID, FileName: name, Map: true, Populate: rc.populate})
 	if err != nil {
 		f.Close()
 		return nil, err

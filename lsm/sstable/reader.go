@@ -47,6 +47,10 @@ type ReaderOptions struct {
 	// system call. The file must not change while the Reader is open (a
 	// table never does). Default false.
 	Map bool
+	// Populate, with Map, maps the pages of the file the page cache holds
+	// in the background (vfs.PopulateAsync), so that reads of blocks the
+	// block cache does not hold do not fault. Default false.
+	Populate bool
 }
 
 // Reader reads one table. It is safe for concurrent use: every read goes
@@ -227,10 +231,7 @@ func NewReader(f vfs.File, size int64, o ReaderOptions) (*Reader, error) {
 		vfs.Unmap(r.mapped)
 		return nil, err
 	}
-	if r.mapped != nil {
-		// Blocks the block cache does not hold are read from the
-		// mapping: its pages are mapped in the background, so that those
-		// reads do not fault (see vfs.Populate).
+	if r.mapped != nil && o.Populate {
 		r.unpopulate = vfs.PopulateAsync(r.mapped)
 	}
 	o.LearnedStats.noteOpen(r, 1)
