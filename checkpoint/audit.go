@@ -67,11 +67,14 @@ func (f Finding) String() string {
 
 // AuditReport is what Audit found.
 type AuditReport struct {
-	// Checkpoints are the retained checkpoints' ids.
+	// Checkpoints are the ids of the checkpoints the store's default
+	// registry retains; Named those of each named registry (see Named),
+	// by name.
 	Checkpoints []uint64
-	// DataObjects and ExternalObjects count the objects the registry
-	// holds: its own data objects, and shared files' objects it
-	// references.
+	Named       map[string][]uint64
+	// DataObjects and ExternalObjects count the objects the registries
+	// hold: their own data objects, and shared files' objects they
+	// reference (an object two registries hold counts twice).
 	DataObjects, ExternalObjects int
 	// Pieces and PieceBytes: the pieces the retained checkpoints use.
 	Pieces     int
@@ -123,20 +126,23 @@ func (r *AuditReport) OK() bool {
 }
 
 // auditAttempts bounds how often Audit starts again because an upload
-// committed while it ran (its findings would mix two registries).
+// committed while it ran (its findings would mix two states of a
+// registry).
 const auditAttempts = 3
 
-// Audit checks store s (see AuditReport for what it reports):
+// Audit checks store s (see AuditReport for what it reports), with every
+// registry in it (the default one and the named ones, whichever registry
+// s means):
 //
-//   - the registry loads, its invariants hold, and each retained
+//   - each registry loads, its invariants hold, and each retained
 //     checkpoint's manifest agrees with its pieces and decodes;
 //   - every object the registry holds exists: its own data objects with
 //     exactly their recorded size and, unless Quick, every piece a
 //     retained checkpoint uses with its XXH64; shared files' objects
 //     (external) with at least their pieces' bytes;
-//   - every object the registry holds carries the registry's marker
-//     (one of its own written before markers existed and held by no one
-//     else may lack it: a note);
+//   - every object a registry holds carries the registry's marker (one
+//     of the default registry's own written before markers existed and
+//     held by no one else may lack it: a note);
 //   - for each given instance, every shared file's object holds the
 //     file's range and carries the instance's marker;
 //   - every marker is on an object that exists and that its holder's
@@ -145,9 +151,9 @@ const auditAttempts = 3
 //   - objects under shared/, data/ and checkpoints/ that nothing holds
 //     or names are unreferenced.
 //
-// It reads the registry, lists the whole store once and reads the pieces'
-// bytes; if the registry changed meanwhile (an upload committed), it
-// starts again. It fails only when a request fails: damage is in the
+// It reads the registries, lists the whole store once and reads the
+// pieces' bytes; if a registry changed meanwhile (an upload committed),
+// it starts again. It fails only when a request fails: damage is in the
 // report. On a store in use, strays and unreferenced objects may be work
 // in flight; an audit of a quiet store reports only what crashes left.
 func Audit(ctx context.Context, s Store, opts *AuditOptions) (*AuditReport, error) {
@@ -161,15 +167,15 @@ func Audit(ctx context.Context, s Store, opts *AuditOptions) (*AuditReport, erro
 		if err != nil {
 			return nil, err
 		}
-		after, err := readRegistryBytes(ctx, s)
+		after, err := readRegistries(ctx, s)
 		if err != nil {
 			return nil, err
 		}
-		if !bytes.Equal(before, after) {
+		if !maps.EqualFunc(before, after, bytes.Equal) {
 			if attempt < auditAttempts {
 				continue
 			}
-			a.notef("registry", "the registry changed during each of %d attempts (uploads are committing): what is reported may be their work in flight, and nothing was fixed", attempt)
+			a.notef("registry", "a registry changed during each of %d attempts (uploads are committing): what is reported may be their work in flight, and nothing was fixed", attempt)
 			return a.rep, nil
 		}
 		if o.Fix {
@@ -181,13 +187,40 @@ func Audit(ctx context.Context, s Store, opts *AuditOptions) (*AuditReport, erro
 	}
 }
 
-// readRegistryBytes returns the registry's bytes, nil if there is none.
-func readRegistryBytes(ctx context.Context, s Store) ([]byte, error) {
-	b, err := getAll(ctx, s, registryName)
-	if errors.Is(err, ErrNotExist) {
-		return nil, nil
+// readRegistries returns the bytes of the store's registries, by name
+// ("" for the default one); a registry that does not exist is left out.
+func readRegistries(ctx context.Context, s Store) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	list, err := s.List(ctx, namedRegistryPrefix)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: audit: list the registries: %w", err)
 	}
-	return b, err
+	ids := []registryID{defaultRegistry}
+	for _, o := range list {
+		name := strings.TrimPrefix(o.Name, namedRegistryPrefix)
+		if remote.CheckRegistryName(name) == nil {
+			ids = append(ids, namedRegistry(name))
+		}
+	}
+	for _, id := range ids {
+		b, err := getAll(ctx, s, id.object)
+		if errors.Is(err, ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: audit: %w", err)
+		}
+		out[id.name] = b
+	}
+	return out, nil
+}
+
+// auditReg is a registry an audit checks.
+type auditReg struct {
+	id registryID
+	// reg is nil if the registry could not be decoded (then nothing is
+	// known of what it holds).
+	reg *registry
 }
 
 // auditor is one pass of Audit.
@@ -197,9 +230,8 @@ type auditor struct {
 	o   AuditOptions
 	rep *AuditReport
 
-	// reg is the registry, nil if it could not be read (then nothing is
-	// known of what it holds).
-	reg *registry
+	// regs are the store's registries, the default one first.
+	regs []*auditReg
 	// objects are the store's objects and their sizes, markers apart;
 	// marked the holders of each marked object.
 	objects map[string]int64
@@ -233,23 +265,31 @@ func addRef(object, holder string) func(context.Context, Store) (bool, error) {
 	return func(ctx context.Context, s Store) (bool, error) { return true, remote.AddRef(ctx, s, object, holder) }
 }
 
-// run makes one pass and returns the registry's bytes it audited.
-func (a *auditor) run() ([]byte, error) {
-	rb, err := readRegistryBytes(a.ctx, a.s)
+// run makes one pass and returns the registries' bytes it audited.
+func (a *auditor) run() (map[string][]byte, error) {
+	rbs, err := readRegistries(a.ctx, a.s)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint: audit: %w", err)
+		return nil, err
 	}
 	a.given = map[string]bool{}
-	switch {
-	case rb == nil:
-		a.reg = &registry{Format: registryFormat, NextID: 1, Objects: map[string]*regObject{}}
-		a.given[remote.RegistryHolder] = true
-	default:
-		if a.reg, err = decodeRegistry(rb); err != nil {
-			a.problemf(registryName, "%v", err)
-		} else {
-			a.given[remote.RegistryHolder] = true
+	for _, name := range slices.Sorted(maps.Keys(rbs)) {
+		id := defaultRegistry
+		if name != "" {
+			id = namedRegistry(name)
 		}
+		r := &auditReg{id: id}
+		if r.reg, err = decodeRegistry(id, rbs[name]); err != nil {
+			r.reg = nil
+			a.problemf(id.object, "%v", err)
+		} else {
+			a.given[id.holder] = true
+		}
+		a.regs = append(a.regs, r)
+	}
+	if _, ok := rbs[""]; !ok {
+		// No default registry: one with no checkpoint.
+		a.regs = append([]*auditReg{{id: defaultRegistry, reg: emptyRegistry(defaultRegistry)}}, a.regs...)
+		a.given[remote.RegistryHolder] = true
 	}
 	list, err := a.s.List(a.ctx, "")
 	if err != nil {
@@ -271,15 +311,32 @@ func (a *auditor) run() ([]byte, error) {
 		a.objects[o.Name] = o.Size
 	}
 	a.rep.Objects = len(a.objects)
-	if a.reg != nil {
-		if err := a.checkRegistry(); err != nil {
-			return nil, err
+	for _, r := range a.regs {
+		if r.reg != nil {
+			if err := a.checkRegistry(r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// A named registry's marker whose registry does not exist (a crash
+	// before its first commit): a registry with no checkpoint names
+	// nothing.
+	for _, holders := range a.marked {
+		for _, h := range holders {
+			if name, ok := remote.HolderRegistry(h); ok && name != "" && !a.hasRegistry(name) {
+				a.given[h] = true
+			}
 		}
 	}
 	a.checkInstances()
 	a.checkMarkers()
 	a.checkUnreferenced()
-	return rb, nil
+	return rbs, nil
+}
+
+// hasRegistry reports whether the registry called name exists.
+func (a *auditor) hasRegistry(name string) bool {
+	return slices.ContainsFunc(a.regs, func(r *auditReg) bool { return r.id.name == name })
 }
 
 // readHold counts holder's hold (package remote) as holder's markers on
@@ -306,22 +363,29 @@ func (a *auditor) readHold(holder string) error {
 	return nil
 }
 
-// checkRegistry checks the retained checkpoints and the objects the
-// registry holds.
-func (a *auditor) checkRegistry() error {
-	r := a.reg
+// checkRegistry checks the retained checkpoints of ar and the objects it
+// holds.
+func (a *auditor) checkRegistry(ar *auditReg) error {
+	r, holder := ar.reg, ar.id.holder
 	uses := map[pieceRef][]uint64{}
 	for _, c := range r.Checkpoints {
-		a.rep.Checkpoints = append(a.rep.Checkpoints, c.ID)
+		if ar.id.name == "" {
+			a.rep.Checkpoints = append(a.rep.Checkpoints, c.ID)
+		} else {
+			if a.rep.Named == nil {
+				a.rep.Named = map[string][]uint64{}
+			}
+			a.rep.Named[ar.id.name] = append(a.rep.Named[ar.id.name], c.ID)
+		}
 		for _, p := range c.Pieces {
 			uses[p] = append(uses[p], c.ID)
 		}
-		a.checkManifest(c)
+		a.checkManifest(ar, c)
 	}
 	var verify []string
 	for _, name := range slices.Sorted(maps.Keys(r.Objects)) {
 		o := r.Objects[name]
-		a.name(name, remote.RegistryHolder)
+		a.name(name, holder)
 		if o.External {
 			a.rep.ExternalObjects++
 		} else {
@@ -346,28 +410,31 @@ func (a *auditor) checkRegistry() error {
 			verify = append(verify, name)
 		}
 		holders := a.marked[name]
-		if slices.Contains(holders, remote.RegistryHolder) {
+		if slices.Contains(holders, holder) {
 			continue
 		}
 		switch {
 		case o.External:
-			a.problemf(name, "a shared file's object the registry references has no marker of the registry: its database's release of the file would delete it; %s", usesText(name, o, uses)).fix = addRef(name, remote.RegistryHolder)
+			a.problemf(name, "a shared file's object %s references has no marker of %[1]s: its database's release of the file would delete it; %s", ar.id.what(), usesText(name, o, uses)).fix = addRef(name, holder)
 		case len(holders) > 0:
-			a.problemf(name, "no marker of the registry, which uses it, while %s holds it too: the release of that holder's last marker would delete it; %s", strings.Join(holders, ", "), usesText(name, o, uses)).fix = addRef(name, remote.RegistryHolder)
+			a.problemf(name, "no marker of %s, which uses it, while %s holds it too: the release of that holder's last marker would delete it; %s", ar.id.what(), strings.Join(holders, ", "), usesText(name, o, uses)).fix = addRef(name, holder)
+		case ar.id.name != "":
+			a.problemf(name, "no marker of %s, which uses it: a sweep would delete it; %s", ar.id.what(), usesText(name, o, uses)).fix = addRef(name, holder)
 		default:
-			a.notef(name, "no marker of the registry (written before markers existed); nothing else holds it").fix = addRef(name, remote.RegistryHolder)
+			a.notef(name, "no marker of the registry (written before markers existed); nothing else holds it").fix = addRef(name, holder)
 		}
 	}
-	return a.verify(verify, uses)
+	return a.verify(r, verify, uses)
 }
 
 // checkManifest checks that retained checkpoint c's manifest is there,
 // agrees with the pieces the registry gives it, and decodes.
-func (a *auditor) checkManifest(c regCheckpoint) {
+func (a *auditor) checkManifest(ar *auditReg, c regCheckpoint) {
 	m := c.Manifest
+	reg := ar.id.object
 	if m == nil { // format 1: an object of its own
 		name := manifestName(c.ID)
-		a.name(name, remote.RegistryHolder)
+		a.name(name, ar.id.holder)
 		size, ok := a.objects[name]
 		switch {
 		case !ok:
@@ -386,18 +453,18 @@ func (a *auditor) checkManifest(c regCheckpoint) {
 		}
 	}
 	if len(m.Files) != len(c.Pieces) {
-		a.problemf(registryName, "checkpoint %d: %d files in its manifest, %d pieces", c.ID, len(m.Files), len(c.Pieces))
+		a.problemf(reg, "checkpoint %d: %d files in its manifest, %d pieces", c.ID, len(m.Files), len(c.Pieces))
 		return
 	}
 	for j, f := range m.Files {
 		ref := c.Pieces[j]
-		if p := a.reg.piece(ref); p == nil || p.File != f.Name || p.Size != f.Size || p.Checksum != f.Checksum {
-			a.problemf(registryName, "checkpoint %d: its file %s (%d bytes) is not the piece at offset %d of %s", c.ID, f.Name, f.Size, ref.Offset, ref.Object)
+		if p := ar.reg.piece(ref); p == nil || p.File != f.Name || p.Size != f.Size || p.Checksum != f.Checksum {
+			a.problemf(reg, "checkpoint %d: its file %s (%d bytes) is not the piece at offset %d of %s", c.ID, f.Name, f.Size, ref.Offset, ref.Object)
 		}
 	}
 	v, err := decodeDBManifest(m)
 	if err != nil {
-		a.problemf(registryName, "checkpoint %d: %v", c.ID, err)
+		a.problemf(reg, "checkpoint %d: %v", c.ID, err)
 		return
 	}
 	want := versionFileNames(v)
@@ -408,7 +475,7 @@ func (a *auditor) checkManifest(c regCheckpoint) {
 	slices.Sort(want)
 	slices.Sort(got)
 	if !slices.Equal(want, got) {
-		a.problemf(registryName, "checkpoint %d: its database manifest lists %d tables and value logs, its files are %d others", c.ID, len(want), len(got))
+		a.problemf(reg, "checkpoint %d: its database manifest lists %d tables and value logs, its files are %d others", c.ID, len(want), len(got))
 	}
 }
 
@@ -450,11 +517,11 @@ func idsText(ids []uint64) string {
 // verify reads the pieces retained checkpoints use of each named data
 // object (one ranged GET an object, from its first such piece to the end
 // of its last) and checks their XXH64, a few objects at a time.
-func (a *auditor) verify(names []string, uses map[pieceRef][]uint64) error {
+func (a *auditor) verify(r *registry, names []string, uses map[pieceRef][]uint64) error {
 	var mu sync.Mutex
 	return runParallel(a.ctx, 4, len(names), func(ctx context.Context, i int) error {
 		name := names[i]
-		o := a.reg.Objects[name]
+		o := r.Objects[name]
 		var live []regPiece
 		for _, p := range o.Pieces {
 			if p.Refs > 0 {
@@ -560,7 +627,7 @@ func (a *auditor) checkMarkers() {
 			case a.given[h]:
 				a.rep.Strays = append(a.rep.Strays, Finding{Object: object, Holder: h,
 					What: "its holder's state does not name the object (a crash between the marker and the edit that would name it, or one in flight); " + dropper(h)})
-			case h == remote.RegistryHolder:
+			case isRegistryHolder(h):
 				// The registry could not be read: nothing is known.
 			default:
 				if _, ok := remote.HolderInstance(h); ok {
@@ -579,7 +646,7 @@ func (a *auditor) checkMarkers() {
 
 // dropper says who drops holder h's stray markers.
 func dropper(h string) string {
-	if h == remote.RegistryHolder {
+	if isRegistryHolder(h) {
 		return "the next upload's sweep drops it"
 	}
 	return "the instance drops it at its next Open"
@@ -588,14 +655,14 @@ func dropper(h string) string {
 // checkUnreferenced lists the objects nothing holds or names.
 func (a *auditor) checkUnreferenced() {
 	for _, name := range slices.Sorted(maps.Keys(a.objects)) {
-		if name == registryName || len(a.marked[name]) > 0 || len(a.named[name]) > 0 {
+		if name == registryName || strings.HasPrefix(name, namedRegistryPrefix) || len(a.marked[name]) > 0 || len(a.named[name]) > 0 {
 			continue
 		}
 		switch {
 		case remote.IsShared(name):
 		case strings.HasPrefix(name, dataPrefix) || strings.HasPrefix(name, manifestPrefix):
-			if a.reg == nil {
-				continue // whether the registry names it is not known
+			if a.unreadable(name) {
+				continue // whether its registry names it is not known
 			}
 		default:
 			a.notef(name, "not an object this store's formats name (%d bytes)", a.objects[name])
@@ -605,6 +672,30 @@ func (a *auditor) checkUnreferenced() {
 			What: fmt.Sprintf("%d bytes that no marker holds and no registry or given manifest names", a.objects[name]),
 			fix:  func(ctx context.Context, s Store) (bool, error) { return remote.DeleteUnheld(ctx, s, name) }})
 	}
+}
+
+// unreadable reports whether the registry that would name the data or
+// manifest object name (data/<name>/... is the named registry's) could
+// not be decoded.
+func (a *auditor) unreadable(name string) bool {
+	owner := ""
+	if rest, ok := strings.CutPrefix(name, dataPrefix); ok {
+		if i := strings.IndexByte(rest, '/'); i >= 0 {
+			owner = rest[:i]
+		}
+	}
+	for _, r := range a.regs {
+		if r.id.name == owner {
+			return r.reg == nil
+		}
+	}
+	return false // no such registry: it names nothing
+}
+
+// isRegistryHolder reports whether h is a registry's holder name.
+func isRegistryHolder(h string) bool {
+	_, ok := remote.HolderRegistry(h)
+	return ok
 }
 
 // fix makes the repairs of the findings that have one and moves them to

@@ -20,11 +20,25 @@ import (
 // leaves a checkpoint half committed.
 func TestUploadCrash(t *testing.T) {
 	for _, oc := range uploadFaultOptions {
-		t.Run(oc.name, func(t *testing.T) { testUploadCrash(t, oc.opts) })
+		t.Run(oc.name, func(t *testing.T) { testUploadCrash(t, oc.opts, "") })
 	}
+	// Into a named registry, whose objects live under a prefix of its
+	// own: the same, and the audit finds no problem after any crash.
+	t.Run("named", func(t *testing.T) { testUploadCrash(t, uploadFaultOptions[0].opts, "op-1") })
 }
 
-func testUploadCrash(t *testing.T, opts checkpoint.UploadOptions) {
+// view returns s, or its view of registry name.
+func view(t *testing.T, s checkpoint.Store, name string) checkpoint.Store {
+	t.Helper()
+	if name == "" {
+		return s
+	}
+	v, err := checkpoint.Named(s, name)
+	require.NoError(t, err)
+	return v
+}
+
+func testUploadCrash(t *testing.T, opts checkpoint.UploadOptions, name string) {
 	ctx := context.Background()
 	dbfs := vfs.NewMem()
 	db, err := strata.Open("db", smallOptions(dbfs))
@@ -47,7 +61,7 @@ func testUploadCrash(t *testing.T, opts checkpoint.UploadOptions) {
 	})
 	store, err := checkpoint.NewLocalStoreFS(vfs.NewErrorFS(smem, capture), "store")
 	require.NoError(t, err)
-	u, err := checkpoint.NewUploader(store, &opts)
+	u, err := checkpoint.NewUploader(view(t, store, name), &opts)
 	require.NoError(t, err)
 	states := map[uint64]map[string]string{}
 	var moved, copied int64
@@ -67,8 +81,14 @@ func testUploadCrash(t *testing.T, opts checkpoint.UploadOptions) {
 	}
 	t.Logf("%d crash states", len(clones))
 	for n, c := range clones {
-		cs, err := checkpoint.NewLocalStoreFS(c, "store")
+		raw, err := checkpoint.NewLocalStoreFS(c, "store")
 		require.NoError(t, err, "crash %d", n)
+		cs := view(t, raw, name)
+		if name != "" {
+			rep, err := checkpoint.Audit(ctx, raw, &checkpoint.AuditOptions{Quick: true})
+			require.NoError(t, err, "crash %d", n)
+			require.Empty(t, rep.Problems, "crash %d: %v", n, findings(rep.Problems))
+		}
 		ids, err := checkpoint.Checkpoints(ctx, cs)
 		require.NoError(t, err, "crash %d: the registry does not load", n)
 		for _, id := range ids {

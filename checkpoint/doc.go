@@ -86,6 +86,19 @@
 //	                           file (SmallFileSize or larger), or a
 //	                           segment: small files back to back, each a
 //	                           piece (offset, length)
+//	registries/<name>          the registry called name (Named), and its
+//	data/<name>/<id>-<n>-<r>   data objects
+//
+// A store holds one default registry and any number of named ones: the
+// view Named(store, name) means registry name, for Uploaders and every
+// function that reads a registry. Database instances that checkpoint into
+// one store (a stream processor's parallel instances) give each its own
+// name: each registry is replaced by its own uploads only, so they run
+// side by side; it retains its own KeepLast checkpoints, numbered from 1;
+// and since each registry holds its objects by markers of its own (holder
+// "registry-<name>", package remote), one registry's retention never
+// deletes what another's checkpoints or an instance opened from them use.
+// Audit checks every registry of the store.
 //
 // The registry is sealed JSON: the JSON text, "\n", and
 // "xxhash64:<16 hex digits>\n", the XXH64 of the text; a mismatch is an

@@ -84,6 +84,9 @@ type registry struct {
 	// Checkpoints are the retained checkpoints, oldest first.
 	Checkpoints []regCheckpoint       `json:"checkpoints"`
 	Objects     map[string]*regObject `json:"objects"`
+
+	// object is the registry's object in the store (not encoded).
+	object string
 }
 
 type regCheckpoint struct {
@@ -180,31 +183,43 @@ func unseal(name string, b []byte, v any) error {
 // loadRegistry reads the registry, or returns an empty one if the store
 // has none.
 func loadRegistry(ctx context.Context, s Store) (*registry, int64, error) {
-	b, err := getAll(ctx, s, registryName)
+	reg := registryOf(s)
+	b, err := getAll(ctx, s, reg.object)
 	if errors.Is(err, ErrNotExist) {
-		return &registry{Format: registryFormat, NextID: 1, Objects: map[string]*regObject{}}, 0, nil
+		return emptyRegistry(reg), 0, nil
 	}
 	if err != nil {
 		return nil, 0, err
 	}
-	r, err := decodeRegistry(b)
+	r, err := decodeRegistry(reg, b)
 	if err != nil {
 		return nil, 0, err
 	}
 	return r, int64(len(b)), nil
 }
 
-// decodeRegistry decodes the registry's bytes and checks its invariants.
-func decodeRegistry(b []byte) (*registry, error) {
+// emptyRegistry is reg before its first checkpoint.
+func emptyRegistry(reg registryID) *registry {
+	return &registry{Format: registryFormat, NextID: 1, Objects: map[string]*regObject{}, object: reg.object}
+}
+
+// decodeRegistry decodes the bytes of registry reg and checks its
+// invariants.
+func decodeRegistry(reg registryID, b []byte) (*registry, error) {
 	r := &registry{}
-	if err := unseal(registryName, b, r); err != nil {
+	if err := unseal(reg.object, b, r); err != nil {
 		return nil, err
 	}
+	r.object = reg.object
 	if r.Format > registryFormat {
-		return nil, &base.NewerFormatError{File: registryName, What: "checkpoint registry", Version: uint64(r.Format), Newest: registryFormat}
+		return nil, &base.NewerFormatError{File: reg.object, What: "checkpoint registry", Version: uint64(r.Format), Newest: registryFormat}
 	}
 	if r.Format < 1 {
-		return nil, base.CorruptionErrorf(registryName, 0, "registry format %d (formats start at 1)", r.Format)
+		return nil, base.CorruptionErrorf(reg.object, 0, "registry format %d (formats start at 1)", r.Format)
+	}
+	if reg.name != "" && r.Format < registryFormat {
+		// Named registries began with format 2.
+		return nil, base.CorruptionErrorf(reg.object, 0, "registry format %d in a named registry", r.Format)
 	}
 	if r.Objects == nil {
 		r.Objects = map[string]*regObject{}
@@ -220,15 +235,15 @@ func (r *registry) check() error {
 	refs := map[pieceRef]int{}
 	for i, c := range r.Checkpoints {
 		if c.ID >= r.NextID || (i > 0 && c.ID <= r.Checkpoints[i-1].ID) {
-			return base.CorruptionErrorf(registryName, -1, "checkpoint ids out of order at %d (next id %d)", c.ID, r.NextID)
+			return base.CorruptionErrorf(r.object, -1, "checkpoint ids out of order at %d (next id %d)", c.ID, r.NextID)
 		}
 		if m := c.Manifest; m != nil && (m.ID != c.ID || len(m.Files) != len(c.Pieces)) {
-			return base.CorruptionErrorf(registryName, -1, "checkpoint %d: its manifest is of checkpoint %d with %d files, for %d pieces", c.ID, m.ID, len(m.Files), len(c.Pieces))
+			return base.CorruptionErrorf(r.object, -1, "checkpoint %d: its manifest is of checkpoint %d with %d files, for %d pieces", c.ID, m.ID, len(m.Files), len(c.Pieces))
 		}
 		if c.Manifest == nil && c.ManifestSize <= 0 {
 			// (A format-2 registry may still hold checkpoints of format 1,
 			// whose manifests are objects, until they are dropped.)
-			return base.CorruptionErrorf(registryName, -1, "checkpoint %d has no manifest", c.ID)
+			return base.CorruptionErrorf(r.object, -1, "checkpoint %d has no manifest", c.ID)
 		}
 		for _, p := range c.Pieces {
 			refs[p]++
@@ -239,25 +254,25 @@ func (r *registry) check() error {
 		live := false
 		for _, p := range o.Pieces {
 			if p.Offset < end || p.Size < 0 {
-				return base.CorruptionErrorf(registryName, -1, "object %s: pieces overlap or out of order at offset %d", name, p.Offset)
+				return base.CorruptionErrorf(r.object, -1, "object %s: pieces overlap or out of order at offset %d", name, p.Offset)
 			}
 			end = p.Offset + p.Size
 			if refs[pieceRef{name, p.Offset}] != p.Refs {
-				return base.CorruptionErrorf(registryName, -1, "object %s offset %d: %d references recorded, %d retained checkpoints use it",
+				return base.CorruptionErrorf(r.object, -1, "object %s offset %d: %d references recorded, %d retained checkpoints use it",
 					name, p.Offset, p.Refs, refs[pieceRef{name, p.Offset}])
 			}
 			delete(refs, pieceRef{name, p.Offset})
 			live = live || p.Refs > 0
 		}
 		if end > o.Size {
-			return base.CorruptionErrorf(registryName, -1, "object %s: pieces end at %d, past its %d bytes", name, end, o.Size)
+			return base.CorruptionErrorf(r.object, -1, "object %s: pieces end at %d, past its %d bytes", name, end, o.Size)
 		}
 		if !live {
-			return base.CorruptionErrorf(registryName, -1, "object %s: no retained checkpoint uses it", name)
+			return base.CorruptionErrorf(r.object, -1, "object %s: no retained checkpoint uses it", name)
 		}
 	}
 	for p := range refs {
-		return base.CorruptionErrorf(registryName, -1, "a checkpoint uses %s offset %d, which the registry does not hold", p.Object, p.Offset)
+		return base.CorruptionErrorf(r.object, -1, "a checkpoint uses %s offset %d, which the registry does not hold", p.Object, p.Offset)
 	}
 	return nil
 }
@@ -278,7 +293,7 @@ func (r *registry) piece(ref pieceRef) *regPiece {
 // clone returns a deep copy, for building the next registry without
 // touching the current one.
 func (r *registry) clone() *registry {
-	c := &registry{Format: r.Format, NextID: r.NextID, Objects: make(map[string]*regObject, len(r.Objects))}
+	c := &registry{Format: r.Format, NextID: r.NextID, Objects: make(map[string]*regObject, len(r.Objects)), object: r.object}
 	for _, ck := range r.Checkpoints {
 		ck.Pieces = append([]pieceRef(nil), ck.Pieces...)
 		c.Checkpoints = append(c.Checkpoints, ck)
@@ -334,7 +349,11 @@ func (r *registry) manifest(ctx context.Context, s Store, id uint64) (*Manifest,
 	i, found := slices.BinarySearchFunc(r.Checkpoints, id, func(c regCheckpoint, id uint64) int { return cmp.Compare(c.ID, id) })
 	if !found {
 		// Not retained: only a format-1 store may still hold its
-		// manifest (being dropped), whose handles are all there is.
+		// manifest (being dropped), whose handles are all there is; a
+		// named registry was never of format 1.
+		if r.object != registryName {
+			return nil, fmt.Errorf("%w: registry %s retains no checkpoint %d", ErrNotExist, r.object, id)
+		}
 		m, err := readManifest(ctx, s, id)
 		if errors.Is(err, ErrNotExist) {
 			return nil, fmt.Errorf("%w: the store retains no checkpoint %d", ErrNotExist, id)
@@ -352,13 +371,13 @@ func (r *registry) manifest(ctx context.Context, s Store, id uint64) (*Manifest,
 		return nil, err
 	}
 	if len(ck.Pieces) != len(m.Files) {
-		return nil, base.CorruptionErrorf(registryName, -1, "checkpoint %d: the registry holds %d pieces, its manifest %d files", id, len(ck.Pieces), len(m.Files))
+		return nil, base.CorruptionErrorf(r.object, -1, "checkpoint %d: the registry holds %d pieces, its manifest %d files", id, len(ck.Pieces), len(m.Files))
 	}
 	for j := range m.Files {
 		f, ref := &m.Files[j], ck.Pieces[j]
 		p := r.piece(ref)
 		if p == nil || p.File != f.Name || p.Size != f.Size || p.Checksum != f.Checksum {
-			return nil, base.CorruptionErrorf(registryName, -1, "checkpoint %d: the registry's piece %s offset %d is not its file %s", id, ref.Object, ref.Offset, f.Name)
+			return nil, base.CorruptionErrorf(r.object, -1, "checkpoint %d: the registry's piece %s offset %d is not its file %s", id, ref.Object, ref.Offset, f.Name)
 		}
 		f.Object, f.Offset = ref.Object, ref.Offset
 	}

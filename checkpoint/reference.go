@@ -65,7 +65,7 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 	}
 	// In parallel: one round trip each would make Open wait for as many
 	// as the checkpoint has objects.
-	if _, err := remote.AddRefs(ctx, s, unmarked, remote.RegistryHolder); err != nil {
+	if _, err := remote.AddRefs(ctx, s, unmarked, registryOf(s).holder); err != nil {
 		return err
 	}
 	// The instance holds them all by one hold (remote.PutHold), one

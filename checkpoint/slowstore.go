@@ -172,6 +172,9 @@ func NewSlowStore(s Store, o SlowOptions) (*SlowStore, error) {
 	return &SlowStore{s: s, o: o, rng: rand.New(rand.NewPCG(o.Seed, o.Seed^0x5105_7023))}, nil
 }
 
+// registry is the registry of the store it wraps (see Named).
+func (s *SlowStore) registry() registryID { return registryOf(s.s) }
+
 // Stats returns the counts so far.
 func (s *SlowStore) Stats() SlowStats {
 	return SlowStats{

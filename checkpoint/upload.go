@@ -25,9 +25,9 @@ import (
 // UploadOptions configure an Uploader. The zero value of each field means
 // its default.
 type UploadOptions struct {
-	// KeepLast is how many checkpoints the store retains (default 3); an
-	// upload that commits drops the oldest ones beyond it, and the objects
-	// only they used.
+	// KeepLast is how many checkpoints the registry retains (default 3;
+	// each registry of a store its own, see Named); an upload that commits
+	// drops the oldest ones beyond it, and the objects only they used.
 	KeepLast int
 	// SmallFileSize: files smaller than this (bytes, default SegmentSize)
 	// are packed into segment objects; larger ones get an object each.
@@ -107,12 +107,16 @@ func (o *UploadOptions) withDefaults() (UploadOptions, error) {
 // Uploader writes incremental checkpoints of one database into a Store.
 // It remembers the checksums of the files it has seen, so it must not be
 // shared between databases; a new Uploader (after a restart) finds the
-// files the store already holds by name, size and checksum. One store
+// files the store already holds by name, size and checksum. One registry
 // takes checkpoints from one Uploader at a time: uploads through one
-// Uploader are serialized, but two Uploaders on one store would race.
+// Uploader are serialized, but two Uploaders on one registry would race.
+// Several databases checkpoint into one store through views of it with a
+// registry each (Named), whose uploads run side by side.
 type Uploader struct {
 	store Store
 	opts  UploadOptions
+	// reg is the registry of the store the uploads commit to.
+	reg registryID
 
 	// mu serializes uploads and, in UploadPinned, the pinning of the
 	// state each one uploads, so that the ids of those follow their states.
@@ -131,7 +135,7 @@ func NewUploader(s Store, opts *UploadOptions) (*Uploader, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Uploader{store: s, opts: o, sums: map[fileKey]uint64{}}, nil
+	return &Uploader{store: s, opts: o, reg: registryOf(s), sums: map[fileKey]uint64{}}, nil
 }
 
 // Store returns the uploader's store.

@@ -36,7 +36,7 @@ func (up *upload) write() error {
 		// The registry's marker first: an object never exists without
 		// one (see package remote), so an instance that opens a
 		// checkpoint can hold the object by a marker of its own.
-		if err := remote.AddRef(ctx, up.u.store, o.name, remote.RegistryHolder); err != nil {
+		if err := remote.AddRef(ctx, up.u.store, o.name, up.u.reg.holder); err != nil {
 			return err
 		}
 		return up.u.putObject(ctx, up.src, o)
@@ -64,7 +64,7 @@ type plannedObject struct {
 func (u *Uploader) planObjects(id uint64, files []*localFile) []*plannedObject {
 	var objs []*plannedObject
 	newObj := func(segment bool, group int) *plannedObject {
-		o := &plannedObject{name: fmt.Sprintf("%s%020d-%04d-%08x", dataPrefix, id, len(objs), rand.Uint32()), segment: segment, group: group}
+		o := &plannedObject{name: fmt.Sprintf("%s%020d-%04d-%08x", u.reg.data, id, len(objs), rand.Uint32()), segment: segment, group: group}
 		objs = append(objs, o)
 		return o
 	}

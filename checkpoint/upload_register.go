@@ -124,7 +124,7 @@ func (up *upload) commit() error {
 	if err != nil {
 		return fmt.Errorf("checkpoint: encode registry: %w", err)
 	}
-	if err := up.u.store.Put(up.ctx, registryName, strings.NewReader(string(rb)), int64(len(rb))); err != nil {
+	if err := up.u.store.Put(up.ctx, up.u.reg.object, strings.NewReader(string(rb)), int64(len(rb))); err != nil {
 		// The Put may have replaced the registry before failing: look.
 		got, _, lerr := loadRegistry(up.ctx, up.u.store)
 		switch {

@@ -407,9 +407,9 @@ func TestSweepChoice(t *testing.T) {
 			if objects == nil {
 				objects = map[string]*regObject{}
 			}
-			r := &registry{Objects: objects, Checkpoints: tc.checkpoints}
+			r := &registry{Objects: objects, Checkpoints: tc.checkpoints, object: registryName}
 			unused := dropUnused(r, tc.dropped)
-			got := toSweep(r, unused, tc.listed, tc.marked)
+			got := toSweep(r, remote.RegistryHolder, unused, tc.listed, tc.marked)
 			require.ElementsMatch(t, tc.want, got)
 			var kept []string
 			for name := range r.Objects {

@@ -9,8 +9,10 @@ package checkpoint
 // only when no registry the store may hold names it.
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/strata-db/strata/remote"
@@ -49,7 +51,7 @@ func (up *upload) hold() error {
 	// Every one counts as held before its request, which may write the
 	// marker and fail all the same: abort drops them all.
 	up.held = append(up.held, up.external...)
-	_, err := remote.AddRefs(up.ctx, up.u.store, up.external, remote.RegistryHolder)
+	_, err := remote.AddRefs(up.ctx, up.u.store, up.external, up.u.reg.holder)
 	return err
 }
 
@@ -66,14 +68,9 @@ func (up *upload) hold() error {
 // registry names none of what it deletes; a crash part way leaves objects
 // no registry names, which the next sweep finds.
 func (up *upload) sweep() {
-	var listed []ObjectInfo
-	for _, prefix := range []string{dataPrefix, manifestPrefix} {
-		list, err := up.u.store.List(up.ctx, prefix)
-		if err != nil {
-			up.stats.CleanupErrors++
-			continue
-		}
-		listed = append(listed, list...)
+	listed, err := up.u.listOwn(up.ctx)
+	if err != nil {
+		up.stats.CleanupErrors++
 	}
 	marked, err := remote.Marked(up.ctx, up.u.store)
 	if err != nil {
@@ -84,7 +81,7 @@ func (up *upload) sweep() {
 	// marker's Delete, the Lists of markers and holds, the object's
 	// Delete), and a checkpoint after much compaction drops dozens of
 	// objects, which the upload's caller would wait for one by one.
-	names := toSweep(up.next, up.unused, listed, marked)
+	names := toSweep(up.next, up.u.reg.holder, up.unused, listed, marked)
 	var mu sync.Mutex
 	_ = runParallel(up.ctx, sweepParallel, len(names), func(ctx context.Context, i int) error {
 		err := up.u.release(ctx, names[i], marked[names[i]])
@@ -97,6 +94,34 @@ func (up *upload) sweep() {
 		}
 		return nil // the others go on
 	})
+}
+
+// listOwn lists the objects the uploader's registry may have written:
+// under its data prefix, and for the store's default registry the
+// manifests of format 1, leaving out the named registries' data objects
+// (each registry sweeps its own). What one List returned stays in the
+// result when another fails.
+func (u *Uploader) listOwn(ctx context.Context) ([]ObjectInfo, error) {
+	prefixes := []string{u.reg.data}
+	if u.reg.name == "" {
+		prefixes = append(prefixes, manifestPrefix)
+	}
+	var listed []ObjectInfo
+	var firstErr error
+	for _, prefix := range prefixes {
+		list, err := u.store.List(ctx, prefix)
+		if err != nil {
+			firstErr = cmp.Or(firstErr, err)
+			continue
+		}
+		for _, o := range list {
+			if u.reg.name == "" && strings.HasPrefix(o.Name, dataPrefix) && strings.Contains(o.Name[len(dataPrefix):], "/") {
+				continue // a named registry's
+			}
+			listed = append(listed, o)
+		}
+	}
+	return listed, firstErr
 }
 
 // sweepParallel bounds the releases a sweep has in flight.
@@ -113,10 +138,10 @@ func (u *Uploader) release(ctx context.Context, name string, holders []string) e
 		_, err := remote.DeleteUnheld(ctx, u.store, name)
 		return err
 	}
-	if !slices.Contains(holders, remote.RegistryHolder) {
+	if !slices.Contains(holders, u.reg.holder) {
 		return nil // others hold it; the registry never did or no longer does
 	}
-	_, err := remote.DropRef(ctx, u.store, name, remote.RegistryHolder)
+	_, err := remote.DropRef(ctx, u.store, name, u.reg.holder)
 	return err
 }
 
@@ -125,7 +150,7 @@ func (u *Uploader) release(ctx context.Context, name string, holders []string) e
 // that r does not name, and the objects r does not name that marked says
 // the registry marks (a crash between a marker and the commit naming its
 // object leaves one).
-func toSweep(r *registry, unused []string, listed []ObjectInfo, marked map[string][]string) []string {
+func toSweep(r *registry, holder string, unused []string, listed []ObjectInfo, marked map[string][]string) []string {
 	keep := r.names()
 	del := make([]string, 0, len(unused))
 	seen := map[string]bool{}
@@ -143,7 +168,7 @@ func toSweep(r *registry, unused []string, listed []ObjectInfo, marked map[strin
 	}
 	var stray []string
 	for name, holders := range marked {
-		if !keep[name] && !seen[name] && slices.Contains(holders, remote.RegistryHolder) {
+		if !keep[name] && !seen[name] && slices.Contains(holders, holder) {
 			stray = append(stray, name)
 		}
 	}
@@ -158,7 +183,7 @@ func toSweep(r *registry, unused []string, listed []ObjectInfo, marked map[strin
 // names returns the names of the objects r names: itself, its data
 // objects and the manifest objects of its format-1 checkpoints.
 func (r *registry) names() map[string]bool {
-	keep := map[string]bool{registryName: true}
+	keep := map[string]bool{r.object: true}
 	for name := range r.Objects {
 		keep[name] = true
 	}

@@ -11,6 +11,7 @@
 //	shared/<instance>/<NNNNNN>.vlog   a value log an instance shared
 //	data/<id>-<n>-<random>            a checkpoint's data object (package
 //	                                  checkpoint): one file or a segment
+//	data/<name>/<id>-<n>-<random>     one of the registry called name
 //	refs/<object>/<holder>            a reference marker (empty)
 //	holds/<holder>                    a hold: the objects an instance
 //	                                  opened from a checkpoint holds
@@ -27,7 +28,8 @@
 // # References and deletion
 //
 // A holder is an instance ("i-<instance>") or a store's checkpoint
-// registry ("registry"). Each holder of an object has a marker on it for
+// registry ("registry" for its default one, "registry-<name>" for a named
+// one). Each holder of an object has a marker on it for
 // as long as it may use the object; the object is deleted with its last
 // marker. refs.go states the three rules that keep this safe against a
 // crash between any two store requests (a marker before anything durable

@@ -62,6 +62,46 @@ func HolderInstance(holder string) (string, bool) {
 // checkpoint refers to it.
 const RegistryHolder = "registry"
 
+// namedRegistryPrefix begins the holder name of a named registry.
+const namedRegistryPrefix = "registry-"
+
+// NamedRegistryHolder returns the holder name of the checkpoint registry
+// called name (package checkpoint's Named): "registry-<name>"; the
+// store's default registry, name "", is RegistryHolder.
+func NamedRegistryHolder(name string) string {
+	if name == "" {
+		return RegistryHolder
+	}
+	return namedRegistryPrefix + name
+}
+
+// HolderRegistry returns the name of the checkpoint registry whose holder
+// name holder is ("" for the default registry), and whether it is one.
+func HolderRegistry(holder string) (string, bool) {
+	if holder == RegistryHolder {
+		return "", true
+	}
+	name, ok := strings.CutPrefix(holder, namedRegistryPrefix)
+	return name, ok && CheckRegistryName(name) == nil
+}
+
+// CheckRegistryName reports whether name may name a checkpoint registry:
+// 1 to 64 ASCII letters, digits, '.', '_' and '-', beginning with a letter
+// or digit.
+func CheckRegistryName(name string) error {
+	if name == "" || len(name) > 64 {
+		return fmt.Errorf("remote: invalid registry name %q: empty or longer than 64 bytes", name)
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		alnum := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+		if !alnum && (i == 0 || c != '.' && c != '_' && c != '-') {
+			return fmt.Errorf("remote: invalid registry name %q: character %q at %d", name, c, i)
+		}
+	}
+	return nil
+}
+
 // MarkerName returns the name of holder's reference marker on object.
 func MarkerName(object, holder string) string { return refsPrefix + object + "/" + holder }
 

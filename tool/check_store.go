@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/strata-db/strata"
@@ -51,6 +53,9 @@ func (r *StoreCheckReport) Write(w io.Writer) {
 	if a := r.Audit; a != nil {
 		fmt.Fprintf(w, "  registry    %d retained checkpoints %s: %d data objects, %d shared files' objects; %d pieces (%d bytes)\n",
 			len(a.Checkpoints), idList(a.Checkpoints), a.DataObjects, a.ExternalObjects, a.Pieces, a.PieceBytes)
+		for _, name := range slices.Sorted(maps.Keys(a.Named)) {
+			fmt.Fprintf(w, "  registry %s: %d retained checkpoints %s\n", name, len(a.Named[name]), idList(a.Named[name]))
+		}
 		if a.VerifiedPieces > 0 || a.Pieces == 0 {
 			fmt.Fprintf(w, "  verified    %d pieces (%d bytes) against their XXH64\n", a.VerifiedPieces, a.VerifiedBytes)
 		} else {

@@ -18,8 +18,8 @@ import (
 )
 
 // makeStore builds, on fs, a store "store" holding checkpoints of a
-// database "a" and a checkpoint by reference of a database "b" opened
-// from one of them (OpenFromStore: b holds the checkpoint's objects by its
+// database "a" and a checkpoint by reference, in registry "b", of a
+// database "b" opened from one of them (OpenFromStore: b holds the checkpoint's objects by its
 // markers and reads its files from them), and returns b's instance: its
 // shared files and the objects they are in. Nothing runs in the
 // background when it returns.
@@ -51,7 +51,10 @@ func makeStore(t *testing.T, fs vfs.FS) *remote.Instance {
 	for i := range 50 {
 		require.NoError(t, b.Set([]byte(testKey(i)), []byte("b"), strata.NoSync))
 	}
-	ub, err := checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: 3, SmallFileSize: 32 << 10})
+	// b checkpoints into a registry of its own.
+	bs, err := checkpoint.Named(store, "b")
+	require.NoError(t, err)
+	ub, err := checkpoint.NewUploader(bs, &checkpoint.UploadOptions{KeepLast: 3, SmallFileSize: 32 << 10})
 	require.NoError(t, err)
 	_, err = b.CheckpointToStore(ctx, ub)
 	require.NoError(t, err)
@@ -129,7 +132,8 @@ func TestCheckStore(t *testing.T) {
 		fs := fresh()
 		code, out := run(t, fs, "check", "--store", "store", "b")
 		require.Equal(t, 0, code, out)
-		contains(t, out, "registry    3 retained checkpoints (1, 2, 3)")
+		contains(t, out, "registry    2 retained checkpoints (1, 2)")
+		contains(t, out, "registry b: 1 retained checkpoints (1)")
 		contains(t, out, "against their XXH64")
 		contains(t, out, "database    b: instance "+b.ID)
 		contains(t, out, "keys read")
