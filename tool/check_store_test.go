@@ -43,7 +43,12 @@ func makeStore(t *testing.T, fs vfs.FS) *remote.Instance {
 	require.NoError(t, a.Close())
 
 	bo := testOptions(fs)
-	bo.DisableAutomaticCompactions = true
+	// No compaction and no value-log GC: b's files stay those of the
+	// checkpoint, all of which the hold converted below names (a's GC may
+	// not have deleted round 1's value logs, all garbage, before its
+	// second checkpoint; b's would, leaving markers b's state no longer
+	// explains).
+	bo.DisableAutomaticCompactions, bo.DisableGC = true, true
 	b, err := strata.OpenFromStore(ctx, store, 2, "b", bo)
 	require.NoError(t, err)
 	// Small values: the flush writes a table and no value log, and nothing
