@@ -19,8 +19,7 @@ import (
 // value then takes no TLB miss and no page fault beyond one per 2 MiB.
 // Written in smaller pieces, the same file was mapped 4 KiB at a time,
 // and a scan of values at random places in the file paid a TLB miss and a
-// share of a page fault per value. (A LiveWriter's flusher writes its
-// buffers in smaller pieces while whole ones stall it: see writeAdaptive.)
+// share of a page fault per value.
 const writerBufSize = vfs.MapAlign
 
 // writerBufStart is the buffer's first capacity: it doubles as records
