@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 	"unsafe"
 
 	"github.com/strata-db/strata/internal/base"
@@ -59,9 +58,6 @@ type LiveWriter struct {
 	// flushing: the flusher goroutine runs; stop: it should end once
 	// pending is empty.
 	flushing, stop bool
-	// waited: Add waited for the flusher since its last write (see
-	// writeAdaptive).
-	waited bool
 	// aborted: Abort has run; Get refuses.
 	aborted bool
 	// reused counts buffers taken from free (for tests).
@@ -164,7 +160,6 @@ func (l *LiveWriter) handoff(off uint64, b []byte) {
 	}
 	l.cond.Broadcast()
 	for len(l.pending) > maxPending && l.w.err == nil {
-		l.waited = true
 		l.cond.Wait()
 	}
 }
@@ -247,10 +242,11 @@ func (l *LiveWriter) flushLoop() {
 			return
 		}
 		p := l.pending[0]
-		pressed := l.waited
-		l.waited = false
 		l.mu.Unlock()
-		err := writeAdaptive(l.w.f, p.b, pressed)
+		n, err := l.w.f.Write(p.b)
+		if err == nil && n != len(p.b) {
+			err = errors.New("short write")
+		}
 		l.mu.Lock()
 		if err != nil {
 			// The file may now hold part of the buffer: nothing after it
@@ -487,68 +483,4 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 		return nil, err
 	}
 	return append(dst[:base0], val...), nil // v lies after base0: a move down
-}
-
-// The size of the flusher's writes. On a filesystem with large folios
-// (ext4 on recent kernels) the page cache gives a write a folio as large
-// as the write, up to 2 MiB, and a whole buffer written at once (2 MiB,
-// aligned) is held in one 2 MiB folio, which readers map with one huge
-// page (see writerBufSize). But a 2 MiB folio needs 2 MiB of contiguous
-// memory, which the kernel often makes by compacting memory first: once
-// memory is fragmented, a 2 MiB write costs up to 18x the kernel time of
-// the same bytes written 256 KiB at a time (420 MB/s against 7,600 MB/s
-// on the machine of BENCH.md), and a fill of separated values runs at the
-// flusher's pace. So the flusher writes whole buffers while it keeps up,
-// and when a whole-buffer write was slow while the committer waited for
-// it (it is the bottleneck), it writes the next smallWriteRun buffers in
-// writeChunk pieces, then tries a whole one again. The cost: files
-// written in small pieces are read through 4 KiB pages (reads of random
-// values some 15% slower in the measurement that chose this).
-const (
-	writeChunk    = 256 << 10
-	smallWriteRun = 32
-)
-
-// slowBigWrite: a whole buffer written slower than 2 GB/s (memory copies
-// into the page cache run at 7-8 GB/s here) waited for memory. A variable
-// (nanoseconds) for tests that check the whole-buffer writes.
-var slowBigWrite atomic.Int64
-
-func init() { slowBigWrite.Store(int64(time.Millisecond)) }
-
-// smallWrites counts the buffers the process's flushers still write in
-// writeChunk pieces (memory fragmentation is the machine's, not a
-// file's).
-var smallWrites atomic.Int64
-
-// writeAdaptive writes b, a buffer of the flusher, to f: whole, or in
-// writeChunk pieces (see writeChunk); pressed says the committer waited
-// for the flusher since its last write.
-func writeAdaptive(f interface{ Write([]byte) (int, error) }, b []byte, pressed bool) error {
-	if smallWrites.Load() > 0 {
-		smallWrites.Add(-1)
-		return writeChunked(f, b, writeChunk)
-	}
-	start := time.Now()
-	err := writeChunked(f, b, len(b))
-	if err == nil && pressed && len(b) >= writerBufSize && time.Since(start) > time.Duration(slowBigWrite.Load()) {
-		smallWrites.Store(smallWriteRun)
-	}
-	return err
-}
-
-// writeChunked writes b to f in calls of at most chunk bytes.
-func writeChunked(f interface{ Write([]byte) (int, error) }, b []byte, chunk int) error {
-	for len(b) > 0 {
-		c := b[:min(len(b), chunk)]
-		n, err := f.Write(c)
-		if err != nil {
-			return err
-		}
-		if n != len(c) {
-			return errors.New("short write")
-		}
-		b = b[len(c):]
-	}
-	return nil
 }

@@ -132,10 +132,6 @@ func TestWriterLargeRecords(t *testing.T) {
 // multiple of writerBufSize, with records of every size, after a Sync that
 // writes a partial buffer, and across large records written directly.
 func TestWriterAlignedWrites(t *testing.T) {
-	// Whole buffers only (see writeAdaptive), however slow the writes.
-	defer slowBigWrite.Store(slowBigWrite.Load())
-	slowBigWrite.Store(int64(time.Hour))
-	smallWrites.Store(0)
 	rng := rand.New(rand.NewPCG(5, 6))
 	f := newTestFile(t)
 	lw := NewLiveWriter(f, testFileNum)
