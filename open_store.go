@@ -23,7 +23,9 @@ import (
 // one in opts is an error); the database must be opened with it from
 // then on. The instance holds every object it uses by a reference marker
 // (see package remote), so the checkpoint can be dropped afterwards
-// without taking its files from the instance.
+// without taking its files from the instance. s may be a view of a store
+// with a registry of its own (checkpoint.Named); Options.SharedStore may
+// then be the store itself.
 func OpenFromStore(ctx context.Context, s checkpoint.Store, id uint64, dir string, opts *Options) (*DB, error) {
 	var o Options
 	if opts != nil {
@@ -32,12 +34,14 @@ func OpenFromStore(ctx context.Context, s checkpoint.Store, id uint64, dir strin
 	switch {
 	case s == nil:
 		return nil, errors.New("strata: OpenFromStore: no store")
-	case o.SharedStore != nil && o.SharedStore != s:
+	case o.SharedStore != nil && !checkpoint.SameStore(o.SharedStore, s):
 		return nil, errors.New("strata: OpenFromStore: Options.SharedStore is another store than the checkpoint's")
 	case o.ReadOnly:
 		return nil, fmt.Errorf("%w: OpenFromStore writes a new instance (open a restored copy read-only instead)", ErrReadOnly)
 	}
-	o.SharedStore = s
+	if o.SharedStore == nil {
+		o.SharedStore = s
+	}
 	if err := o.Validate(); err != nil {
 		return nil, err
 	}

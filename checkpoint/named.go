@@ -93,6 +93,21 @@ func Named(s Store, name string) (Store, error) {
 // store's default registry, else the name given to Named.
 func RegistryName(s Store) string { return registryOf(s).name }
 
+// SameStore reports whether a and b are one store, or views of one store
+// (Named): they hold the same objects, whichever registry each means.
+func SameStore(a, b Store) bool { return unnamed(a) == unnamed(b) }
+
+// unnamed returns the store a view of Named is of, or s itself.
+func unnamed(s Store) Store {
+	switch v := s.(type) {
+	case *namedStore:
+		return v.Store
+	case *namedComposer:
+		return v.Store
+	}
+	return s
+}
+
 type namedStore struct {
 	Store
 	reg registryID

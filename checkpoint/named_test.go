@@ -123,7 +123,13 @@ func TestNamedRegistries(t *testing.T) {
 			ids, err := checkpoint.Checkpoints(ctx, d.store)
 			require.NoError(t, err)
 			id := ids[len(ids)-1]
-			opened, err = strata.OpenFromStore(ctx, d.store, id, "opened", &strata.Options{FS: fs, SharedCacheSize: 1})
+			// The store itself as the shared store: the view is of it.
+			require.True(t, checkpoint.SameStore(raw, d.store))
+			elsewhere := newStore(t, fs, "elsewhere")
+			require.False(t, checkpoint.SameStore(elsewhere, d.store))
+			_, err = strata.OpenFromStore(ctx, d.store, id, "refused", &strata.Options{FS: fs, SharedStore: elsewhere})
+			require.ErrorContains(t, err, "another store")
+			opened, err = strata.OpenFromStore(ctx, d.store, id, "opened", &strata.Options{FS: fs, SharedCacheSize: 1, SharedStore: raw})
 			require.NoError(t, err)
 			t.Cleanup(func() { opened.Close() })
 			openedState = d.states[id]
