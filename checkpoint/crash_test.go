@@ -71,15 +71,18 @@ func testUploadCrash(t *testing.T, opts checkpoint.UploadOptions, name string) {
 			require.Positive(t, copied, "no upload copied a piece within the store")
 		}
 	}()
-	// Six rounds: with the "move" options, the sixth is the first whose
-	// upload copies a piece within the store (which rounds do depends on
-	// the sizes of the files the writes leave).
-	for round := range 6 {
-		st := overwriteRound(t, db, u, round, states)
+	// Six rounds, and with the "move" options more until an upload has
+	// copied a piece within the store: which round does first depends on
+	// the sizes of the files the writes leave, so on when background
+	// compactions ran (usually the sixth; later under load).
+	needCopy := opts.MinLiveRatio > 0.9
+	rounds := 0
+	for ; rounds < 6 || (needCopy && copied == 0 && rounds < 14); rounds++ {
+		st := overwriteRound(t, db, u, rounds, states)
 		moved += st.ReuploadedBytes
 		copied += st.CopiedBytes
 	}
-	t.Logf("%d crash states", len(clones))
+	t.Logf("%d rounds, %d crash states", rounds, len(clones))
 	for n, c := range clones {
 		raw, err := checkpoint.NewLocalStoreFS(c, "store")
 		require.NoError(t, err, "crash %d", n)
