@@ -204,6 +204,9 @@ func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []b
 		return nil, err, true
 	}
 	defer d.tableCache.release(h)
+	if !h.visible(key) {
+		return nil, nil, false
+	}
 	if h.rangeDels != nil {
 		*tomb = max(*tomb, h.rangeDels.MaxCovering(key, snap))
 	}

@@ -147,7 +147,7 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum, current bool) (*Iterator,
 		iters = append(iters, it)
 		if f.HasRangeDels && extractor == "" {
 			h := it.(*tableIter).h
-			tombs = append(tombs, h.reader.RangeTombstones()...)
+			tombs = append(tombs, h.tombstones()...)
 		}
 	}
 	for level := 1; level < manifest.NumLevels; level++ {
@@ -181,7 +181,7 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum, current bool) (*Iterator,
 			if err != nil {
 				return fail(err)
 			}
-			tombs = append(tombs, h.reader.RangeTombstones()...)
+			tombs = append(tombs, h.tombstones()...)
 			d.tableCache.release(h)
 		}
 		iters = append(iters, merging.NewLevelIter(files, d.newFileIter, it.lower, it.upper))
@@ -204,7 +204,7 @@ func (d *DB) tableMayHoldPrefix(f *manifest.FileMetadata, extractor string, pref
 	}
 	defer d.tableCache.release(h)
 	if f.HasRangeDels {
-		*tombs = append(*tombs, h.reader.RangeTombstones()...)
+		*tombs = append(*tombs, h.tombstones()...)
 	}
 	d.stats.prefixChecked.Add(1)
 	if h.reader.MayContainPrefix(extractor, prefix) {
@@ -221,7 +221,7 @@ func (d *DB) newFileIter(f *manifest.FileMetadata) (base.InternalIterator, error
 	if err != nil {
 		return nil, err
 	}
-	return &tableIter{InternalIterator: h.reader.NewIter(), tc: d.tableCache, h: h}, nil
+	return &tableIter{InternalIterator: h.newIter(), tc: d.tableCache, h: h}, nil
 }
 
 // deleted reports whether the visible entry k, with value v, is deleted

@@ -27,32 +27,82 @@ import (
 // with a registry of its own (checkpoint.Named); Options.SharedStore may
 // then be the store itself.
 func OpenFromStore(ctx context.Context, s checkpoint.Store, id uint64, dir string, opts *Options) (*DB, error) {
+	o, fs, err := storeOptions(s, opts)
+	if err != nil {
+		return nil, fmt.Errorf("strata: OpenFromStore: %w", err)
+	}
+	if err := checkpoint.Reference(ctx, s, id, fs, dir, remote.NewInstanceID()); err != nil {
+		return nil, fmt.Errorf("strata: open checkpoint %d from the store: %w", id, err)
+	}
+	return Open(dir, o)
+}
+
+// OpenRangeFromStore opens as a new database instance in dir (which must
+// not exist or be empty) the union of checkpoints ids of store s
+// restricted to the user keys in [start, end) (nil: no bound), without
+// downloading or copying a file: the rescale of a stream processor, where
+// a new instance takes its key range from one old instance's checkpoint
+// (a split) or several (a union). Tables and value logs are referenced
+// (checkpoint.ReferenceRange says how, and what it refuses: checkpoints
+// that overlap in the range, value logs of two checkpoints under one
+// number); a table that straddles a bound is read through its visible
+// range only, and compactions rewrite it into tables of the range alone.
+// Everything else is as OpenFromStore: reads fetch what they need, the
+// instance holds what it references, and s becomes its SharedStore.
+//
+// Keys outside [start, end) are not in the new database, but nothing
+// stops a later write of one: a stream processor writes only the key
+// groups it owns.
+func OpenRangeFromStore(ctx context.Context, s checkpoint.Store, ids []uint64, start, end []byte, dir string, opts *Options) (*DB, error) {
+	srcs := make([]checkpoint.StoreCheckpoint, len(ids))
+	for i, id := range ids {
+		srcs[i] = checkpoint.StoreCheckpoint{Store: s, ID: id}
+	}
+	return OpenRangeFromCheckpoints(ctx, srcs, start, end, dir, opts)
+}
+
+// OpenRangeFromCheckpoints is OpenRangeFromStore of checkpoints of several
+// registries of one store (each instance's own, checkpoint.Named).
+func OpenRangeFromCheckpoints(ctx context.Context, srcs []checkpoint.StoreCheckpoint, start, end []byte, dir string, opts *Options) (*DB, error) {
+	if len(srcs) == 0 {
+		return nil, errors.New("strata: OpenRangeFromStore: no checkpoint")
+	}
+	o, fs, err := storeOptions(srcs[0].Store, opts)
+	if err != nil {
+		return nil, fmt.Errorf("strata: OpenRangeFromStore: %w", err)
+	}
+	if err := checkpoint.ReferenceRange(ctx, srcs, start, end, fs, dir, remote.NewInstanceID()); err != nil {
+		return nil, fmt.Errorf("strata: open checkpoints %v in [%q, %q) from the store: %w", srcs, start, end, err)
+	}
+	return Open(dir, o)
+}
+
+// storeOptions checks and completes the options of a database opened from
+// store s.
+func storeOptions(s checkpoint.Store, opts *Options) (*Options, vfs.FS, error) {
 	var o Options
 	if opts != nil {
 		o = *opts
 	}
 	switch {
 	case s == nil:
-		return nil, errors.New("strata: OpenFromStore: no store")
+		return nil, nil, errors.New("no store")
 	case o.SharedStore != nil && !checkpoint.SameStore(o.SharedStore, s):
-		return nil, errors.New("strata: OpenFromStore: Options.SharedStore is another store than the checkpoint's")
+		return nil, nil, errors.New("Options.SharedStore is another store than the checkpoint's")
 	case o.ReadOnly:
-		return nil, fmt.Errorf("%w: OpenFromStore writes a new instance (open a restored copy read-only instead)", ErrReadOnly)
+		return nil, nil, fmt.Errorf("%w: opening from the store writes a new instance (open a restored copy read-only instead)", ErrReadOnly)
 	}
 	if o.SharedStore == nil {
 		o.SharedStore = s
 	}
 	if err := o.Validate(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fs := o.FS
 	if fs == nil {
 		fs = vfs.Default
 	}
-	if err := checkpoint.Reference(ctx, s, id, fs, dir, remote.NewInstanceID()); err != nil {
-		return nil, fmt.Errorf("strata: open checkpoint %d from the store: %w", id, err)
-	}
-	return Open(dir, &o)
+	return &o, fs, nil
 }
 
 // warmLoop downloads whole copies of the shared files not cached, at

@@ -93,6 +93,9 @@ func (d *DB) openShared(names []string) error {
 		}
 		instance = remote.NewInstanceID()
 		d.mu.Lock()
+		// Its file numbers from here on are its own (see
+		// remote.NewFileNumBase); the edit records the next one.
+		d.vs.MarkFileNumUsed(remote.NewFileNumBase(d.vs.NextFileNum()) - 1)
 		err := d.vs.LogAndApply(&manifest.VersionEdit{InstanceID: instance})
 		d.mu.Unlock()
 		if err != nil {

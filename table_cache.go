@@ -8,6 +8,7 @@ import (
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/internal/filecache"
 	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/lsm/merging"
 	"github.com/strata-db/strata/lsm/rangedel"
 	"github.com/strata-db/strata/lsm/sstable"
 	"github.com/strata-db/strata/vfs"
@@ -36,10 +37,51 @@ type tableCache struct {
 	openFile func(base.FileNum) (vfs.File, error)
 }
 
-// openTable is a table's reader and what is derived from it once.
+// openTable is a table's reader and what is derived from it once. Of a
+// virtual table (manifest.FileMetadata.Virtual) it shows only what lies in
+// the table's visible range [lower, upper): its iterators, point lookups
+// and range deletions (clipped to the range).
 type openTable struct {
-	reader    *sstable.Reader
-	rangeDels *rangedel.Set
+	reader       *sstable.Reader
+	rangeDels    *rangedel.Set
+	tombs        []base.RangeTombstone
+	virtual      bool
+	lower, upper []byte
+}
+
+// tombstones returns the table's range deletions (within its visible
+// range).
+func (t *openTable) tombstones() []base.RangeTombstone { return t.tombs }
+
+// newIter returns an iterator over the table's point entries (within its
+// visible range).
+func (t *openTable) newIter() base.InternalIterator {
+	if t.virtual {
+		return merging.NewBoundedIter(t.reader.NewIter(), t.lower, t.upper)
+	}
+	return t.reader.NewIter()
+}
+
+// visible reports whether a point lookup of key may find it in the table.
+func (t *openTable) visible(key []byte) bool {
+	return !t.virtual || (base.Compare(key, t.lower) >= 0 && base.Compare(key, t.upper) < 0)
+}
+
+// clipTombstones returns the parts of ts within [lower, upper).
+func clipTombstones(ts []base.RangeTombstone, lower, upper []byte) []base.RangeTombstone {
+	var out []base.RangeTombstone
+	for _, t := range ts {
+		if base.Compare(t.Start, lower) < 0 {
+			t.Start = lower
+		}
+		if base.Compare(t.End, upper) > 0 {
+			t.End = upper
+		}
+		if base.Compare(t.Start, t.End) < 0 {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 func (t *openTable) Close() error { return t.reader.Close() }
@@ -106,7 +148,14 @@ func (tc *tableCache) open(f *manifest.FileMetadata) (*openTable, error) {
 		file.Close()
 		return nil, err
 	}
-	return &openTable{reader: r, rangeDels: rangedel.Build(r.RangeTombstones())}, nil
+	t := &openTable{reader: r, tombs: r.RangeTombstones()}
+	if f.Virtual {
+		t.virtual = true
+		t.lower, t.upper = f.VisibleRange()
+		t.tombs = clipTombstones(t.tombs, t.lower, t.upper)
+	}
+	t.rangeDels = rangedel.Build(t.tombs)
+	return t, nil
 }
 
 // tableTailPrefetch is how much of the end of a table of size bytes an

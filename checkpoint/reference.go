@@ -63,18 +63,7 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 			objects = append(objects, f.Object)
 		}
 	}
-	// In parallel: one round trip each would make Open wait for as many
-	// as the checkpoint has objects.
-	if _, err := remote.AddRefs(ctx, s, unmarked, registryOf(s).holder); err != nil {
-		return err
-	}
-	// The instance holds them all by one hold (remote.PutHold), one
-	// round trip where a marker each would be as many as the checkpoint
-	// has objects; the database turns it into markers after Open
-	// (remote.ConvertHold).
-	if err := remote.PutHold(ctx, s, holder, objects); err != nil {
-		// Its outcome unknown: the hold may be there.
-		_ = remote.DropHold(context.WithoutCancel(ctx), s, holder, objects)
+	if err := holdObjects(ctx, s, unmarked, objects, holder); err != nil {
 		return err
 	}
 	defer func() {
@@ -82,18 +71,8 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 			_ = remote.DropHold(context.WithoutCancel(ctx), s, holder, objects)
 		}
 	}()
-	// The registry held the objects before the marks; if it still
-	// retains the checkpoint with its files in the same places, the
-	// objects were there when the marks were written, and stay.
-	m2, err := ReadManifest(ctx, s, id)
-	if err != nil {
-		if errors.Is(err, ErrNotExist) {
-			return fmt.Errorf("checkpoint: checkpoint %d was dropped while it was being opened: %w", id, err)
-		}
+	if err := stillRetained(ctx, s, m); err != nil {
 		return err
-	}
-	if !slices.Equal(m.Files, m2.Files) {
-		return fmt.Errorf("checkpoint: the files of checkpoint %d moved while it was being opened (an upload emptied their segments); try again", id)
 	}
 
 	ve := v.SnapshotEdit()
@@ -112,7 +91,10 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 		return base.CorruptionErrorf(manifestName(id), -1, "%v", err)
 	}
 	return buildDest(fs, dst, func(tmp string) error {
-		w, err := manifest.WriteSnapshot(fs, tmp, m.ManifestNum, nv, m.NextFileNum, m.LastSeq, m.NextFileNum+1)
+		// The instance's own file numbers start at a base of its own
+		// (remote.NewFileNumBase): another instance opened from the
+		// checkpoint allocates other numbers.
+		w, err := manifest.WriteSnapshot(fs, tmp, m.ManifestNum, nv, m.NextFileNum, m.LastSeq, remote.NewFileNumBase(m.NextFileNum+1))
 		if err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
@@ -124,4 +106,43 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 		}
 		return nil
 	})
+}
+
+// holdObjects has holder (an instance) hold objects by one hold, after the
+// registry's markers on unmarked ones (see Reference). On failure the hold
+// may be there: it is dropped.
+func holdObjects(ctx context.Context, s Store, unmarked, objects []string, holder string) error {
+	// In parallel: one round trip each would make Open wait for as many
+	// as the checkpoint has objects.
+	if _, err := remote.AddRefs(ctx, s, unmarked, registryOf(s).holder); err != nil {
+		return err
+	}
+	// The instance holds them all by one hold (remote.PutHold), one
+	// round trip where a marker each would be as many as the checkpoint
+	// has objects; the database turns it into markers after Open
+	// (remote.ConvertHold).
+	if err := remote.PutHold(ctx, s, holder, objects); err != nil {
+		// Its outcome unknown: the hold may be there.
+		_ = remote.DropHold(context.WithoutCancel(ctx), s, holder, objects)
+		return err
+	}
+	return nil
+}
+
+// stillRetained checks, once the objects of checkpoint m are held, that
+// the registry still retains it with its files where they were: the
+// registry held the objects before the hold, so they were there when it
+// was written, and stay.
+func stillRetained(ctx context.Context, s Store, m *Manifest) error {
+	m2, err := ReadManifest(ctx, s, m.ID)
+	if err != nil {
+		if errors.Is(err, ErrNotExist) {
+			return fmt.Errorf("checkpoint: checkpoint %d was dropped while it was being opened: %w", m.ID, err)
+		}
+		return err
+	}
+	if !slices.Equal(m.Files, m2.Files) {
+		return fmt.Errorf("checkpoint: the files of checkpoint %d moved while it was being opened (an upload emptied their segments); try again", m.ID)
+	}
+	return nil
 }

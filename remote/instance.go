@@ -3,6 +3,7 @@ package remote
 import (
 	"cmp"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 
@@ -63,4 +64,24 @@ func ReadInstance(fs vfs.FS, dir string) (*Instance, error) {
 	})
 	slices.SortFunc(in.Files, func(a, b InstanceFile) int { return cmp.Compare(a.Name, b.Name) })
 	return in, nil
+}
+
+// FileNumSlot is how many file numbers an instance's allocation is given
+// before it may reach numbers another instance allocates.
+const FileNumSlot = 1 << 24
+
+// NewFileNumBase returns where a new instance starts allocating file
+// numbers: past every number in use (past), at a random one of 2^24
+// slots of FileNumSlot numbers. Instances share value logs by number (a
+// table's value pointers name their value log's file number), and a
+// database that takes the key ranges of several instances by reference
+// (a rescale's union) holds the value logs of each: numbers that two
+// instances allocated apart must differ. Instances opened from one
+// checkpoint start past the same numbers, so the start is random; two of
+// them collide only if they draw the same slot (one in 2^24 for a pair)
+// and both reach the other's numbers, which a union detects and refuses.
+// The numbers stay below 2^49 for the first generations, a 7-byte
+// uvarint in every value pointer.
+func NewFileNumBase(past base.FileNum) base.FileNum {
+	return past + base.FileNum(1+rand.Uint64N(FileNumSlot-1))*FileNumSlot
 }

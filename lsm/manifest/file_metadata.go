@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"github.com/strata-db/strata/internal/base"
@@ -32,6 +33,14 @@ type FileMetadata struct {
 	// has one), so that tables whose entries have mostly expired can be
 	// compacted without reading them.
 	Expiry TableExpiry
+	// Virtual says that the table's file may hold keys outside
+	// [Smallest, Largest]: a table of another instance referenced with a
+	// visible range (a key range opened from checkpoints by reference),
+	// of which reads and compactions see only the keys and the parts of
+	// range deletions within the bounds. Its Size, sequence numbers and
+	// VlogRefs are the whole file's: the references of keys outside the
+	// bounds count as live until a compaction rewrites the table.
+	Virtual bool
 
 	// refs counts the versions that contain this file. When it drops to zero
 	// the file is obsolete and may be deleted.
@@ -89,6 +98,9 @@ func (m *FileMetadata) VlogRef(num base.FileNum) VlogRef {
 }
 
 func (m *FileMetadata) String() string {
+	if m.Virtual {
+		return fmt.Sprintf("%s:virtual[%s-%s]", m.FileNum, m.Smallest, m.Largest)
+	}
 	return fmt.Sprintf("%s:[%s-%s]", m.FileNum, m.Smallest, m.Largest)
 }
 
@@ -121,3 +133,48 @@ func (m *FileMetadata) OverlapsRange(start, end []byte) bool {
 // Refs returns the number of versions holding the file (for tests and
 // metrics).
 func (m *FileMetadata) Refs() int32 { return m.refs.Load() }
+
+// Clip returns a copy of m's metadata restricted to the user keys in
+// [start, end) (nil: no bound), or false if none of m's bounds lie in the
+// range: narrower bounds, and virtual if they are narrower than the
+// file's keys. The caller gives the copy its own file number when it
+// joins a version of another database.
+func (m *FileMetadata) Clip(start, end []byte) (*FileMetadata, bool) {
+	if end != nil && base.Compare(m.Smallest.UserKey, end) >= 0 {
+		return nil, false
+	}
+	if start != nil && !m.OverlapsRange(start, nil) {
+		return nil, false
+	}
+	lowCut := start != nil && base.Compare(m.Smallest.UserKey, start) < 0
+	highCut := end != nil && (base.Compare(m.Largest.UserKey, end) > 0 ||
+		(base.Compare(m.Largest.UserKey, end) == 0 && !m.Largest.IsRangeDelSentinel()))
+	c := &FileMetadata{
+		FileNum: m.FileNum, Size: m.Size, Smallest: m.Smallest, Largest: m.Largest,
+		SmallestSeq: m.SmallestSeq, LargestSeq: m.LargestSeq, HasRangeDels: m.HasRangeDels,
+		VlogRefs: m.VlogRefs, VlogRefsKnown: m.VlogRefsKnown, Expiry: m.Expiry,
+		Virtual: m.Virtual || lowCut || highCut,
+	}
+	if lowCut {
+		// The first internal key of start: the largest trailer.
+		c.Smallest = base.InternalKey{UserKey: slices.Clone(start), Trailer: base.RangeDelSentinel}
+	}
+	if highCut {
+		c.Largest = base.InternalKey{UserKey: slices.Clone(end), Trailer: base.RangeDelSentinel}
+	}
+	return c, true
+}
+
+// VisibleRange returns the user keys a virtual table's reads may see:
+// [lower, upper), upper past the largest key (nil for a table that is
+// not virtual: everything in the file).
+func (m *FileMetadata) VisibleRange() (lower, upper []byte) {
+	if !m.Virtual {
+		return nil, nil
+	}
+	upper = m.Largest.UserKey
+	if !m.Largest.IsRangeDelSentinel() {
+		upper = append(slices.Clone(upper), 0) // the key's immediate successor
+	}
+	return m.Smallest.UserKey, upper
+}

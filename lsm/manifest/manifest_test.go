@@ -262,3 +262,63 @@ func TestMergerNameRecorded(t *testing.T) {
 	require.Equal(t, "strata.Counter", vs.Current().SnapshotEdit().MergerName)
 	require.NoError(t, vs.Close())
 }
+
+// TestClipVirtual: a table clipped to a range that holds all of its keys
+// stays as it is; one that straddles a bound gets the bound (the first
+// internal key of start, an exclusive sentinel at end) and is virtual,
+// which an edit records and a version accepts beside a neighbour that
+// starts at the same bound.
+func TestClipVirtual(t *testing.T) {
+	m := meta(9, "c", "m", 5)
+	for _, tc := range []struct {
+		start, end string
+		ok         bool
+		virtual    bool
+		lower      string
+		upper      string
+	}{
+		{"", "", true, false, "", ""},
+		{"a", "z", true, false, "", ""},
+		{"c", "m\x00", true, false, "", ""},
+		{"d", "", true, true, "d", "m\x00"},
+		{"", "m", true, true, "c", "m"},
+		{"e", "g", true, true, "e", "g"},
+		{"m", "z", true, true, "m", "m\x00"},
+		{"n", "z", false, false, "", ""},
+		{"a", "c", false, false, "", ""},
+	} {
+		var start, end []byte
+		if tc.start != "" {
+			start = []byte(tc.start)
+		}
+		if tc.end != "" {
+			end = []byte(tc.end)
+		}
+		c, ok := m.Clip(start, end)
+		require.Equal(t, tc.ok, ok, "[%q, %q)", tc.start, tc.end)
+		if !ok {
+			continue
+		}
+		require.Equal(t, tc.virtual, c.Virtual, "[%q, %q)", tc.start, tc.end)
+		lo, hi := c.VisibleRange()
+		require.Equal(t, tc.lower, string(lo), "[%q, %q)", tc.start, tc.end)
+		require.Equal(t, tc.upper, string(hi), "[%q, %q)", tc.start, tc.end)
+		if tc.virtual {
+			require.True(t, c.ContainsUserKey([]byte(tc.lower)))
+			require.False(t, c.ContainsUserKey([]byte(tc.upper)))
+		}
+	}
+
+	left, _ := meta(10, "a", "k", 3).Clip(nil, []byte("f"))
+	right, _ := m.Clip([]byte("f"), nil)
+	right.FileNum = 11
+	ve := &VersionEdit{NewFiles: []NewFile{{Level: 6, Meta: left}, {Level: 6, Meta: right}}}
+	var got VersionEdit
+	require.NoError(t, got.Decode(ve.Encode(nil)))
+	require.Equal(t, ve.String(), got.String())
+	require.True(t, got.NewFiles[0].Meta.Virtual)
+	require.True(t, got.NewFiles[1].Meta.Virtual)
+	v, err := Apply(nil, &got)
+	require.NoError(t, err)
+	require.NoError(t, v.CheckOrdering())
+}

@@ -69,7 +69,11 @@ const (
 	newFileFlagVlogRefs
 	// newFileFlagExpiry: the expiry summary follows the references.
 	newFileFlagExpiry
-	knownNewFileFlags = newFileFlagRangeDels | newFileFlagVlogRefs | newFileFlagExpiry
+	// newFileFlagVirtual: the table is virtual (FileMetadata.Virtual). A
+	// build that predates it refuses the flag, as it must: it would read
+	// the keys outside the bounds.
+	newFileFlagVirtual
+	knownNewFileFlags = newFileFlagRangeDels | newFileFlagVlogRefs | newFileFlagExpiry | newFileFlagVirtual
 )
 
 // DeletedFile names a file removed from a level.
@@ -205,6 +209,9 @@ func (ve *VersionEdit) Encode(dst []byte) []byte {
 		}
 		if m.Expiry.Expiring > 0 {
 			flags |= newFileFlagExpiry
+		}
+		if m.Virtual {
+			flags |= newFileFlagVirtual
 		}
 		field = binary.AppendUvarint(field, flags)
 		if m.VlogRefsKnown {
@@ -450,6 +457,7 @@ func decodeNewFile(f *decoder) (NewFile, error) {
 		return NewFile{}, fmt.Errorf("file %s: unknown flags %#x", m.FileNum, flags)
 	}
 	m.HasRangeDels = flags&newFileFlagRangeDels != 0
+	m.Virtual = flags&newFileFlagVirtual != 0
 	if flags&newFileFlagVlogRefs != 0 {
 		m.VlogRefsKnown = true
 		n, err := f.uvarint()

@@ -1,0 +1,326 @@
+package strata
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/remote"
+	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/require"
+)
+
+// rescaleKey is key i of the rescale tests' key space (0..1999).
+func rescaleKey(i int) string { return fmt.Sprintf("k%05d", i) }
+
+// rescaleInstance is a database of the rescale tests, its registry in the
+// store, and the model of what it holds.
+type rescaleInstance struct {
+	name string
+	db   *DB
+	reg  checkpoint.Store
+	up   *checkpoint.Uploader
+	want model
+}
+
+func rescaleOptions(fs vfs.FS, store checkpoint.Store) *Options {
+	return &Options{FS: fs, SharedStore: store, SharedFromLevel: 1, SharedCacheSize: 256 << 10,
+		MemTableSize: 16 << 10, ValueThreshold: 256, ValueLogFileSize: 64 << 10, TargetFileSize: 4 << 10,
+		LBaseMaxBytes: 16 << 10}
+}
+
+func newRescaleInstance(t *testing.T, store checkpoint.Store, name string, db *DB, want model) *rescaleInstance {
+	t.Helper()
+	reg, err := checkpoint.Named(store, name)
+	require.NoError(t, err)
+	up, err := checkpoint.NewUploader(reg, &checkpoint.UploadOptions{KeepLast: 2})
+	require.NoError(t, err)
+	return &rescaleInstance{name: name, db: db, reg: reg, up: up, want: want}
+}
+
+// write applies n random writes to keys [lo, hi): sets of values inline
+// and separated, deletions, a range deletion now and then.
+func (in *rescaleInstance) write(t *testing.T, rng *rand.Rand, lo, hi, n, round int) {
+	t.Helper()
+	for range n {
+		i := lo + rng.IntN(hi-lo)
+		k := rescaleKey(i)
+		switch r := rng.IntN(100); {
+		case r < 8:
+			require.NoError(t, in.db.Delete([]byte(k), NoSync))
+			delete(in.want, k)
+		case r < 9:
+			j := min(hi, i+1+rng.IntN(20))
+			require.NoError(t, in.db.DeleteRange([]byte(k), []byte(rescaleKey(j)), NoSync))
+			in.want.deleteRange(k, rescaleKey(j))
+		default:
+			v := fmt.Sprintf("%s-%d-%s", k, round, string(make([]byte, rng.IntN(900))))
+			require.NoError(t, in.db.Set([]byte(k), []byte(v), NoSync))
+			in.want[k] = v
+		}
+	}
+}
+
+func (in *rescaleInstance) checkpoint(t *testing.T) checkpoint.StoreCheckpoint {
+	t.Helper()
+	st, err := in.db.CheckpointToStore(t.Context(), in.up)
+	require.NoError(t, err)
+	return checkpoint.StoreCheckpoint{Store: in.reg, ID: st.ID}
+}
+
+// check requires that the instance holds exactly its model: a forward
+// and a backward scan, and point reads of every key of the key space
+// (those outside its range are not found).
+func (in *rescaleInstance) check(t *testing.T, what string) {
+	t.Helper()
+	got, err := readAll(t, in.db)
+	require.NoError(t, err, what)
+	require.Equal(t, in.want, got, "%s: %s", in.name, what)
+	it, err := in.db.NewIter(nil)
+	require.NoError(t, err)
+	var back []string
+	for ok := it.Last(); ok; ok = it.Prev() {
+		back = append(back, string(it.Key()))
+	}
+	require.NoError(t, it.Close())
+	slices.Reverse(back)
+	require.Equal(t, in.want.sortedKeys(nil, nil), back, "%s: %s: backward", in.name, what)
+	// Seeks both ways from every tenth key of the key space, and a step
+	// on: they cross the bounds of virtual tables.
+	keys := in.want.sortedKeys(nil, nil)
+	it, err = in.db.NewIter(nil)
+	require.NoError(t, err)
+	for i := 0; i < 2000; i += 10 {
+		k := rescaleKey(i)
+		j, _ := slices.BinarySearch(keys, k)
+		if it.SeekGE([]byte(k)) {
+			require.Less(t, j, len(keys), "%s: %s: SeekGE(%s)", in.name, what, k)
+			require.Equal(t, keys[j], string(it.Key()), "%s: %s: SeekGE(%s)", in.name, what, k)
+			if it.Next() {
+				require.Equal(t, keys[j+1], string(it.Key()), "%s: %s: SeekGE(%s), Next", in.name, what, k)
+			}
+		} else {
+			require.Equal(t, len(keys), j, "%s: %s: SeekGE(%s)", in.name, what, k)
+		}
+		if it.SeekLT([]byte(k)) {
+			require.Positive(t, j, "%s: %s: SeekLT(%s)", in.name, what, k)
+			require.Equal(t, keys[j-1], string(it.Key()), "%s: %s: SeekLT(%s)", in.name, what, k)
+			if it.Prev() {
+				require.Equal(t, keys[j-2], string(it.Key()), "%s: %s: SeekLT(%s), Prev", in.name, what, k)
+			}
+		} else {
+			require.Zero(t, j, "%s: %s: SeekLT(%s)", in.name, what, k)
+		}
+	}
+	require.NoError(t, it.Close())
+	for i := range 2000 {
+		k := rescaleKey(i)
+		v, err := in.db.Get([]byte(k))
+		if want, ok := in.want[k]; ok {
+			require.NoError(t, err, "%s: %s: key %s", in.name, what, k)
+			require.Equal(t, want, string(v), "%s: %s: key %s", in.name, what, k)
+		} else {
+			require.ErrorIs(t, err, ErrNotFound, "%s: %s: key %s", in.name, what, k)
+		}
+	}
+}
+
+// restrict returns the part of m in [lo, hi) ("" : no bound).
+func restrict(m model, lo, hi string) model {
+	out := model{}
+	for k, v := range m {
+		if k >= lo && (hi == "" || k < hi) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// virtualTables counts the virtual tables of db's current version.
+func virtualTables(db *DB) int {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return virtualTables0(db)
+}
+
+func virtualTables0(db *DB) int {
+	n := 0
+	db.vs.Current().Files(func(_ int, f *manifest.FileMetadata) {
+		if f.Virtual {
+			n++
+		}
+	})
+	return n
+}
+
+// requireNoDownloads requires that dir holds no table or value log: the
+// instance opened from the store references them.
+func requireNoDownloads(t *testing.T, fs vfs.FS, dir string) {
+	t.Helper()
+	names, err := fs.List(dir)
+	require.NoError(t, err)
+	for _, name := range names {
+		typ, _, _ := base.ParseFilename(name)
+		require.NotEqual(t, base.FileTypeTable, typ, "%s: a table was copied: %v", dir, names)
+		require.NotEqual(t, base.FileTypeVlog, typ, "%s: a value log was copied: %v", dir, names)
+	}
+}
+
+// TestOpenRangeFromStoreRescale rescales two instances to three and back
+// to two by reference: each new instance is the union of its old
+// instances' checkpoints restricted to its key range, opened without a
+// table or value log copied; it holds exactly its part of the old state
+// (scans both ways, point reads of every key of the key space), takes
+// writes, compacts its virtual tables away, checkpoints, reopens; and
+// the store's audit finds every object the instances and the retained
+// checkpoints use.
+func TestOpenRangeFromStoreRescale(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	store, err := checkpoint.NewLocalStoreFS(fs, "store")
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(7, 8))
+	open := func(dir string) *DB {
+		db, err := Open(dir, rescaleOptions(fs, store))
+		require.NoError(t, err)
+		return db
+	}
+	var all []*rescaleInstance
+	// audit checks the store against the instances so far, all closed
+	// (a database at work may delete an object after its manifest was
+	// read).
+	audit := func(what string) {
+		t.Helper()
+		var instances []*remote.Instance
+		for _, in := range all {
+			require.Nil(t, in.db, "%s is open", in.name)
+			ri, err := remote.ReadInstance(fs, in.name)
+			require.NoError(t, err)
+			instances = append(instances, ri)
+		}
+		rep, err := checkpoint.Audit(ctx, store, &checkpoint.AuditOptions{Instances: instances})
+		require.NoError(t, err, what)
+		require.Empty(t, rep.Problems, "%s: %v", what, rep.Problems)
+	}
+	closeAll := func(ins ...*rescaleInstance) {
+		t.Helper()
+		for _, in := range ins {
+			require.NoError(t, in.db.Close())
+			in.db = nil
+		}
+	}
+	reopen := func(what string, ins ...*rescaleInstance) {
+		t.Helper()
+		for _, in := range ins {
+			in.db = open(in.name)
+			in.check(t, what)
+		}
+	}
+
+	// Two instances, each with half of the key space.
+	a := newRescaleInstance(t, store, "a", open("a"), model{})
+	b := newRescaleInstance(t, store, "b", open("b"), model{})
+	all = append(all, a, b)
+	for round := range 3 {
+		a.write(t, rng, 0, 1000, 1500, round)
+		b.write(t, rng, 1000, 2000, 1500, round)
+	}
+	ca, cb := a.checkpoint(t), b.checkpoint(t)
+
+	// 2 -> 3.
+	type part struct {
+		c    checkpoint.StoreCheckpoint
+		want model // what the checkpoint holds
+	}
+	split := func(name string, lo, hi string, parts ...part) *rescaleInstance {
+		t.Helper()
+		var start, end []byte
+		if lo != "" {
+			start = []byte(lo)
+		}
+		if hi != "" {
+			end = []byte(hi)
+		}
+		var srcs []checkpoint.StoreCheckpoint
+		want := model{}
+		for _, p := range parts {
+			srcs = append(srcs, p.c)
+			for k, v := range restrict(p.want, lo, hi) {
+				want[k] = v
+			}
+		}
+		// Without compactions until it is reopened: the first reads
+		// see the tables as referenced, virtual ones among them.
+		o := rescaleOptions(fs, store)
+		o.DisableAutomaticCompactions, o.DisableGC = true, true
+		db, err := OpenRangeFromCheckpoints(ctx, srcs, start, end, name, o)
+		require.NoError(t, err, name)
+		requireNoDownloads(t, fs, name)
+		in := newRescaleInstance(t, store, name, db, want)
+		all = append(all, in)
+		in.check(t, "opened from the store")
+		// Its checkpoint, virtual tables and all, restores to the same.
+		c := in.checkpoint(t)
+		dir := fmt.Sprintf("restored-%s-%d", name, c.ID)
+		require.NoError(t, checkpoint.Restore(ctx, c.Store, c.ID, fs, dir, nil))
+		r, err := Open(dir, &Options{FS: fs, ReadOnly: true})
+		require.NoError(t, err)
+		got, err := readAll(t, r)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%s: restored from its checkpoint", name)
+		require.NoError(t, r.Close())
+		return in
+	}
+	pa, pb := part{ca, a.want.clone()}, part{cb, b.want.clone()}
+	// The old instances go on after their checkpoints: what they write
+	// is not in the new ones.
+	a.write(t, rng, 0, 1000, 200, 9)
+	x := split("x", "", rescaleKey(667), pa)
+	y := split("y", rescaleKey(667), rescaleKey(1333), pa, pb)
+	z := split("z", rescaleKey(1333), "", pb)
+	for _, in := range []*rescaleInstance{x, y, z} {
+		in.db.mu.Lock()
+		t.Logf("%s: %d keys; %d virtual tables; tree:\n%s", in.name, len(in.want), virtualTables0(in.db), in.db.vs.Current().String())
+		in.db.mu.Unlock()
+	}
+	require.Positive(t, virtualTables(x.db)+virtualTables(y.db)+virtualTables(z.db), "no table straddles a bound")
+	closeAll(a, b, x, y, z)
+	audit("three instances and the old two")
+	reopen("reopened", x, y, z)
+
+	// A range where two checkpoints overlap is refused.
+	_, err = OpenRangeFromCheckpoints(ctx, []checkpoint.StoreCheckpoint{ca, x.checkpoint(t)}, nil, nil, "bad", rescaleOptions(fs, store))
+	require.ErrorContains(t, err, "overlap")
+
+	for round := 10; round < 12; round++ {
+		x.write(t, rng, 0, 667, 400, round)
+		y.write(t, rng, 667, 1333, 400, round)
+		z.write(t, rng, 1333, 2000, 400, round)
+	}
+	for _, in := range []*rescaleInstance{x, y, z} {
+		in.check(t, "after writes")
+		require.NoError(t, in.db.Compact(nil, nil))
+		require.Zero(t, virtualTables(in.db), "%s: a virtual table survived a full compaction", in.name)
+		in.check(t, "compacted")
+	}
+	px, py, pz := part{x.checkpoint(t), x.want.clone()}, part{y.checkpoint(t), y.want.clone()}, part{z.checkpoint(t), z.want.clone()}
+	closeAll(x, y, z)
+	audit("three instances, checkpointed")
+
+	// 3 -> 2.
+	p := split("p", "", rescaleKey(1000), px, py)
+	q := split("q", rescaleKey(1000), "", py, pz)
+	closeAll(p, q)
+	audit("two instances again")
+	reopen("reopened", p, q)
+	p.write(t, rng, 0, 1000, 300, 20)
+	q.write(t, rng, 1000, 2000, 300, 20)
+	closeAll(p, q)
+	reopen("written and reopened", p, q)
+	closeAll(p, q)
+	audit("at the end")
+}
