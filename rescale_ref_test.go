@@ -306,6 +306,11 @@ func TestOpenRangeFromStoreRescale(t *testing.T) {
 		require.NoError(t, in.db.Compact(nil, nil))
 		require.Zero(t, virtualTables(in.db), "%s: a virtual table survived a full compaction", in.name)
 		in.check(t, "compacted")
+		// What it holds of value logs converges on what its own tables
+		// reference: a value log none of them does is its no longer.
+		held, live, dead := vlogSpace(in.db)
+		t.Logf("%s after a full compaction: value logs %d bytes, %d referenced by its tables; %d unreferenced", in.name, held, live, dead)
+		require.Zero(t, dead, "%s holds value logs none of its tables references", in.name)
 	}
 	px, py, pz := part{x.checkpoint(t), x.want.clone()}, part{y.checkpoint(t), y.want.clone()}, part{z.checkpoint(t), z.want.clone()}
 	closeAll(x, y, z)
@@ -323,4 +328,22 @@ func TestOpenRangeFromStoreRescale(t *testing.T) {
 	reopen("written and reopened", p, q)
 	closeAll(p, q)
 	audit("at the end")
+}
+
+// vlogSpace returns the bytes of the value logs of db's version, the
+// record bytes its tables reference in them, and the bytes of those its
+// tables do not reference at all.
+func vlogSpace(db *DB) (held, live, dead uint64) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	v := db.vs.Current()
+	for num, m := range v.Vlogs {
+		held += m.Size
+		l := v.VlogLive(num)
+		live += l
+		if l == 0 {
+			dead += m.Size
+		}
+	}
+	return held, live, dead
 }
