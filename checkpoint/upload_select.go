@@ -128,7 +128,10 @@ func matchShared(r *registry, files []*localFile) (added []string) {
 			continue
 		}
 		ref := pieceRef{f.shared.Object, int64(f.shared.Offset)}
-		if p := r.piece(ref); p != nil && p.File == f.name && p.Size == f.size {
+		// The place names the bytes (objects are never rewritten): two
+		// files of a database may be one piece under two names (virtual
+		// tables of one table, in a key range opened by reference).
+		if p := r.piece(ref); p != nil && p.Size == f.size {
 			p.Refs++
 			f.ref, f.stored = ref, true
 			f.external = r.Objects[ref.Object].External
