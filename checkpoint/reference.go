@@ -90,18 +90,25 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 	if err != nil {
 		return base.CorruptionErrorf(manifestName(id), -1, "%v", err)
 	}
+	return writeInstance(fs, dst, nv, m.ManifestNum, m.NextFileNum, m.LastSeq)
+}
+
+// writeInstance writes into dst on fs (built aside, then put in place) a
+// database whose manifest, number num, is version v of a new instance:
+// past is past every file number v and its sources use, and lastSeq the
+// largest sequence number in v's tables. The instance's own file numbers
+// start at a base of its own (remote.NewFileNumBase): another instance
+// opened from the same checkpoint allocates other numbers.
+func writeInstance(fs vfs.FS, dst string, v *manifest.Version, num, past base.FileNum, lastSeq base.SeqNum) error {
 	return buildDest(fs, dst, func(tmp string) error {
-		// The instance's own file numbers start at a base of its own
-		// (remote.NewFileNumBase): another instance opened from the
-		// checkpoint allocates other numbers.
-		w, err := manifest.WriteSnapshot(fs, tmp, m.ManifestNum, nv, m.NextFileNum, m.LastSeq, remote.NewFileNumBase(m.NextFileNum+1))
+		w, err := manifest.WriteSnapshot(fs, tmp, num, v, past, lastSeq, remote.NewFileNumBase(past+1))
 		if err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
 		if err := w.Close(); err != nil {
 			return fmt.Errorf("checkpoint: close manifest: %w", err)
 		}
-		if err := manifest.SetCurrent(fs, tmp, m.ManifestNum, m.ManifestNum+1); err != nil {
+		if err := manifest.SetCurrent(fs, tmp, num, num+1); err != nil {
 			return fmt.Errorf("checkpoint: %w", err)
 		}
 		return nil

@@ -104,19 +104,7 @@ func ReferenceRange(ctx context.Context, srcs []StoreCheckpoint, start, end []by
 	if err != nil {
 		return fmt.Errorf("checkpoint: reference a range: %w", err)
 	}
-	return buildDest(fs, dst, func(tmp string) error {
-		w, err := manifest.WriteSnapshot(fs, tmp, u.manifestNum, nv, u.next, u.lastSeq, remote.NewFileNumBase(u.next+1))
-		if err != nil {
-			return fmt.Errorf("checkpoint: %w", err)
-		}
-		if err := w.Close(); err != nil {
-			return fmt.Errorf("checkpoint: close manifest: %w", err)
-		}
-		if err := manifest.SetCurrent(fs, tmp, u.manifestNum, u.manifestNum+1); err != nil {
-			return fmt.Errorf("checkpoint: %w", err)
-		}
-		return nil
-	})
+	return writeInstance(fs, dst, nv, u.manifestNum, u.next, u.lastSeq)
 }
 
 // rangeUnion is the version ReferenceRange writes and what it holds.
