@@ -69,11 +69,18 @@ const (
 	// and their value logs, writes the range's live entries into an
 	// external table and ingests it (DB.Ingest).
 	RescaleIngest = "ingest"
+	// RescaleReference opens each new instance's range of the old
+	// instances' checkpoints by reference (strata.OpenRangeFromCheckpoints:
+	// nothing copied, tables straddling the range kept virtual), times it
+	// to its first Get, and rescales back the same way from the new
+	// instances' checkpoints (3 -> 2). Shared mode only: the instances'
+	// value logs must have numbers of their own.
+	RescaleReference = "reference"
 )
 
 // RescaleMethods lists the rescale methods in the order they run; a
 // method without a function in rescaleFuncs would be reported skipped.
-var RescaleMethods = []string{RescaleRestore, RescaleCopy, RescaleIngest, RescaleCopyLocal}
+var RescaleMethods = []string{RescaleReference, RescaleRestore, RescaleCopy, RescaleIngest, RescaleCopyLocal}
 
 // StateBackendNote is what the workload's results say about the peers.
 const StateBackendNote = "statebackend runs on Strata only: checkpoints into a store, key-range restore and rescale use Strata's own APIs (package checkpoint), which the peers do not have"
@@ -162,6 +169,18 @@ type StateTiming struct {
 	Store   StoreStats `json:"store"`
 	Skipped bool       `json:"skipped,omitempty"`
 	Note    string     `json:"note,omitempty"`
+	// From and To are the numbers of instances of a rescale, when it is
+	// not stateOldInstances -> stateNewInstances (the way back).
+	From int `json:"from,omitempty"`
+	To   int `json:"to,omitempty"`
+	// FirstGet (RescaleReference) is the longest time from the open of a
+	// new instance to its first Get returning; FileBytes the bytes of
+	// tables and value logs in the new instances' directories then: the
+	// rescale writes none, but the new instances' compactions (of the
+	// tables they reference) begin at once. The shared-file cache's parts
+	// are not counted: they are cache.
+	FirstGet  time.Duration `json:"first_get_ns,omitempty"`
+	FileBytes int64         `json:"file_bytes,omitempty"`
 }
 
 // strataDBEngine is an engine that is a Strata database.
@@ -178,6 +197,8 @@ type stateRun struct {
 	info EngineInfo
 	dir  string
 	opts strata.Options // of the engine, for the databases it opens itself
+	// shared: the old instances share their files (Config.SharedCache).
+	shared bool
 	// oldOpts are the options of the old instances: opts, and in shared
 	// mode their stores.
 	oldOpts [stateOldInstances]strata.Options
@@ -221,6 +242,7 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 	}
 	stores := ss.stores
 	shared := spec.Config.SharedCache > 0
+	r.shared = shared
 	sb.SharedCache = spec.Config.SharedCache
 	var uploaders [stateOldInstances]*checkpoint.Uploader
 	for i := range dbs {
@@ -381,6 +403,14 @@ func runStateBackend(ctx context.Context, spec *Spec, info EngineInfo, dir strin
 	restore.Store = ss.since(before)
 	sb.Restore = restore
 	for _, m := range RescaleMethods {
+		if m == RescaleReference {
+			ts, err := r.rescaleByReference(ss, ids)
+			if err != nil {
+				return res, fmt.Errorf("rescale by %s: %w", m, err)
+			}
+			sb.Rescale = append(sb.Rescale, ts...)
+			continue
+		}
 		before := ss.stats()
 		t, err := r.rescale(m, stores, ids)
 		if err != nil {

@@ -72,6 +72,11 @@ func TestStateBackend(t *testing.T) {
 	require.Len(t, sb.Rescale, len(RescaleMethods))
 	for i, r := range sb.Rescale {
 		require.Equal(t, RescaleMethods[i], r.Method)
+		if r.Method == RescaleReference {
+			require.True(t, r.Skipped, "by reference without shared files")
+			require.Contains(t, r.Note, "shared mode only")
+			continue
+		}
 		require.False(t, r.Skipped, "%s: %s", r.Method, r.Note)
 		require.Equal(t, int64(3000), r.Keys, r.Method)
 		require.Positive(t, r.Duration, r.Method)
@@ -136,6 +141,29 @@ func TestStateBackendShared(t *testing.T) {
 	}
 	require.Positive(t, shared.PutBytes, "the instances shared nothing")
 	require.Equal(t, int64(3000), sb.Restore.Keys)
+	// By reference: 2 -> 3, then 3 -> 2, each instance holding exactly
+	// its keys, with nothing copied to the store: one hold put per new
+	// instance, nothing deleted or composed. (Its directory may hold
+	// tables by its first Get: compactions of the new instance's tree
+	// start at once.)
+	require.Len(t, sb.Rescale, len(RescaleMethods)+1)
+	for i, want := range [][2]int{{0, 0}, {stateNewInstances, stateOldInstances}} {
+		r := sb.Rescale[i]
+		require.Equal(t, RescaleReference, r.Method)
+		require.False(t, r.Skipped, r.Note)
+		require.Equal(t, want, [2]int{r.From, r.To})
+		require.Equal(t, int64(3000), r.Keys)
+		require.Positive(t, r.FirstGet)
+		require.LessOrEqual(t, r.FirstGet, r.Duration)
+		require.Positive(t, r.Store.Gets)
+		n := stateNewInstances
+		if i == 1 {
+			n = stateOldInstances
+		}
+		require.Equal(t, int64(n), r.Store.Puts, "one hold per new instance")
+		require.Less(t, r.Store.PutBytes, int64(64<<10))
+		require.Zero(t, r.Store.Deletes+r.Store.Composes)
+	}
 
 	so := sb.Open
 	require.NotNil(t, so)
@@ -185,9 +213,9 @@ func TestStateBackendShared(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, rep.Results[0].Skipped, rep.Results[0].Note)
 	rescales := rep.Results[0].StateBackend.Rescale
-	require.Len(t, rescales, len(RescaleMethods))
+	require.Len(t, rescales, len(RescaleMethods)+1)
 	for _, rs := range rescales {
-		require.Equal(t, rs.Method != RescaleRestore, rs.Skipped, rs.Method)
+		require.Equal(t, rs.Method != RescaleRestore && rs.Method != RescaleReference, rs.Skipped, rs.Method)
 		if rs.Skipped {
 			require.Zero(t, rs.Keys, rs.Method)
 		} else {

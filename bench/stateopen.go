@@ -238,7 +238,11 @@ func (r *stateRun) openFromStore(ss *stateStores, ids [stateOldInstances]uint64,
 		dir := filepath.Join(r.dir, fmt.Sprintf("open-zipf-%d", i))
 		dirs = append(dirs, dir)
 		os.RemoveAll(dir)
-		if dbs[i], err = strata.OpenFromStore(r.ctx, ss.db[i], ids[i], dir, &opts); err != nil {
+		var view checkpoint.Store
+		if view, err = ss.dbView(i); err != nil {
+			return so, err
+		}
+		if dbs[i], err = strata.OpenFromStore(r.ctx, view, ids[i], dir, &opts); err != nil {
 			return so, err
 		}
 	}
@@ -377,10 +381,14 @@ func (r *stateRun) openAll(ss *stateStores, ids [stateOldInstances]uint64, tag s
 			k, inst = r.keyWith(key, user, rng.Uint64N(uint64(r.spec.Num)))
 		}
 		ts := ss.db[i]
+		var view checkpoint.Store
+		if view, err = ss.dbView(i); err != nil {
+			return dbs, dirs, timings, err
+		}
 		before := ts.stats()
 		ts.startTrace()
 		start := time.Now()
-		dbs[i], err = strata.OpenFromStore(r.ctx, ts, ids[i], dir, &opts)
+		dbs[i], err = strata.OpenFromStore(r.ctx, view, ids[i], dir, &opts)
 		t := StateOpenTiming{Instance: i, Open: time.Since(start)}
 		if err == nil {
 			start = time.Now()

@@ -41,44 +41,62 @@ func storeStatsOf(s checkpoint.SlowStats) StoreStats {
 		GetBytes: s.GetBytes, PutBytes: s.PutBytes, CopiedBytes: s.CopiedBytes}
 }
 
-// stateStores are the old instances' stores: each a local store in the
-// run's directory, made as slow as Spec.StoreLatency and
-// Spec.StoreBandwidth say, and counting its requests.
+// stateStores are the old instances' stores: views of one local store in
+// the run's directory (or one prefix of an S3 bucket), each instance's
+// with a link of its own made as slow as Spec.StoreLatency and
+// Spec.StoreBandwidth say, counting its requests, and a checkpoint
+// registry of its own (checkpoint.Named, oldRegistry): the instances
+// share one store as the instances of a job do, so that a new instance
+// can reference the files of several (a rescale by reference).
 type stateStores struct {
-	slow   [stateOldInstances]*checkpoint.SlowStore
-	stores [stateOldInstances]checkpoint.Store // the same, as Stores
-	// inner are the stores without the added latency.
-	inner [stateOldInstances]checkpoint.Store
+	slow [stateOldInstances]*checkpoint.SlowStore
+	// stores are the instances' registries: slow, each viewed as its
+	// own registry.
+	stores [stateOldInstances]checkpoint.Store
+	// inner is the store without the added latency.
+	inner checkpoint.Store
 	// db are the databases' own views of the stores (shared mode).
 	db [stateOldInstances]*traceStore
 }
 
-// openStateStores makes the stores of the old instances in dir.
+// oldRegistry names old instance i's registry in the store.
+func oldRegistry(i int) string { return fmt.Sprintf("op-%d", i) }
+
+// openStateStores makes the store of the old instances in dir.
 func openStateStores(spec *Spec, dir string) (*stateStores, error) {
-	ss := &stateStores{}
+	local, err := newStateStore(spec, dir)
+	if err != nil {
+		return nil, err
+	}
+	ss := &stateStores{inner: local}
 	for i := range ss.slow {
-		local, err := newStateStore(spec, dir, i)
-		if err != nil {
-			return nil, err
-		}
-		// Each store has a link of its own, as each instance of a job
+		// Each instance has a link of its own, as each instance of a job
 		// would on its own machine.
 		s, err := checkpoint.NewSlowStore(local, checkpoint.SlowOptions{
 			Latency: spec.StoreLatency, Bandwidth: spec.StoreBandwidth, Seed: uint64(i)})
 		if err != nil {
 			return nil, err
 		}
-		ss.slow[i], ss.stores[i], ss.inner[i] = s, s, local
+		ss.slow[i] = s
+		if ss.stores[i], err = checkpoint.Named(s, oldRegistry(i)); err != nil {
+			return nil, err
+		}
 		ss.db[i] = &traceStore{s: s}
 	}
 	return ss, nil
 }
 
-// newStateStore makes store i of a run in dir: a local store in dir, or
+// dbView returns the view of old instance i's registry through its
+// database's store (ss.db[i]), to open its checkpoints from.
+func (ss *stateStores) dbView(i int) (checkpoint.Store, error) {
+	return checkpoint.Named(ss.db[i], oldRegistry(i))
+}
+
+// newStateStore makes the store of a run in dir: a local store in dir, or
 // (Spec.StoreS3) a prefix of its own in the bucket.
-func newStateStore(spec *Spec, dir string, i int) (checkpoint.Store, error) {
+func newStateStore(spec *Spec, dir string) (checkpoint.Store, error) {
 	if spec.StoreS3 == "" {
-		return checkpoint.NewLocalStore(filepath.Join(dir, fmt.Sprintf("store-%d", i)))
+		return checkpoint.NewLocalStore(filepath.Join(dir, "store"))
 	}
 	u, err := url.Parse(spec.StoreS3)
 	if err != nil {
@@ -88,7 +106,7 @@ func newStateStore(spec *Spec, dir string, i int) (checkpoint.Store, error) {
 	u.Path = ""
 	s, err := checkpoint.NewS3Store(checkpoint.S3Options{
 		Endpoint: u.String(), Bucket: bucket,
-		Prefix:    fmt.Sprintf("kvbench-%d-%s/store-%d", time.Now().UnixNano(), filepath.Base(dir), i),
+		Prefix:    fmt.Sprintf("kvbench-%d-%s/store", time.Now().UnixNano(), filepath.Base(dir)),
 		AccessKey: os.Getenv("AWS_ACCESS_KEY_ID"), SecretKey: os.Getenv("AWS_SECRET_ACCESS_KEY"),
 		Region: os.Getenv("AWS_REGION"),
 	})
@@ -107,21 +125,19 @@ func (ss *stateStores) removeS3(ctx context.Context, spec *Spec) error {
 	if spec.StoreS3 == "" {
 		return nil
 	}
+	s := ss.inner
+	if s == nil {
+		return nil
+	}
+	objs, err := s.List(ctx, "")
+	if err != nil {
+		return fmt.Errorf("store_s3: list the run's objects: %w", err)
+	}
 	var errs []error
-	for _, s := range ss.inner {
-		if s == nil {
-			continue
-		}
-		objs, err := s.List(ctx, "")
-		if err != nil {
-			errs = append(errs, fmt.Errorf("store_s3: list the run's objects: %w", err))
-			continue
-		}
-		for _, o := range objs {
-			if err := s.Delete(ctx, o.Name); err != nil {
-				errs = append(errs, fmt.Errorf("store_s3: delete %s: %w", o.Name, err))
-				break
-			}
+	for _, o := range objs {
+		if err := s.Delete(ctx, o.Name); err != nil {
+			errs = append(errs, fmt.Errorf("store_s3: delete %s: %w", o.Name, err))
+			break
 		}
 	}
 	return errors.Join(errs...)

@@ -97,9 +97,23 @@ func stateTimings(sb *bench.StateBackendResult) [][]string {
 	}
 	rows := [][]string{row(fmt.Sprintf("full restore (%d instances)", sb.OldInstances), sb.Restore)}
 	for _, t := range sb.Rescale {
-		rows = append(rows, row(fmt.Sprintf("rescale %d -> %d by %s", sb.OldInstances, sb.NewInstances, t.Method), t))
+		rows = append(rows, row(rescaleName(sb, t), t))
 	}
 	return rows
+}
+
+// rescaleName names a rescale of sb: its instances and method, and for one
+// by reference its slowest first Get and the table bytes it wrote.
+func rescaleName(sb *bench.StateBackendResult, t bench.StateTiming) string {
+	from, to := sb.OldInstances, sb.NewInstances
+	if t.From > 0 {
+		from, to = t.From, t.To
+	}
+	name := fmt.Sprintf("rescale %d -> %d by %s", from, to, t.Method)
+	if t.FirstGet > 0 {
+		name += fmt.Sprintf(" (first Get by %s; tables and value logs written %s)", fmtElapsed(t.FirstGet), fmtMiB(t.FileBytes))
+	}
+	return name
 }
 
 // stateStoreRows are the requests each step of sb made of the stores:
@@ -116,7 +130,7 @@ func stateStoreRows(sb *bench.StateBackendResult) [][]string {
 	rows = append(rows, row(fmt.Sprintf("full restore (%d instances)", sb.OldInstances), sb.Restore.Store))
 	for _, t := range sb.Rescale {
 		if !t.Skipped {
-			rows = append(rows, row(fmt.Sprintf("rescale %d -> %d by %s", sb.OldInstances, sb.NewInstances, t.Method), t.Store))
+			rows = append(rows, row(rescaleName(sb, t), t.Store))
 		}
 	}
 	return rows
