@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/remote"
@@ -36,8 +37,8 @@ type part struct {
 	want model
 }
 
-func rescaleOptions(fs vfs.FS, store checkpoint.Store) *Options {
-	return &Options{FS: fs, SharedStore: store, SharedFromLevel: 1, SharedCacheSize: 256 << 10,
+func rescaleOptions(fs vfs.FS, store checkpoint.Store, policy gc.Policy) *Options {
+	return &Options{FS: fs, SharedStore: store, GCPolicy: policy, SharedFromLevel: 1, SharedCacheSize: 256 << 10,
 		MemTableSize: 16 << 10, ValueThreshold: 256, ValueLogFileSize: 64 << 10, TargetFileSize: 4 << 10,
 		LBaseMaxBytes: 16 << 10}
 }
@@ -179,22 +180,40 @@ func requireNoDownloads(t *testing.T, fs vfs.FS, dir string) {
 	}
 }
 
-// TestOpenRangeFromStoreRescale rescales two instances to three and back
-// to two by reference: each new instance is the union of its old
+// TestOpenRangeFromStoreRescale rescales two instances to three, back to
+// two and to three again by reference: each new instance is the union of its old
 // instances' checkpoints restricted to its key range, opened without a
 // table or value log copied; it holds exactly its part of the old state
 // (scans both ways, point reads of every key of the key space), takes
 // writes, compacts its virtual tables away, checkpoints, reopens; and
 // the store's audit finds every object the instances and the retained
 // checkpoints use.
+//
+// It runs under every garbage-collection policy (under the race detector,
+// whose run is some five times slower, the default and the one that
+// rewrites value logs, unless soak).
 func TestOpenRangeFromStoreRescale(t *testing.T) {
+	policies := []string{"reverse-lookup", "passive", "rewrite", "cost"}
+	if raceEnabled && !soak {
+		policies = []string{"reverse-lookup", "rewrite"}
+	}
+	for _, name := range policies {
+		t.Run(name, func(t *testing.T) {
+			policy, err := gc.ByName(name)
+			require.NoError(t, err)
+			testOpenRangeFromStoreRescale(t, policy)
+		})
+	}
+}
+
+func testOpenRangeFromStoreRescale(t *testing.T, policy gc.Policy) {
 	ctx := t.Context()
 	fs := vfs.NewMem()
 	store, err := checkpoint.NewLocalStoreFS(fs, "store")
 	require.NoError(t, err)
 	rng := rand.New(rand.NewPCG(7, 8))
 	open := func(dir string) *DB {
-		db, err := Open(dir, rescaleOptions(fs, store))
+		db, err := Open(dir, rescaleOptions(fs, store, policy))
 		require.NoError(t, err)
 		return db
 	}
@@ -260,7 +279,7 @@ func TestOpenRangeFromStoreRescale(t *testing.T) {
 		}
 		// Without compactions until it is reopened: the first reads
 		// see the tables as referenced, virtual ones among them.
-		o := rescaleOptions(fs, store)
+		o := rescaleOptions(fs, store, policy)
 		o.DisableAutomaticCompactions, o.DisableGC = true, true
 		db, err := OpenRangeFromCheckpoints(ctx, srcs, start, end, name, o)
 		require.NoError(t, err, name)
@@ -305,7 +324,7 @@ func TestOpenRangeFromStoreRescale(t *testing.T) {
 	closeAll(p0)
 
 	// A range where two checkpoints overlap is refused.
-	_, err = OpenRangeFromCheckpoints(ctx, []checkpoint.StoreCheckpoint{ca, x.checkpoint(t)}, nil, nil, "bad", rescaleOptions(fs, store))
+	_, err = OpenRangeFromCheckpoints(ctx, []checkpoint.StoreCheckpoint{ca, x.checkpoint(t)}, nil, nil, "bad", rescaleOptions(fs, store, policy))
 	require.ErrorContains(t, err, "overlap")
 
 	for round := 10; round < 12; round++ {
@@ -340,7 +359,25 @@ func TestOpenRangeFromStoreRescale(t *testing.T) {
 	q.write(t, rng, 1000, 2000, 300, 20)
 	closeAll(p, q)
 	reopen("written and reopened", p, q)
+	pp, pq := part{p.checkpoint(t), p.want.clone()}, part{q.checkpoint(t), q.want.clone()}
 	closeAll(p, q)
+	audit("two instances, checkpointed")
+
+	// 2 -> 3 again, at other bounds.
+	r0 := split("r0", "", rescaleKey(500), pp)
+	r1 := split("r1", rescaleKey(500), rescaleKey(1500), pp, pq)
+	r2 := split("r2", rescaleKey(1500), "", pq)
+	closeAll(r0, r1, r2)
+	reopen("reopened", r0, r1, r2)
+	r0.write(t, rng, 0, 500, 300, 30)
+	r1.write(t, rng, 500, 1500, 300, 30)
+	r2.write(t, rng, 1500, 2000, 300, 30)
+	for _, in := range []*rescaleInstance{r0, r1, r2} {
+		in.check(t, "written")
+		require.NoError(t, in.db.Compact(nil, nil))
+		in.check(t, "compacted")
+	}
+	closeAll(r0, r1, r2)
 	audit("at the end")
 }
 
