@@ -108,6 +108,10 @@ func (r *stateRun) referenceStep(ss *stateStores, t *StateTiming, srcs []refSour
 		t.FirstGet = max(t.FirstGet, took)
 		t.Store = t.Store.add(ss.since(before))
 		t.FileBytes += tableFileBytes(dir)
+		// What the rescale left on disk (a manifest, and the cache's
+		// parts the first Get and the opens fetched), not what the
+		// checkpoint and the count below read into the cache.
+		t.Bytes += DirSize(dir)
 		if err != nil {
 			db.Close()
 			return nil, fmt.Errorf("first Get of new instance %d: %w", op, err)
@@ -136,7 +140,6 @@ func (r *stateRun) referenceStep(ss *stateStores, t *StateTiming, srcs []refSour
 			return nil, fmt.Errorf("new instance %d of %d holds %d keys, its key groups [%d, %d] have %d", op, n, got, first, last, want)
 		}
 		t.Keys += got
-		t.Bytes += DirSize(dir)
 		if !r.spec.KeepDB {
 			os.RemoveAll(dir)
 		}

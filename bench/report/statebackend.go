@@ -48,9 +48,10 @@ func stateResults(r *bench.Report) []*bench.Result {
 
 // stateLead describes the workload of sb.
 func stateLead(spec *bench.Spec, sb *bench.StateBackendResult) string {
-	return fmt.Sprintf("%s keys of %s in %d key groups over %d instances, %s overwrites, every instance checkpointed into a local store of its own%s "+
-		"after the load and every %s overwrites (figures summed over the stores); then a full restore of each instance's last checkpoint, "+
-		"and a rescale from %d to %d instances by each method. %s.",
+	return fmt.Sprintf("%s keys of %s in %d key groups over %d instances, %s overwrites, every instance checkpointed into a registry of its own "+
+		"in one store, through a link of its own%s, "+
+		"after the load and every %s overwrites (figures summed over the links); then a full restore of each instance's last checkpoint, "+
+		"and a rescale from %d to %d instances by each method (by reference, and back). %s.",
 		groupDigits(spec.Num), spec.Value.String(), sb.MaxParallelism, sb.OldInstances, groupDigits(spec.Num), stateStoreSpeed(sb),
 		groupDigits(sb.CheckpointEvery), sb.OldInstances, sb.NewInstances, sb.Note)
 }
@@ -111,7 +112,7 @@ func rescaleName(sb *bench.StateBackendResult, t bench.StateTiming) string {
 	}
 	name := fmt.Sprintf("rescale %d -> %d by %s", from, to, t.Method)
 	if t.FirstGet > 0 {
-		name += fmt.Sprintf(" (first Get by %s; tables and value logs written %s)", fmtElapsed(t.FirstGet), fmtMiB(t.FileBytes))
+		name += fmt.Sprintf(" (first Get by %s; tables and value logs written %s MiB)", fmtElapsed(t.FirstGet), fmtMiB(t.FileBytes))
 	}
 	return name
 }

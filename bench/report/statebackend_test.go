@@ -24,6 +24,10 @@ func stateReport() *bench.Report {
 		Restore: bench.StateTiming{Duration: 1500 * time.Millisecond, Keys: 3000, Bytes: 12 << 20,
 			Store: bench.StoreStats{Gets: 29, GetBytes: 12 << 20}},
 		Rescale: []bench.StateTiming{
+			{Method: bench.RescaleReference, Duration: 400 * time.Millisecond, FirstGet: 190 * time.Millisecond, Keys: 3000,
+				Store: bench.StoreStats{Gets: 31, Puts: 3}},
+			{Method: bench.RescaleReference, From: 3, To: 2, Duration: 300 * time.Millisecond, FirstGet: 170 * time.Millisecond, Keys: 3000,
+				FileBytes: 2 << 20, Store: bench.StoreStats{Gets: 27, Puts: 2}},
 			{Method: bench.RescaleRestore, Duration: 2 * time.Second, Keys: 3000, Bytes: 20 << 20,
 				Store: bench.StoreStats{Gets: 1234, GetBytes: 24 << 20}},
 			{Method: bench.RescaleCopy, Duration: 5 * time.Second, Keys: 3000, Bytes: 13 << 20},
@@ -59,10 +63,12 @@ func TestWriteStateBackend(t *testing.T) {
 	lineWith(t, table, "ckpt", "uploaded", "s-amp", "objects", "refd files")
 	lineWith(t, table, "4", "3,000", "8.0", "1.32", "9", "40")
 	lineWith(t, table, "full restore (2 instances)", "1.5s", "3,000")
+	lineWith(t, table, "rescale 2 -> 3 by reference (first Get by 0.2s; tables and value logs written 0 MiB)", "0.4s", "3,000")
+	lineWith(t, table, "rescale 3 -> 2 by reference (first Get by 0.2s; tables and value logs written 2.0 MiB)", "0.3s", "3,000")
 	lineWith(t, table, "rescale 2 -> 3 by restore", "2.0s")
 	lineWith(t, table, "rescale 2 -> 3 by copy", "5.0s")
 	lineWith(t, table, "rescale 2 -> 3 by ingest", "skipped: failed: an example of a method that did not run")
-	lineWith(t, table, "20ms added to every request")
+	lineWith(t, table, "20ms added to every")
 	lineWith(t, table, "100 MiB/s shared")
 	lineWith(t, table, "GET", "PUT", "LIST", "DELETE", "COMPOSE", "up", "down", "copied")
 	for _, want := range []string{
