@@ -234,3 +234,96 @@ func scanAllNoT(db *strata.DB) map[string]string {
 	}
 	return out
 }
+
+// TestRetire: Retire drops all but the newest checkpoints of one registry
+// without taking one, and deletes the objects only they used; an instance
+// opened from a dropped checkpoint keeps reading it; another registry of
+// the store is untouched; with keep 0 only what the instance holds stays
+// of the registry's objects, and the audit stays clean; ids are not
+// reused afterwards.
+func TestRetire(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	raw := newStore(t, fs, "store")
+	var views []checkpoint.Store
+	var dbs []*strata.DB
+	var ups []*checkpoint.Uploader
+	states := map[uint64]map[string]string{}
+	for _, name := range []string{"old", "other"} {
+		v, err := checkpoint.Named(raw, name)
+		require.NoError(t, err)
+		db, err := strata.Open("db-"+name, smallOptions(fs))
+		require.NoError(t, err)
+		t.Cleanup(func() { db.Close() })
+		u, err := checkpoint.NewUploader(v, &checkpoint.UploadOptions{KeepLast: 3, SmallFileSize: 16 << 10})
+		require.NoError(t, err)
+		views, dbs, ups = append(views, v), append(dbs, db), append(ups, u)
+	}
+	for round := range 3 {
+		overwriteRound(t, dbs[0], ups[0], round, states)
+		overwriteRound(t, dbs[1], ups[1], round, map[uint64]map[string]string{})
+	}
+	ids, err := checkpoint.Checkpoints(ctx, views[0])
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1, 2, 3}, ids)
+	// An instance reads checkpoint 1 from the store.
+	opened, err := strata.OpenFromStore(ctx, views[0], 1, "opened", &strata.Options{FS: fs, SharedCacheSize: 1, SharedStore: raw})
+	require.NoError(t, err)
+	defer opened.Close()
+
+	st, err := ups[0].Retire(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, uint64(4), st.ID)
+	require.Equal(t, 1, st.Retained)
+	ids, err = checkpoint.Checkpoints(ctx, views[0])
+	require.NoError(t, err)
+	require.Equal(t, []uint64{3}, ids)
+	require.Equal(t, states[1], scanAll(t, opened), "the instance lost what it read")
+	requireRestores := func(v checkpoint.Store, id uint64, want map[string]string) {
+		t.Helper()
+		dst := fmt.Sprintf("restore-%s-%d", checkpoint.RegistryName(v), id)
+		require.NoError(t, checkpoint.Restore(ctx, v, id, fs, dst, nil))
+		r, err := strata.Open(dst, &strata.Options{FS: fs, ErrorIfNotExists: true})
+		require.NoError(t, err)
+		if want != nil {
+			require.Equal(t, want, scanAll(t, r))
+		}
+		require.NoError(t, r.Close())
+	}
+	requireRestores(views[0], 3, states[3])
+	audit := func() {
+		t.Helper()
+		in, err := remote.ReadInstance(fs, "opened")
+		require.NoError(t, err)
+		rep, err := checkpoint.Audit(ctx, raw, &checkpoint.AuditOptions{Instances: []*remote.Instance{in}})
+		require.NoError(t, err)
+		require.Empty(t, rep.Problems, "%v", findings(rep.Problems))
+		require.Empty(t, rep.Unreferenced, "%v", rep.Unreferenced)
+		// The registry dropped its markers on what it dropped.
+		for _, f := range rep.Strays {
+			require.NotEqual(t, remote.NamedRegistryHolder("old"), f.Holder, "stray: %v", f)
+		}
+	}
+	audit()
+
+	// Keep 0: nothing of the registry's own stays.
+	_, err = ups[0].Retire(ctx, 0)
+	require.NoError(t, err)
+	ids, err = checkpoint.Checkpoints(ctx, views[0])
+	require.NoError(t, err)
+	require.Empty(t, ids)
+	// What stays of the registry's objects is what the instance holds
+	// (by its hold or its markers): the audit finds nothing unreferenced.
+	require.Equal(t, states[1], scanAll(t, opened))
+	audit()
+	// The other registry is as it was.
+	ids, err = checkpoint.Checkpoints(ctx, views[1])
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1, 2, 3}, ids)
+	for _, id := range ids {
+		requireRestores(views[1], id, nil)
+	}
+	// The next checkpoint takes a new id.
+	st = overwriteRound(t, dbs[0], ups[0], 3, states)
+	require.Equal(t, uint64(6), st.ID)
+}
