@@ -3,7 +3,9 @@ package strata
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -520,4 +522,205 @@ func TestSharedValueLogGarbagePerInstance(t *testing.T) {
 	// (Markers a Close left on released files are strays the instance
 	// drops at its next Open, which the rules allow.)
 	require.Empty(t, rep.Problems)
+}
+
+// TestRescaleStoreSpace measures what a store holds after a job's life:
+// two instances checkpoint 20 times (KeepLast 3 each) with overwrites in
+// between, rescale 2 -> 3 after the 7th and 3 -> 2 after the 14th by
+// reference, and retire the registries of the instances they replace.
+// The store's bytes (every object: shared files, checkpoints' data,
+// registries, markers) are logged against the live state of the
+// instances at the end (keys and values), and must stay under 3x (2.3x
+// measured; 3.3x when the old instances are not destroyed, 7.4x when
+// their registries are not retired either); the audit stays clean.
+func TestRescaleStoreSpace(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	store, err := checkpoint.NewLocalStoreFS(fs, "store")
+	require.NoError(t, err)
+	rng := rand.New(rand.NewPCG(21, 22))
+	type inst struct {
+		*rescaleInstance
+		lo, hi int
+	}
+	start := func(name string, lo, hi int, db *DB, want model) *inst {
+		in := newRescaleInstance(t, store, name, db, want)
+		var err error
+		in.up, err = checkpoint.NewUploader(in.reg, &checkpoint.UploadOptions{KeepLast: 3})
+		require.NoError(t, err)
+		return &inst{in, lo, hi}
+	}
+	opts := func() *Options { return rescaleOptions(fs, store, gc.Cost(gc.DefaultBudget)) }
+	open := func(name string) *DB {
+		db, err := Open(name, opts())
+		require.NoError(t, err)
+		return db
+	}
+	overwrite := func(in *inst, round int) {
+		for range (in.hi - in.lo) / 10 {
+			i := in.lo + rng.IntN(in.hi-in.lo)
+			k := rescaleKey(i)
+			v := fmt.Sprintf("%s-%d-%s", k, round, string(make([]byte, 1000+rng.IntN(1000))))
+			require.NoError(t, in.db.Set([]byte(k), []byte(v), NoSync))
+			in.want[k] = v
+		}
+	}
+	live := []*inst{start("a", 0, 1000, open("a"), model{}), start("b", 1000, 2000, open("b"), model{})}
+	var dirs []string
+	for _, in := range live {
+		overwrite(in, 0)
+		dirs = append(dirs, in.name)
+	}
+	last := map[string]part{}
+	rescale := func(names []string, bounds []int) {
+		t.Helper()
+		var next []*inst
+		for j, name := range names {
+			lo, hi := bounds[j], bounds[j+1]
+			var srcs []checkpoint.StoreCheckpoint
+			want := model{}
+			for _, in := range live {
+				if in.lo < hi && lo < in.hi {
+					p := last[in.name]
+					srcs = append(srcs, p.c)
+					for k, v := range restrict(p.want, rescaleKey(lo), rescaleKey(hi)) {
+						want[k] = v
+					}
+				}
+			}
+			var startKey, endKey []byte
+			if lo > 0 {
+				startKey = []byte(rescaleKey(lo))
+			}
+			if hi < 2000 {
+				endKey = []byte(rescaleKey(hi))
+			}
+			db, err := OpenRangeFromCheckpoints(ctx, srcs, startKey, endKey, name, opts())
+			require.NoError(t, err)
+			next = append(next, start(name, lo, hi, db, want))
+			dirs = append(dirs, name)
+		}
+		// The old instances go: their registries are retired and their
+		// databases destroyed (their references dropped).
+		for _, in := range live {
+			require.NoError(t, in.db.Close())
+			_, err := in.up.Retire(ctx, 0)
+			require.NoError(t, err)
+			require.NoError(t, Destroy(ctx, in.name, opts()))
+			dirs = slices.DeleteFunc(dirs, func(d string) bool { return d == in.name })
+		}
+		live = next
+	}
+	for round := 1; round <= 20; round++ {
+		for _, in := range live {
+			overwrite(in, round)
+			last[in.name] = part{in.checkpoint(t), in.want.clone()}
+		}
+		switch round {
+		case 7:
+			rescale([]string{"x", "y", "z"}, []int{0, 667, 1333, 2000})
+		case 14:
+			rescale([]string{"p", "q"}, []int{0, 1000, 2000})
+		}
+	}
+	var liveBytes int64
+	for _, in := range live {
+		in.check(t, "at the end")
+		for k, v := range in.want {
+			liveBytes += int64(len(k) + len(v))
+		}
+		in.db.waitSharedIdle()
+		held, vlive, _ := vlogSpace(in.db)
+		var tables uint64
+		in.db.mu.Lock()
+		in.db.vs.Current().Files(func(_ int, f *manifest.FileMetadata) { tables += f.Size })
+		in.db.mu.Unlock()
+		t.Logf("%s (instance %s): value logs %d bytes (%d referenced), tables %d bytes", in.name, in.db.shared.files.Instance(), held, vlive, tables)
+		require.NoError(t, in.db.Close())
+	}
+	objs, err := store.List(ctx, "")
+	require.NoError(t, err)
+	var storeBytes int64
+	for _, o := range objs {
+		storeBytes += o.Size
+	}
+	byPrefix := map[string]int64{}
+	for _, o := range objs {
+		parts := strings.SplitN(o.Name, "/", 3)
+		pre := parts[0]
+		if len(parts) > 2 && pre != "refs" {
+			pre += "/" + parts[1]
+		}
+		byPrefix[pre] += o.Size
+	}
+	t.Logf("bytes by prefix: %v", byPrefix)
+	ratio := float64(storeBytes) / float64(liveBytes)
+	t.Logf("after 20 checkpoints and two rescales: store %d bytes in %d objects, live state %d bytes: %.2fx", storeBytes, len(objs), liveBytes, ratio)
+	var instances []*remote.Instance
+	for _, dir := range dirs {
+		ri, err := remote.ReadInstance(fs, dir)
+		require.NoError(t, err)
+		instances = append(instances, ri)
+	}
+	rep, err := checkpoint.Audit(ctx, store, &checkpoint.AuditOptions{Instances: instances})
+	require.NoError(t, err)
+	require.Empty(t, rep.Problems)
+	require.Less(t, ratio, 3.0)
+}
+
+// TestDestroy: Destroy drops the references of a database's instance and
+// removes its directory: objects it alone held go, those a checkpoint
+// still uses stay; it refuses a database that is open, and one that
+// shares files without its store; a directory that does not exist is not
+// an error.
+func TestDestroy(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	store, err := checkpoint.NewLocalStoreFS(fs, "store")
+	require.NoError(t, err)
+	opts := rescaleOptions(fs, store, nil)
+	db, err := Open("a", opts)
+	require.NoError(t, err)
+	in := newRescaleInstance(t, store, "a", db, model{})
+	in.write(t, rand.New(rand.NewPCG(1, 2)), 0, 1000, 2000, 0)
+	require.NoError(t, db.Compact(nil, nil))
+	db.waitSharedIdle()
+	instance := db.shared.files.Instance()
+	c := in.checkpoint(t)
+	want := in.want.clone()
+	// Files after the checkpoint: the instance alone holds them.
+	in.write(t, rand.New(rand.NewPCG(3, 4)), 0, 1000, 2000, 1)
+	require.NoError(t, db.Compact(nil, nil))
+	db.waitSharedIdle()
+	require.ErrorContains(t, Destroy(ctx, "a", opts), "lock")
+	require.NoError(t, db.Close())
+	require.ErrorIs(t, Destroy(ctx, "a", &Options{FS: fs}), ErrSharedStoreRequired)
+
+	own, err := store.List(ctx, "shared/"+instance+"/")
+	require.NoError(t, err)
+	require.NotEmpty(t, own)
+	require.NoError(t, Destroy(ctx, "a", opts))
+	_, err = fs.Stat("a")
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.NoError(t, Destroy(ctx, "a", opts))
+	marked, err := remote.Marked(ctx, store)
+	require.NoError(t, err)
+	for object, holders := range marked {
+		require.NotContains(t, holders, remote.InstanceHolder(instance), "a marker of %s stayed", object)
+	}
+	left, err := store.List(ctx, "shared/"+instance+"/")
+	require.NoError(t, err)
+	require.Less(t, len(left), len(own), "no object of the instance went")
+	// What stays is what the checkpoint uses: it restores.
+	require.NoError(t, checkpoint.Restore(ctx, c.Store, c.ID, fs, "restored", nil))
+	r, err := Open("restored", &Options{FS: fs, ErrorIfNotExists: true})
+	require.NoError(t, err)
+	got, err := readAll(t, r)
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NoError(t, r.Close())
+	rep, err := checkpoint.Audit(ctx, store, nil)
+	require.NoError(t, err)
+	require.Empty(t, rep.Problems)
+	require.Empty(t, rep.Unreferenced)
 }

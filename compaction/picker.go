@@ -230,15 +230,17 @@ func pickLevel(v *manifest.Version, level int, busy Busy) *Pick {
 
 // pickMarked rewrites in place one file marked for compaction (garbage
 // collection marks the tables that point into a value log it collects; the
-// rewrite moves their values out): the output goes back to the file's own
-// level, so nothing else is merged and the rewrite costs the file alone.
+// rewrite moves their values out), or one that is virtual (its file holds
+// keys outside its range, whose value-log references count as live until
+// it is rewritten): the output goes back to the file's own level, so
+// nothing else is merged and the rewrite costs the file alone.
 func pickMarked(v *manifest.Version, busy Busy) *Pick {
 	for level, files := range v.Levels {
 		if busy[level] {
 			continue
 		}
 		for _, f := range files {
-			if !f.MarkedForCompaction || f.Compacting {
+			if !(f.MarkedForCompaction || f.Virtual) || f.Compacting {
 				continue
 			}
 			p := &Pick{Level: level, OutputLevel: level, Reason: ReasonMarked}

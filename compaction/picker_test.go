@@ -15,8 +15,8 @@ import (
 
 // fileRE matches a file of a version description: number, [smallest-largest]
 // user keys, an optional :size (default 1M) and flags: * being compacted,
-// ! marked for compaction.
-var fileRE = regexp.MustCompile(`^(\d+)\[([^-\]]+)-([^\]]+)\](?::([0-9.]+[KMG]?))?([*!]*)$`)
+// ! marked for compaction, ~ virtual.
+var fileRE = regexp.MustCompile(`^(\d+)\[([^-\]]+)-([^\]]+)\](?::([0-9.]+[KMG]?))?([*!~]*)$`)
 
 // parseVersion builds a version from one line per level:
 //
@@ -42,7 +42,7 @@ func parseVersion(t *testing.T, desc string) *manifest.Version {
 		for _, f := range strings.Fields(files) {
 			m := fileRE.FindStringSubmatch(f)
 			if m == nil {
-				t.Fatalf("bad file %q: want <num>[<smallest>-<largest>][:<size>][*!]", f)
+				t.Fatalf("bad file %q: want <num>[<smallest>-<largest>][:<size>][*!~]", f)
 			}
 			num, _ := strconv.Atoi(m[1])
 			size := uint64(1 << 20)
@@ -58,6 +58,7 @@ func parseVersion(t *testing.T, desc string) *manifest.Version {
 				LargestSeq:          seq,
 				Compacting:          strings.Contains(m[5], "*"),
 				MarkedForCompaction: strings.Contains(m[5], "!"),
+				Virtual:             strings.Contains(m[5], "~"),
 			}})
 			seq++
 		}

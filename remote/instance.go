@@ -2,6 +2,7 @@ package remote
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -84,4 +85,91 @@ const FileNumSlot = 1 << 24
 // uvarint in every value pointer.
 func NewFileNumBase(past base.FileNum) base.FileNum {
 	return past + base.FileNum(1+rand.Uint64N(FileNumSlot-1))*FileNumSlot
+}
+
+// dropParallel is how many of an instance's markers DropInstance drops at
+// once.
+const dropParallel = 16
+
+// DropInstance drops every reference instance holds in s, its hold and
+// its markers, deleting each object no other holder keeps (rule 3): what
+// an instance that is gone for good (its database destroyed, after a
+// rescale replaced it) must leave behind, since its markers would keep
+// its objects forever. It returns how many objects it deleted with its
+// markers (those it deleted with the hold are not counted). The
+// instance must not run meanwhile; after a failure, running it again
+// finishes the work.
+func DropInstance(ctx context.Context, s Store, instance string) (deleted int, err error) {
+	if err := CheckInstanceID(instance); err != nil {
+		return 0, err
+	}
+	holder := InstanceHolder(instance)
+	held, found, err := ReadHold(ctx, s, holder)
+	if err != nil {
+		return 0, err
+	}
+	marked, err := Marked(ctx, s)
+	if err != nil {
+		return 0, err
+	}
+	var objects []string
+	for object, holders := range marked {
+		if slices.Contains(holders, holder) {
+			objects = append(objects, object)
+		}
+	}
+	slices.Sort(objects)
+	// Side by side: each drop is two to four round trips, and an
+	// instance holds hundreds of objects.
+	var (
+		mu    sync.Mutex
+		first error
+		wg    sync.WaitGroup
+		sem   = make(chan struct{}, dropParallel)
+	)
+	for _, o := range objects {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			gone, err := DropRef(ctx, s, o, holder)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && first == nil {
+				first = err
+			}
+			if gone {
+				deleted++
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		return deleted, first
+	}
+	// The hold last: an object it names that a marker of the instance
+	// held as well was looked at once the marker went, and stays for the
+	// hold; DropHold looks again.
+	if found {
+		if err := DropHold(ctx, s, holder, held); err != nil {
+			return deleted, err
+		}
+	}
+	// The instance's own objects that no marker holds (an upload or a
+	// release its Close or a crash left half done): no one else wrote
+	// them, so none may mark them now but a holder that already has.
+	own, err := s.List(ctx, sharedPrefix+instance+"/")
+	if err != nil {
+		return deleted, fmt.Errorf("remote: list the objects of instance %s: %w", instance, err)
+	}
+	for _, o := range own {
+		gone, err := DeleteUnheld(ctx, s, o.Name)
+		if err != nil {
+			return deleted, err
+		}
+		if gone {
+			deleted++
+		}
+	}
+	return deleted, nil
 }
