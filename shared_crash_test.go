@@ -270,6 +270,37 @@ func testSharedCrash(t *testing.T, compose bool) {
 	c.waitSharedIdle()
 	requireModel(c, "c", "after its compaction")
 	cInstance := c.shared.files.Instance()
+	// d opens the other half the same way; c and d checkpoint, and e
+	// opens the union of their checkpoints by reference (3 -> 2's kind
+	// of rescale: value logs of both, and of checkpoint 1 that both
+	// reference, under one number each).
+	models["d"] = restrict(ckpt1, crashKey(n/2), "")
+	rec.expect(func(e *crashExpect) { e.dbs["d"] = maps.Clone(models["d"]) })
+	d, err := OpenRangeFromStore(ctx, store, []uint64{1}, []byte(crashKey(n/2)), nil, "d", crashSharedOptions(mem, nil))
+	require.NoError(t, err)
+	requireModel(d, "d", "opened from the store")
+	write(d, "d", every(4, n)[len(every(4, n/2)):], 6)
+	require.NoError(t, d.Compact(nil, nil))
+	d.waitSharedIdle()
+	dInstance := d.shared.files.Instance()
+	uc, err := checkpoint.NewUploader(store, uo)
+	require.NoError(t, err)
+	ud, err := checkpoint.NewUploader(store, uo)
+	require.NoError(t, err)
+	idC := nextID
+	toStore(c, "c", uc)
+	toStore(d, "d", ud)
+	models["e"] = maps.Clone(models["c"])
+	maps.Copy(models["e"], models["d"])
+	rec.expect(func(e *crashExpect) { e.dbs["e"] = maps.Clone(models["e"]) })
+	e, err := OpenRangeFromStore(ctx, store, []uint64{idC, idC + 1}, nil, nil, "e", crashSharedOptions(mem, nil))
+	require.NoError(t, err)
+	requireModel(e, "e", "opened from the store")
+	write(e, "e", every(7, n), 7)
+	require.NoError(t, e.Compact(nil, nil))
+	e.waitSharedIdle()
+	requireModel(e, "e", "after its compaction")
+	eInstance := e.shared.files.Instance()
 	// a compacts (releasing files the checkpoint holds) and checkpoints;
 	// b checkpoints by reference, which drops the first checkpoint.
 	require.NoError(t, a.Compact(nil, nil))
@@ -294,20 +325,22 @@ func testSharedCrash(t *testing.T, compose bool) {
 	require.NoError(t, a.Compact(nil, nil))
 	a.waitSharedIdle()
 	requireModel(a, "a", "at the end")
-	require.NoError(t, c.Close())
+	for _, db := range []*DB{c, d, e} {
+		require.NoError(t, db.Close())
+	}
 	require.NoError(t, b.Close())
 	require.NoError(t, a.Close())
 
 	// Without a crash, the store is clean once the databases have
 	// dropped what their Close left (an upload or a release it
 	// abandoned).
-	for _, dir := range []string{"a", "b", "c"} {
+	for _, dir := range []string{"a", "b", "c", "d", "e"} {
 		db, err := Open(dir, quietOptions(mem, inner))
 		require.NoError(t, err)
 		db.waitSharedIdle()
 		defer db.Close()
 	}
-	requireStoreClean(t, inner, []string{"a", "b", "c"}, mem)
+	requireStoreClean(t, inner, []string{"a", "b", "c", "d", "e"}, mem)
 	// The workload makes every kind of request the rules order: markers
 	// put and deleted, shared files' objects put and deleted, data
 	// objects put and deleted, the registry replaced.
@@ -325,7 +358,7 @@ func testSharedCrash(t *testing.T, compose bool) {
 	}
 	t.Logf("%d store requests that write (%v), %d crash states, checking every %d", rec.requests, rec.kinds, len(states), stride)
 	for i := 0; i < len(states); i += stride {
-		checkCrashState(t, states[i], i, map[string]string{"b": bInstance, "c": cInstance})
+		checkCrashState(t, states[i], i, map[string]string{"b": bInstance, "c": cInstance, "d": dInstance, "e": eInstance})
 	}
 }
 
@@ -355,7 +388,7 @@ func checkCrashState(t *testing.T, st crashState, n int, opened map[string]strin
 	store, err := checkpoint.NewLocalStoreFS(fs, "store")
 	require.NoError(t, err, what)
 	var dirs []string
-	for _, dir := range []string{"a", "b", "c"} {
+	for _, dir := range []string{"a", "b", "c", "d", "e"} {
 		if _, err := fs.Stat(fs.PathJoin(dir, "CURRENT")); err == nil {
 			dirs = append(dirs, dir)
 		}
@@ -404,7 +437,7 @@ func checkCrashState(t *testing.T, st crashState, n int, opened map[string]strin
 	// Every database opens with the store and holds its keys; its share
 	// loop drops its strays and finishes what the crash interrupted.
 	var a *DB
-	for _, dir := range []string{"a", "b", "c"} {
+	for _, dir := range []string{"a", "b", "c", "d", "e"} {
 		if _, err := fs.Stat(fs.PathJoin(dir, "CURRENT")); err != nil {
 			continue
 		}
