@@ -98,7 +98,18 @@
 // and since each registry holds its objects by markers of its own (holder
 // "registry-<name>", package remote), one registry's retention never
 // deletes what another's checkpoints or an instance opened from them use.
-// Audit checks every registry of the store.
+// Audit checks every registry of the store. Uploader.Retire empties the
+// registry of an instance that is gone (after a rescale), without taking
+// a checkpoint.
+//
+// Reference writes a database that is one checkpoint by reference (no
+// file downloaded; strata.OpenFromStore), ReferenceRange one that is the
+// union of several checkpoints, of one store's registries, restricted to
+// a key range (strata.OpenRangeFromStore): tables that straddle the range
+// are kept virtual (manifest.FileMetadata.Virtual), tables renumbered,
+// value logs kept under their numbers, which value pointers name; the
+// checkpoints may not overlap in the range, nor hold two different value
+// logs under one number.
 //
 // The registry is sealed JSON: the JSON text, "\n", and
 // "xxhash64:<16 hex digits>\n", the XXH64 of the text; a mismatch is an

@@ -46,7 +46,15 @@
 // opened from a checkpoint first holds the checkpoint's objects by one
 // hold, a single request where a marker each would be as many as there
 // are objects, and turns it into markers in the background (holds.go);
-// every deletion reads the holds after the markers.
+// every deletion reads the holds after the markers. DropInstance drops
+// every marker and the hold of an instance that is gone for good (its
+// database destroyed), deleting what no other holder keeps.
+//
+// Instances share value logs by number (a table's value pointers name
+// their value log's file number), so an instance that shares files
+// allocates file numbers from a random base of its own
+// (NewFileNumBase): a database that takes key ranges of several
+// instances by reference holds the value logs of each.
 // checkpoint.Audit (strata check --store) checks a store against these
 // rules.
 //
