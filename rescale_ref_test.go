@@ -224,16 +224,12 @@ func testOpenRangeFromStoreRescale(t *testing.T, policy gc.Policy) {
 	// read).
 	audit := func(what string) {
 		t.Helper()
-		var instances []*remote.Instance
+		var dirs []string
 		for _, in := range all {
 			require.Nil(t, in.db, "%s is open", in.name)
-			ri, err := remote.ReadInstance(fs, in.name)
-			require.NoError(t, err)
-			instances = append(instances, ri)
+			dirs = append(dirs, in.name)
 		}
-		rep, err := checkpoint.Audit(ctx, store, &checkpoint.AuditOptions{Instances: instances})
-		require.NoError(t, err, what)
-		require.Empty(t, rep.Problems, "%s: %v", what, rep.Problems)
+		requireNoProblems(t, fs, store, what, dirs...)
 	}
 	closeAll := func(ins ...*rescaleInstance) {
 		t.Helper()
@@ -510,17 +506,9 @@ func TestSharedValueLogGarbagePerInstance(t *testing.T) {
 	require.Equal(t, yWant, got)
 	y.waitSharedIdle()
 	require.NoError(t, y.Close())
-	var instances []*remote.Instance
-	for _, dir := range []string{"a", "x", "y"} {
-		in, err := remote.ReadInstance(fs, dir)
-		require.NoError(t, err)
-		instances = append(instances, in)
-	}
-	rep, err := checkpoint.Audit(ctx, store, &checkpoint.AuditOptions{Instances: instances})
-	require.NoError(t, err)
 	// (Markers a Close left on released files are strays the instance
 	// drops at its next Open, which the rules allow.)
-	require.Empty(t, rep.Problems)
+	requireNoProblems(t, fs, store, "at the end", "a", "x", "y")
 }
 
 // TestRescaleStoreSpace measures what a store holds after a job's life:
@@ -655,15 +643,7 @@ func TestRescaleStoreSpace(t *testing.T) {
 	t.Logf("bytes by prefix: %v", byPrefix)
 	ratio := float64(storeBytes) / float64(liveBytes)
 	t.Logf("after 20 checkpoints and two rescales: store %d bytes in %d objects, live state %d bytes: %.2fx", storeBytes, len(objs), liveBytes, ratio)
-	var instances []*remote.Instance
-	for _, dir := range dirs {
-		ri, err := remote.ReadInstance(fs, dir)
-		require.NoError(t, err)
-		instances = append(instances, ri)
-	}
-	rep, err := checkpoint.Audit(ctx, store, &checkpoint.AuditOptions{Instances: instances})
-	require.NoError(t, err)
-	require.Empty(t, rep.Problems)
+	requireNoProblems(t, fs, store, "at the end", dirs...)
 	require.Less(t, ratio, 3.0)
 }
 
@@ -722,4 +702,19 @@ func TestDestroy(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, rep.Problems)
 	require.Empty(t, rep.Unreferenced)
+}
+
+// requireNoProblems audits store with the databases in dirs (closed):
+// every object they or a retained checkpoint use is there, whole.
+func requireNoProblems(t *testing.T, fs vfs.FS, store checkpoint.Store, what string, dirs ...string) {
+	t.Helper()
+	var instances []*remote.Instance
+	for _, dir := range dirs {
+		in, err := remote.ReadInstance(fs, dir)
+		require.NoError(t, err, "%s: %s", what, dir)
+		instances = append(instances, in)
+	}
+	rep, err := checkpoint.Audit(t.Context(), store, &checkpoint.AuditOptions{Instances: instances})
+	require.NoError(t, err, what)
+	require.Empty(t, rep.Problems, "%s: %v", what, rep.Problems)
 }
