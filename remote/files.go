@@ -644,21 +644,27 @@ func (f *Files) startFetchLocked(s *shared, idx int64) *fetch {
 // store's round trip and not for a file's sync as well. Meanwhile the
 // part stays in s.fetching with its bytes, and readers take them from
 // there.
+//
+// The write is counted in f.keeping before the readers get the bytes, so
+// that a Close after a read returned waits for its part to be written
+// (a restart then finds it cached).
 func (f *Files) runFetch(s *shared, idx int64, fe *fetch) {
 	fe.data, fe.err = f.fetchPart(s, idx)
-	close(fe.done)
 	f.mu.Lock()
-	if fe.err != nil || f.o.ReadOnly || f.ctx.Err() != nil {
+	keep := fe.err == nil && !f.o.ReadOnly && f.ctx.Err() == nil
+	if keep {
+		f.keeping.Add(1)
+	} else {
 		delete(s.fetching, idx)
-		f.mu.Unlock()
-		return
 	}
-	f.keeping.Add(1)
 	f.mu.Unlock()
-	go func() {
-		defer f.keeping.Done()
-		f.keepPart(s, idx, fe.data)
-	}()
+	close(fe.done)
+	if keep {
+		go func() {
+			defer f.keeping.Done()
+			f.keepPart(s, idx, fe.data)
+		}()
+	}
 }
 
 // keepPart writes part idx of s, data, into the cache (a temporary file,
