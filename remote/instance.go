@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -121,32 +122,17 @@ func DropInstance(ctx context.Context, s Store, instance string) (deleted int, e
 	slices.Sort(objects)
 	// Side by side: each drop is two to four round trips, and an
 	// instance holds hundreds of objects.
-	var (
-		mu    sync.Mutex
-		first error
-		wg    sync.WaitGroup
-		sem   = make(chan struct{}, dropParallel)
-	)
-	for _, o := range objects {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			gone, err := DropRef(ctx, s, o, holder)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && first == nil {
-				first = err
-			}
-			if gone {
-				deleted++
-			}
-		}()
+	var gone atomic.Int64
+	if _, err := forEachObject(ctx, objects, dropParallel, func(ctx context.Context, object string) error {
+		deleted, err := DropRef(ctx, s, object, holder)
+		if deleted {
+			gone.Add(1)
+		}
+		return err
+	}); err != nil {
+		return int(gone.Load()), err
 	}
-	wg.Wait()
-	if first != nil {
-		return deleted, first
-	}
+	deleted = int(gone.Load())
 	// The hold last: an object it names that a marker of the instance
 	// held as well was looked at once the marker went, and stays for the
 	// hold; DropHold looks again.

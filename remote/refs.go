@@ -65,6 +65,23 @@ func AddRefs(ctx context.Context, s Store, objects []string, holder string) ([]s
 
 // addRefs is AddRefs with at most parallel requests in flight.
 func addRefs(ctx context.Context, s Store, objects []string, holder string, parallel int) ([]string, error) {
+	done, first := forEachObject(ctx, objects, parallel, func(ctx context.Context, object string) error {
+		return AddRef(ctx, s, object, holder)
+	})
+	var added []string
+	for i, ok := range done {
+		if ok {
+			added = append(added, objects[i])
+		}
+	}
+	return added, first
+}
+
+// forEachObject calls fn for each of objects, up to parallel at a time.
+// After the first failure it starts no more calls and cancels the context
+// of those in flight; it returns, once every call made has returned,
+// which calls succeeded (in the order of objects) and the first error.
+func forEachObject(ctx context.Context, objects []string, parallel int, fn func(ctx context.Context, object string) error) ([]bool, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make([]bool, len(objects))
@@ -83,7 +100,7 @@ func addRefs(ctx context.Context, s Store, objects []string, holder string, para
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			err := AddRef(ctx, s, object, holder)
+			err := fn(ctx, object)
 			mu.Lock()
 			defer mu.Unlock()
 			if err == nil {
@@ -95,13 +112,7 @@ func addRefs(ctx context.Context, s Store, objects []string, holder string, para
 		}()
 	}
 	wg.Wait()
-	var added []string
-	for i, ok := range done {
-		if ok {
-			added = append(added, objects[i])
-		}
-	}
-	return added, first
+	return done, first
 }
 
 // DropRef removes holder's marker on object and deletes the object when
