@@ -63,7 +63,12 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 			objects = append(objects, f.Object)
 		}
 	}
-	if err := holdObjects(ctx, s, unmarked, objects, holder); err != nil {
+	// In parallel: one round trip each would make Open wait for as many
+	// as the checkpoint has objects.
+	if _, err := remote.AddRefs(ctx, s, unmarked, registryOf(s).holder); err != nil {
+		return err
+	}
+	if err := holdObjects(ctx, s, objects, holder); err != nil {
 		return err
 	}
 	defer func() {
@@ -115,15 +120,10 @@ func writeInstance(fs vfs.FS, dst string, v *manifest.Version, num, past base.Fi
 	})
 }
 
-// holdObjects has holder (an instance) hold objects by one hold, after the
-// registry's markers on unmarked ones (see Reference). On failure the hold
+// holdObjects has holder (an instance) hold objects by one hold, once the
+// registries' markers are on them (see Reference). On failure the hold
 // may be there: it is dropped.
-func holdObjects(ctx context.Context, s Store, unmarked, objects []string, holder string) error {
-	// In parallel: one round trip each would make Open wait for as many
-	// as the checkpoint has objects.
-	if _, err := remote.AddRefs(ctx, s, unmarked, registryOf(s).holder); err != nil {
-		return err
-	}
+func holdObjects(ctx context.Context, s Store, objects []string, holder string) error {
 	// The instance holds them all by one hold (remote.PutHold), one
 	// round trip where a marker each would be as many as the checkpoint
 	// has objects; the database turns it into markers after Open

@@ -86,7 +86,7 @@ func ReferenceRange(ctx context.Context, srcs []StoreCheckpoint, start, end []by
 			return err
 		}
 	}
-	if err := holdObjects(ctx, s, nil, u.objects, holder); err != nil {
+	if err := holdObjects(ctx, s, u.objects, holder); err != nil {
 		return err
 	}
 	defer func() {
@@ -198,6 +198,7 @@ func unionRange(ctx context.Context, srcs []StoreCheckpoint, start, end []byte) 
 		var sp *span
 		var ferr error
 		v.Files(func(level int, f *manifest.FileMetadata) {
+			u.next = max(u.next, f.FileNum+1)
 			c, ok := f.Clip(start, end)
 			if !ok || ferr != nil {
 				return
@@ -251,7 +252,6 @@ func unionRange(ctx context.Context, srcs []StoreCheckpoint, start, end []byte) 
 			u.edit.NewVlogs = append(u.edit.NewVlogs, vm)
 			u.edit.SharedFiles = append(u.edit.SharedFiles, manifest.SharedFile{Vlog: true, FileNum: vm.FileNum, Ref: ref})
 		}
-		v.Files(func(_ int, f *manifest.FileMetadata) { u.next = max(u.next, f.FileNum+1) })
 	}
 	slices.SortFunc(spans, func(a, b span) int { return base.Compare(a.lo.UserKey, b.lo.UserKey) })
 	for i := 1; i < len(spans); i++ {
