@@ -751,12 +751,5 @@ func (r *stateRun) countKeys(dir string, start, end []byte) (n int64, err error)
 		return 0, err
 	}
 	defer func() { err = errors.Join(err, db.Close()) }()
-	it, err := db.NewIter(&strata.IterOptions{LowerBound: start, UpperBound: end})
-	if err != nil {
-		return 0, err
-	}
-	for ok := it.First(); ok; ok = it.Next() {
-		n++
-	}
-	return n, it.Close() // the error that ended the loop, if one did
+	return countIn(db, start, end)
 }

@@ -385,10 +385,7 @@ func checkTable(r *CheckReport, fs vfs.FS, dir string, level int, f *manifest.Fi
 		c.problemf("sequence numbers span [%d, %d], outside the manifest's [%d, %d]", minSeq, maxSeq, f.SmallestSeq, f.LargestSeq)
 	}
 	for _, tomb := range rd.RangeTombstones() {
-		if f.Virtual {
-			break
-		}
-		if base.Compare(tomb.Start, f.Smallest.UserKey) < 0 || base.Compare(tomb.End, f.Largest.UserKey) > 0 {
+		if !f.Virtual && (base.Compare(tomb.Start, f.Smallest.UserKey) < 0 || base.Compare(tomb.End, f.Largest.UserKey) > 0) {
 			c.problemf("range tombstone [%q, %q) outside the manifest's bounds [%s, %s]", tomb.Start, tomb.End, f.Smallest, f.Largest)
 		}
 	}
