@@ -212,7 +212,7 @@ func (r *batchReader) next() (kind base.Kind, key, value []byte, ok bool, err er
 		if value, good = r.bytes(); !good {
 			return 0, nil, nil, false, fmt.Errorf("batch entry %d: truncated value", r.read)
 		}
-	case base.KindDelete:
+	case base.KindDelete, base.KindIngestMark:
 	default:
 		return 0, nil, nil, false, fmt.Errorf("batch entry %d: unknown kind %d", r.read, kind)
 	}

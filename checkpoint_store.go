@@ -78,7 +78,7 @@ func (d *DB) withPinnedVersion(hook string, fn func(src checkpoint.Source) error
 		FS:          d.fs,
 		Dir:         d.dirname,
 		Version:     v,
-		LastSeq:     d.vs.LastSeq(),
+		LastSeq:     max(d.vs.LastSeq(), v.LargestSeq()),
 		NextFileNum: d.vs.NewFileNum(),
 		Open:        d.openFile,
 	}

@@ -90,7 +90,7 @@ type commitWriter struct {
 	// repoint is opRepoint's work; its batch is built by the leader.
 	repoint *repointWork
 	// ingest is opIngest's tables.
-	ingest []*externalTable
+	ingest *ingestPrep
 	done   bool
 	// lead: the writer is the queue's head and leads (set under mu).
 	lead bool

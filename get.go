@@ -219,7 +219,7 @@ func (d *DB) getFromTable(v *manifest.Version, f *manifest.FileMetadata, key []b
 		}
 	}()
 	defer vfs.EndMapped(vfs.BeginMapped(), &err)
-	val, kind, seq, found, err := h.reader.Get(key, snap)
+	val, kind, seq, found, err := h.get(key, snap)
 	if err != nil {
 		return nil, err, true
 	}

@@ -358,6 +358,9 @@ func (d *DB) readMissingVlogRefs() error {
 func (d *DB) replayWALs(names []string) (*walReplay, error) {
 	d.mu.Lock()
 	logNum, lastSeq := d.vs.LogNum(), d.vs.LastSeq()
+	// Sequence numbers are allocated above every table's, too (see
+	// Version.LargestSeq).
+	maxSeq := max(lastSeq, d.vs.Current().LargestSeq())
 	d.mu.Unlock()
 	var logs []base.FileNum
 	for _, name := range names {
@@ -369,7 +372,7 @@ func (d *DB) replayWALs(names []string) (*walReplay, error) {
 		}
 	}
 	slices.Sort(logs)
-	rp := &walReplay{d: d, ve: &manifest.VersionEdit{}, flushedSeq: lastSeq, nextSeq: lastSeq + 1, maxSeq: lastSeq, logs: logs}
+	rp := &walReplay{d: d, ve: &manifest.VersionEdit{}, flushedSeq: lastSeq, nextSeq: lastSeq + 1, maxSeq: maxSeq, logs: logs}
 	for _, num := range logs {
 		if err := rp.replay(num); err != nil {
 			return nil, err
@@ -645,6 +648,21 @@ func (r *walReplay) replay(num base.FileNum) error {
 				// crashed before the rest reached a table: they are in a
 				// table already. Applied again, merge operands would fold
 				// twice.
+				seq++
+				continue
+			}
+			if kind == base.KindIngestMark {
+				// An Ingest's sequence number: its tables are in the
+				// manifest (or, if the crash came before its edit, in no
+				// version). The numbers stay taken: the memtable being
+				// replayed carries them to the manifest when it is
+				// flushed; without one, nothing before them needs replay.
+				r.maxSeq = max(r.maxSeq, seq)
+				if r.mem != nil {
+					r.mem.maxSeq.Store(uint64(r.maxSeq))
+				} else {
+					r.flushedSeq = max(r.flushedSeq, seq)
+				}
 				seq++
 				continue
 			}

@@ -3,6 +3,7 @@ package strata
 import (
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/internal/base"
@@ -40,13 +41,16 @@ type tableCache struct {
 // openTable is a table's reader and what is derived from it once. Of a
 // virtual table (manifest.FileMetadata.Virtual) it shows only what lies in
 // the table's visible range [lower, upper): its iterators, point lookups
-// and range deletions (clipped to the range).
+// and range deletions (clipped to the range). Of an ingested table
+// (manifest.FileMetadata.SeqOffset) they show every sequence number with
+// the offset added.
 type openTable struct {
 	reader       *sstable.Reader
 	rangeDels    *rangedel.Set
 	tombs        []base.RangeTombstone
 	virtual      bool
 	lower, upper []byte
+	seqOffset    base.SeqNum
 }
 
 // tombstones returns the table's range deletions (within its visible
@@ -56,10 +60,39 @@ func (t *openTable) tombstones() []base.RangeTombstone { return t.tombs }
 // newIter returns an iterator over the table's point entries (within its
 // visible range).
 func (t *openTable) newIter() base.InternalIterator {
-	if t.virtual {
-		return merging.NewBoundedIter(t.reader.NewIter(), t.lower, t.upper)
+	it := t.reader.NewIter()
+	if t.seqOffset != 0 {
+		it = &offsetIter{InternalIterator: it, offset: t.seqOffset}
 	}
-	return t.reader.NewIter()
+	if t.virtual {
+		return merging.NewBoundedIter(it, t.lower, t.upper)
+	}
+	return it
+}
+
+// get returns the newest entry of key visible at snap (see
+// sstable.Reader.Get), its sequence number as reads see it.
+func (t *openTable) get(key []byte, snap base.SeqNum) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
+	if t.seqOffset == 0 {
+		return t.reader.Get(key, snap)
+	}
+	if snap < t.seqOffset {
+		return nil, 0, 0, false, nil // every entry is newer than snap
+	}
+	value, kind, seq, found, err = t.reader.Get(key, snap-t.seqOffset)
+	return value, kind, seq + t.seqOffset, found, err
+}
+
+// offsetIter adds an ingested table's sequence-number offset to the
+// sequence number of every key it shows.
+type offsetIter struct {
+	base.InternalIterator
+	offset base.SeqNum
+}
+
+func (it *offsetIter) Key() base.InternalKey {
+	k := it.InternalIterator.Key()
+	return base.MakeInternalKey(k.UserKey, k.SeqNum()+it.offset, k.Kind())
 }
 
 // visible reports whether a point lookup of key may find it in the table.
@@ -148,7 +181,13 @@ func (tc *tableCache) open(f *manifest.FileMetadata) (*openTable, error) {
 		file.Close()
 		return nil, err
 	}
-	t := &openTable{reader: r, tombs: r.RangeTombstones()}
+	t := &openTable{reader: r, tombs: r.RangeTombstones(), seqOffset: f.SeqOffset}
+	if f.SeqOffset != 0 && len(t.tombs) > 0 {
+		t.tombs = slices.Clone(t.tombs)
+		for i := range t.tombs {
+			t.tombs[i].Seq += f.SeqOffset
+		}
+	}
 	if f.Virtual {
 		t.virtual = true
 		t.lower, t.upper = f.VisibleRange()

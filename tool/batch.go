@@ -11,8 +11,10 @@ import (
 //
 //	seq (8, LE) | count (4, LE) | entries: kind (1) | uvarint key len | key | [uvarint value len | value]
 //
-// The value is present for every kind but DEL; SETM and VPTRM values start
-// with entry metadata (base.EntryMeta).
+// The value is present for every kind but DEL and INGEST (an Ingest's
+// mark: one entry, with an empty key, per sequence number it gave its
+// tables); SETM and VPTRM values start with entry metadata
+// (base.EntryMeta).
 
 const batchHeaderLen = 12
 
@@ -50,7 +52,7 @@ func decodeBatch(rec []byte) (seq uint64, entries []batchEntry, err error) {
 			if e.value, ok = field(); !ok {
 				return seq, entries, fmt.Errorf("entry %d: truncated value", len(entries))
 			}
-		case base.KindDelete:
+		case base.KindDelete, base.KindIngestMark:
 		default:
 			return seq, entries, fmt.Errorf("entry %d: unknown kind %d", len(entries), e.kind)
 		}

@@ -45,6 +45,11 @@ const (
 	// entry metadata: meta | encoded value pointer. The metadata stays in
 	// the tree, so expiry is decided without reading the value log.
 	KindValuePointerMeta Kind = 6
+	// KindIngestMark appears only in WAL records: an Ingest's mark, one
+	// entry per sequence number its tables were given, so that the
+	// numbers run on in the WAL and recovery allocates above them. It is
+	// never in a memtable or a table (Valid is false).
+	KindIngestMark Kind = 7
 
 	// KindMax is the largest kind. A search key key#S,KindMax sorts before
 	// every entry of key with sequence number <= S.
@@ -61,6 +66,7 @@ var kindNames = [...]string{
 	KindRangeDelete:      "RANGEDEL",
 	KindSetMeta:          "SETM",
 	KindValuePointerMeta: "VPTRM",
+	KindIngestMark:       "INGEST",
 }
 
 func (k Kind) String() string {

@@ -41,6 +41,15 @@ type FileMetadata struct {
 	// VlogRefs are the whole file's: the references of keys outside the
 	// bounds count as live until a compaction rewrites the table.
 	Virtual bool
+	// SeqOffset is added to the sequence number of every entry the file
+	// holds: an ingested table keeps the numbers it was written with (0,
+	// and its merge operands' layers above it) and gets the ingest's
+	// sequence number here, in the manifest edit that adds it, so that
+	// Ingest does not rewrite the table while writers wait (Pebble's
+	// global sequence number). Smallest, Largest, SmallestSeq and
+	// LargestSeq are the numbers with the offset added, as reads see
+	// them. Zero for every table a flush or compaction writes.
+	SeqOffset base.SeqNum
 
 	// refs counts the versions that contain this file. When it drops to zero
 	// the file is obsolete and may be deleted.
@@ -98,10 +107,14 @@ func (m *FileMetadata) VlogRef(num base.FileNum) VlogRef {
 }
 
 func (m *FileMetadata) String() string {
+	var kind string
 	if m.Virtual {
-		return fmt.Sprintf("%s:virtual[%s-%s]", m.FileNum, m.Smallest, m.Largest)
+		kind = "virtual"
 	}
-	return fmt.Sprintf("%s:[%s-%s]", m.FileNum, m.Smallest, m.Largest)
+	if m.SeqOffset != 0 {
+		kind += fmt.Sprintf("+%d", m.SeqOffset)
+	}
+	return fmt.Sprintf("%s:%s[%s-%s]", m.FileNum, kind, m.Smallest, m.Largest)
 }
 
 // ContainsUserKey reports whether key may lie in the file's bounds. A file
@@ -153,7 +166,7 @@ func (m *FileMetadata) Clip(start, end []byte) (*FileMetadata, bool) {
 		FileNum: m.FileNum, Size: m.Size, Smallest: m.Smallest, Largest: m.Largest,
 		SmallestSeq: m.SmallestSeq, LargestSeq: m.LargestSeq, HasRangeDels: m.HasRangeDels,
 		VlogRefs: m.VlogRefs, VlogRefsKnown: m.VlogRefsKnown, Expiry: m.Expiry,
-		Virtual: m.Virtual || lowCut || highCut,
+		Virtual: m.Virtual || lowCut || highCut, SeqOffset: m.SeqOffset,
 	}
 	if lowCut {
 		// The first internal key of start: the largest trailer.

@@ -322,3 +322,25 @@ func TestClipVirtual(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, v.CheckOrdering())
 }
+
+// TestSeqOffsetRoundTrip: an ingested table's sequence-number offset
+// survives an edit's encoding and a clip; an offset above the file's
+// smallest sequence number is refused.
+func TestSeqOffsetRoundTrip(t *testing.T) {
+	m := meta(9, "a", "z", 40)
+	m.LargestSeq = 42
+	m.SeqOffset = 40
+	c, ok := m.Clip([]byte("b"), []byte("c"))
+	require.True(t, ok)
+	require.Equal(t, base.SeqNum(40), c.SeqOffset)
+	ve := &VersionEdit{NewFiles: []NewFile{{Level: 6, Meta: m}, {Level: 5, Meta: meta(10, "a", "b", 7)}}}
+	var got VersionEdit
+	require.NoError(t, got.Decode(ve.Encode(nil)))
+	require.Equal(t, ve.String(), got.String())
+	require.Contains(t, got.String(), "+40[")
+	require.Equal(t, base.SeqNum(40), got.NewFiles[0].Meta.SeqOffset)
+	require.Zero(t, got.NewFiles[1].Meta.SeqOffset)
+
+	m.SeqOffset = 41
+	require.ErrorContains(t, got.Decode(ve.Encode(nil)), "offset 41 above")
+}

@@ -199,6 +199,20 @@ func (v *Version) FindFile(level int, key []byte) int {
 	return -1
 }
 
+// LargestSeq returns the largest sequence number of the version's tables
+// (0 without any). An ingested table's numbers reach the manifest's last
+// sequence number only when a later flush records it: what allocates
+// sequence numbers takes both.
+func (v *Version) LargestSeq() base.SeqNum {
+	var seq base.SeqNum
+	for _, files := range v.Levels {
+		for _, f := range files {
+			seq = max(seq, f.LargestSeq)
+		}
+	}
+	return seq
+}
+
 // CheckOrdering verifies the level invariants.
 func (v *Version) CheckOrdering() error {
 	for level, files := range v.Levels {

@@ -73,7 +73,11 @@ const (
 	// build that predates it refuses the flag, as it must: it would read
 	// the keys outside the bounds.
 	newFileFlagVirtual
-	knownNewFileFlags = newFileFlagRangeDels | newFileFlagVlogRefs | newFileFlagExpiry | newFileFlagVirtual
+	// newFileFlagSeqOffset: FileMetadata.SeqOffset follows the expiry
+	// summary. An older build refuses it rather than read an ingested
+	// table's entries as older than they are.
+	newFileFlagSeqOffset
+	knownNewFileFlags = newFileFlagRangeDels | newFileFlagVlogRefs | newFileFlagExpiry | newFileFlagVirtual | newFileFlagSeqOffset
 )
 
 // DeletedFile names a file removed from a level.
@@ -213,6 +217,9 @@ func (ve *VersionEdit) Encode(dst []byte) []byte {
 		if m.Virtual {
 			flags |= newFileFlagVirtual
 		}
+		if m.SeqOffset != 0 {
+			flags |= newFileFlagSeqOffset
+		}
 		field = binary.AppendUvarint(field, flags)
 		if m.VlogRefsKnown {
 			field = binary.AppendUvarint(field, uint64(len(m.VlogRefs)))
@@ -228,6 +235,9 @@ func (ve *VersionEdit) Encode(dst []byte) []byte {
 			field = binary.AppendUvarint(field, uint64(e.Latest))
 			field = binary.AppendUvarint(field, e.Expiring)
 			field = binary.AppendUvarint(field, e.Entries)
+		}
+		if m.SeqOffset != 0 {
+			field = binary.AppendUvarint(field, uint64(m.SeqOffset))
 		}
 		put(tagNewFile, field)
 	}
@@ -491,6 +501,15 @@ func decodeNewFile(f *decoder) (NewFile, error) {
 			}
 		}
 		m.Expiry = TableExpiry{Earliest: int64(e[0]), Latest: int64(e[1]), Expiring: e[2], Entries: e[3]}
+	}
+	if flags&newFileFlagSeqOffset != 0 {
+		if v, err = f.uvarint(); err != nil {
+			return NewFile{}, err
+		}
+		m.SeqOffset = base.SeqNum(v)
+		if m.SeqOffset == 0 || m.SeqOffset > m.SmallestSeq {
+			return NewFile{}, fmt.Errorf("file %s: sequence-number offset %d above its smallest sequence number %d", m.FileNum, m.SeqOffset, m.SmallestSeq)
+		}
 	}
 	if len(f.b) != 0 {
 		return NewFile{}, fmt.Errorf("file %s: %d trailing bytes", m.FileNum, len(f.b))
