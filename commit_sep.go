@@ -75,6 +75,22 @@ func (l *liveVlogs) add(w *vlog.LiveWriter) {
 	l.mu.Unlock()
 }
 
+// presync syncs what the value logs still being written hold so far (see
+// vlog.LiveWriter.Presync).
+func (l *liveVlogs) presync() {
+	l.mu.RLock()
+	ws := make([]*vlog.LiveWriter, 0, 2)
+	for _, w := range l.m {
+		if w.Finished() == nil {
+			ws = append(ws, w)
+		}
+	}
+	l.mu.RUnlock()
+	for _, w := range ws {
+		w.Presync()
+	}
+}
+
 func (l *liveVlogs) remove(num base.FileNum) {
 	l.mu.Lock()
 	delete(l.m, num)

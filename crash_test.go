@@ -42,6 +42,11 @@ func TestCrashRecovery(t *testing.T) {
 		// Bulk loads begin and end among the writes: a crash inside one
 		// keeps a prefix, one after it keeps the whole load.
 		{"wal-bulk", Options{MemTableSize: 64 << 10, ValueThreshold: 64}, crashConfig{bulk: true}},
+		// Ingests among the writes (and bulk loads): the ingested
+		// tables' sequence numbers are marked in the WAL, not flushed
+		// into the manifest, while the memtables stay unflushed.
+		{"wal-ingest", Options{MemTableSize: 64 << 10, ValueThreshold: 64}, crashConfig{bulk: true, ingest: true}},
+		{"no-wal-ingest", Options{MemTableSize: 64 << 10, DisableWAL: true, ValueThreshold: 100}, crashConfig{ingest: true}},
 		// Garbage collection at thresholds that keep it busy: a crash can
 		// fall in the middle of a relocation, a rewrite or a deletion.
 		{"gc-recompact", Options{MemTableSize: 32 << 10, TargetFileSize: 8 << 10, LBaseMaxBytes: 32 << 10, ValueThreshold: 32,
@@ -70,8 +75,9 @@ func TestCrashRecovery(t *testing.T) {
 
 // crashConfig is what a crash test does beyond random writes and crashes.
 type crashConfig struct {
-	bulk  bool // begin and end bulk loads
-	merge bool // write merge operands (the options' Merger is ListAppend)
+	bulk   bool // begin and end bulk loads
+	merge  bool // write merge operands (the options' Merger is ListAppend)
+	ingest bool // ingest external tables among the writes
 	// holdLogSyncs holds back the sealer's sync of each WAL a rotation
 	// retires, until an operation needs it (a Sync write, a flush): the
 	// crashes in between find the old WAL unsynced and the new one
@@ -112,7 +118,7 @@ func runCrashTest(t *testing.T, seed uint64, opts Options, cfg crashConfig, step
 	db, err := Open("db", &opts)
 	require.NoError(t, err)
 	h := &history{}
-	w := &writer{rng: rng, db: db, h: h, wal: !opts.DisableWAL, bulk: cfg.bulk, merge: cfg.merge, rotate: cfg.holdLogSyncs}
+	w := &writer{rng: rng, db: db, h: h, wal: !opts.DisableWAL, bulk: cfg.bulk, merge: cfg.merge, rotate: cfg.holdLogSyncs, ingest: cfg.ingest}
 	if held != nil {
 		w.beforeWait = held.release
 		defer held.release()

@@ -198,6 +198,11 @@ type writer struct {
 	// memtable does) and flush steps do only that, without waiting for
 	// the flush.
 	rotate bool
+	// ingest: steps ingest small external tables, of keys between the
+	// writes' keys (k0042a..), so that most do not overlap a memtable;
+	// ingests counts them.
+	ingest  bool
+	ingests int
 	// beforeWait, if set, is called before every operation that may wait
 	// for the sealer (a Sync write, a flush, a compaction, a bulk load's
 	// end), so that a test holding back WAL syncs can let them go.
@@ -260,6 +265,10 @@ func (w *writer) step() (pending *historyOp, err error) {
 			w.h.markDurable()
 		}
 		return nil, nil
+	}
+	if w.ingest && w.rng.IntN(25) == 0 {
+		wait()
+		return w.ingestStep()
 	}
 	if w.bulk && w.rng.IntN(40) == 0 {
 		wait()
@@ -335,5 +344,34 @@ func (w *writer) step() (pending *historyOp, err error) {
 	if sync && w.wal {
 		w.h.markDurable()
 	}
+	return nil, nil
+}
+
+// ingestStep ingests a table of a few keys after a random write key; a
+// successful ingest makes every earlier write durable.
+func (w *writer) ingestStep() (*historyOp, error) {
+	path := fmt.Sprintf("ext-%d.sst", w.ingests)
+	w.ingests++
+	tw, err := NewTableWriter(path, &TableWriterOptions{FS: w.db.fs, ValueThreshold: 256})
+	if err != nil {
+		return nil, err
+	}
+	base := w.rng.IntN(500)
+	op := historyOp{desc: fmt.Sprintf("ingest k%04d.. from %s", base, path)}
+	for j := 0; j < 1+w.rng.IntN(5); j++ {
+		k, v := []byte(fmt.Sprintf("k%04d%c", base, 'a'+j)), w.value()
+		if err := tw.Set(k, v); err != nil {
+			return nil, err
+		}
+		op.muts = append(op.muts, mset(k, v))
+	}
+	if err := tw.Close(); err != nil {
+		return nil, err
+	}
+	if err := w.db.Ingest([]string{path}); err != nil {
+		return &op, err
+	}
+	w.h.add(op.desc, op.muts...)
+	w.h.markDurable()
 	return nil, nil
 }

@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -20,17 +21,24 @@ import (
 // with its value log, if it has one), to the DB atomically: a reader sees
 // all of their keys or none, and once Ingest returns they are durable and
 // newer than every write acknowledged before the call. The tables must not
-// overlap one another.
+// overlap one another. Like Sync, Ingest makes every write acknowledged
+// before it durable: a crash that keeps the ingest keeps them.
 //
-// The files' contents are verified first (every block and value-log record
-// checksum, every pointer against its record), outside the DB's locks.
-// Then, with writes held: the memtables are flushed; the tables are
-// rewritten into the DB with one new sequence number, and the merge
-// operands IngestRange stacks above a value with the next ones (a pass over
-// keys and pointers; values stay where they are, since the value logs are
-// hard-linked, or copied where the filesystem cannot link); and one
-// manifest edit adds them, each at the deepest level where nothing above
-// overlaps it. Automatic compactions pause while Ingest runs.
+// Writes go on while Ingest works; they wait only while the WAL is
+// synced and one manifest edit written. The files' contents are verified
+// first (every block and value-log record checksum, every pointer against
+// its record), and the tables are written into the DB (a pass over keys
+// and pointers, cut at TargetFileSize; values stay where they are, since
+// the value logs are hard-linked, or copied where the filesystem cannot
+// link), all outside the DB's locks. The memtables are flushed only if
+// one of them holds a key in the tables' ranges (all of them with the WAL
+// off or during a bulk load, whose writes only a flush makes durable).
+// Then, in commit order, the WAL is synced, the tables get the next
+// sequence number (their merge operands, which IngestRange stacks above a
+// value, the next ones) as an offset recorded in the manifest
+// (FileMetadata.SeqOffset), not written into them, and one manifest edit
+// adds them, each at the deepest level where nothing above overlaps it.
+// Automatic compactions pause while the tables are placed.
 //
 // The DB takes the data over: on success the files at paths and their
 // value logs are removed. On an error the DB is as it was and the files
@@ -50,6 +58,24 @@ func (d *DB) Ingest(paths []string) error {
 		return err
 	}
 	defer closeExternalTables(ext)
+	prep, err := d.prepareIngest(ext)
+	if err != nil {
+		return err
+	}
+	installed := false
+	defer func() {
+		if !installed {
+			prep.remove(d)
+		}
+	}()
+	// Memtables that hold keys in the tables' ranges are flushed now,
+	// while writes go on; the leader checks again and flushes only what
+	// writes put there in between.
+	if d.memtablesOverlap(prep.spans) {
+		if err := d.flush(); err != nil {
+			return err
+		}
+	}
 
 	d.compactMu.Lock()
 	defer d.compactMu.Unlock()
@@ -75,10 +101,18 @@ func (d *DB) Ingest(paths []string) error {
 		return err
 	}
 
+	// The leader syncs the WAL; most of what that sync would write (a
+	// memtable's worth of writes made without Sync, older WALs still
+	// being sealed) is made durable here, while writes go on.
+	if err := d.presyncWAL(); err != nil {
+		return err
+	}
 	w := writerPool.Get().(*commitWriter)
-	*w = commitWriter{op: opIngest, ingest: ext}
+	*w = commitWriter{op: opIngest, ingest: prep}
 	w.cond.L = &d.commit.mu
-	if err := d.runWriter(w); err != nil {
+	err = d.runWriter(w)
+	installed = prep.installed
+	if err != nil {
 		return err
 	}
 	d.stats.ingests.Add(1)
@@ -89,6 +123,130 @@ func (d *DB) Ingest(paths []string) error {
 		}
 	}
 	return nil
+}
+
+// ingestPrep is an Ingest's tables written into the DB, not yet in its
+// manifest: their entries carry the sequence numbers of the external
+// tables (0, and the layers of merge operands above it), their pointers
+// the value logs' numbers in the DB.
+type ingestPrep struct {
+	metas []*manifest.FileMetadata
+	vlogs []*manifest.VlogMetadata
+	// spans are the external tables' key ranges, [lo, hi] inclusive.
+	spans []keySpan
+	// layers is the largest sequence number of the tables' entries.
+	layers base.SeqNum
+	// installed: the manifest edit that adds the files was written, or
+	// may have been (the files stay then).
+	installed bool
+}
+
+type keySpan struct{ lo, hi []byte }
+
+// remove deletes the files of an ingest that did not install them.
+func (p *ingestPrep) remove(d *DB) {
+	for _, m := range p.metas {
+		d.removeFile(base.FileTypeTable, m.FileNum)
+	}
+	for _, vm := range p.vlogs {
+		d.removeFile(base.FileTypeVlog, vm.FileNum)
+	}
+}
+
+// prepareIngest links the external tables' value logs into the DB and
+// writes the tables into it, outside every lock of the DB.
+func (d *DB) prepareIngest(tables []*externalTable) (_ *ingestPrep, err error) {
+	p := &ingestPrep{}
+	defer func() {
+		if err != nil {
+			p.remove(d)
+		}
+	}()
+	for _, t := range tables {
+		p.spans = append(p.spans, keySpan{t.smallest, t.largest})
+		p.layers = max(p.layers, t.layers)
+		var vlogNum base.FileNum
+		if t.vlog != nil {
+			vlogNum = d.vs.NewFileNum()
+			vm := &manifest.VlogMetadata{FileNum: vlogNum, Size: t.vlog.Size, Records: t.vlog.Records, ValueBytes: t.vlog.ValueBytes}
+			if err := vfs.LinkOrCopy(d.fs, ValueLogPath(t.path), d.path(base.FileTypeVlog, vlogNum)); err != nil {
+				return nil, fmt.Errorf("strata: ingest: %w", err)
+			}
+			p.vlogs = append(p.vlogs, vm)
+		}
+		ms, err := d.rewriteExternal(t, vlogNum)
+		if err != nil {
+			return nil, err
+		}
+		p.metas = append(p.metas, ms...)
+	}
+	if err := syncDirErr(d); err != nil {
+		return nil, fmt.Errorf("strata: ingest: %w", err)
+	}
+	return p, nil
+}
+
+// presyncWAL syncs the older WALs (waiting for the sealer), what the
+// value log written at commit and the current WAL hold, outside the
+// commit leader.
+func (d *DB) presyncWAL() error {
+	if d.opts.DisableWAL {
+		return nil
+	}
+	if err := d.waitAllSealed(); err != nil {
+		return err
+	}
+	d.live.presync()
+	if wf := d.walFile.Load(); wf != nil {
+		if err := wf.Sync(); err != nil {
+			// The WAL may end in a partial record: no write may follow.
+			d.reportBackgroundError(err)
+			return err
+		}
+	}
+	return nil
+}
+
+// memtablesOverlap reports whether a memtable not yet flushed holds an
+// entry or a range deletion in one of spans.
+func (d *DB) memtablesOverlap(spans []keySpan) bool {
+	d.mu.Lock()
+	mems := append([]*memTable{d.mem}, d.imm...)
+	for _, m := range mems {
+		m.ref()
+	}
+	d.mu.Unlock()
+	overlap := false
+	for _, m := range mems {
+		overlap = overlap || m.overlaps(spans)
+		m.unref()
+	}
+	return overlap
+}
+
+// overlaps reports whether m holds an entry or a range deletion in one of
+// spans. Safe beside writes to m.
+func (m *memTable) overlaps(spans []keySpan) bool {
+	if m.Empty() {
+		return false
+	}
+	it := m.NewIter()
+	defer it.Close()
+	for _, s := range spans {
+		if it.SeekGE(s.lo) && base.Compare(it.Key().UserKey, s.hi) <= 0 {
+			return true
+		}
+	}
+	if m.HasRangeDels() {
+		for _, t := range m.RangeTombstones(base.SeqNumMax) {
+			for _, s := range spans {
+				if base.Compare(t.Start, s.hi) <= 0 && base.Compare(t.End, s.lo) > 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // externalTable is one verified TableWriter table.
@@ -353,78 +511,70 @@ func (e *externalRecords) claim(key, ptr []byte) error {
 }
 
 // ingestLeader runs on the commit leader, so no write comes in between:
-// it flushes the memtables, rewrites the tables into
-// the DB with the next sequence number and installs them.
-func (d *DB) ingestLeader(tables []*externalTable) error {
+// it gives the prepared tables the next sequence number and installs
+// them. With the WAL on, a mark in the WAL takes the numbers, so that
+// they run on there (recovery reads a gap as writes lost) and the
+// memtable that is unflushed now carries them to the manifest's last
+// sequence number when it is flushed; the edit leaves that number alone,
+// since recovery replays only writes newer than it and the memtables
+// that do not overlap the tables stay unflushed. The WAL is synced before
+// the edit, so that a crash keeps every write before the ingest if it
+// keeps the ingest. With the WAL off, or during a bulk load (whose writes
+// skip the WAL), every memtable is flushed first instead.
+func (d *DB) ingestLeader(p *ingestPrep) error {
 	if err := d.writableNow(); err != nil {
 		return err
 	}
 	c := &d.commit
-	// Every memtable is flushed first, not only those holding keys in the
-	// tables' ranges: the edit below records seq as the manifest's last
-	// sequence number, and recovery replays from the WAL only writes
-	// newer than that.
-	if err := d.flushAllLeader(); err != nil {
+	marked := c.wal != nil && !c.bulk
+	if !marked || d.mem.overlaps(p.spans) {
+		if err := d.flushAllLeader(); err != nil {
+			return err
+		}
+	} else if err := d.flushOverlappingFrozen(p.spans); err != nil {
 		return err
 	}
 	// The tables' entries get seq, their merge operands the sequence
 	// numbers above it, up to top.
 	seq := c.lastSeq + 1
-	top := seq
-	for _, t := range tables {
-		top = max(top, seq+t.layers)
-	}
-
-	var metas []*manifest.FileMetadata
-	var vlogs []*manifest.VlogMetadata
-	var err error
-	defer func() {
-		if err != nil {
-			for _, m := range metas {
-				d.removeFile(base.FileTypeTable, m.FileNum)
-			}
-			for _, vm := range vlogs {
-				d.removeFile(base.FileTypeVlog, vm.FileNum)
-			}
+	top := seq + p.layers
+	if marked {
+		rec := ingestMark(seq, top)
+		_, err := c.wal.WriteRecord(rec)
+		if err == nil {
+			d.stats.walBytes.Add(uint64(len(rec)))
+			err = d.syncLeader()
 		}
-	}()
-	for _, t := range tables {
-		var vlogNum base.FileNum
-		if t.vlog != nil {
-			vlogNum = d.vs.NewFileNum()
-			vm := &manifest.VlogMetadata{FileNum: vlogNum, Size: t.vlog.Size, Records: t.vlog.Records, ValueBytes: t.vlog.ValueBytes}
-			if err = vfs.LinkOrCopy(d.fs, ValueLogPath(t.path), d.path(base.FileTypeVlog, vlogNum)); err != nil {
-				err = fmt.Errorf("strata: ingest: %w", err)
-				return err
-			}
-			vlogs = append(vlogs, vm)
-		}
-		var ms []*manifest.FileMetadata
-		ms, err = d.rewriteExternal(t, seq, vlogNum)
-		metas = append(metas, ms...)
 		if err != nil {
+			err = fmt.Errorf("strata: write WAL: %w", err)
+			d.reportBackgroundError(err)
 			return err
 		}
-	}
-	if err = syncDirErr(d); err != nil {
-		err = fmt.Errorf("strata: ingest: %w", err)
-		return err
 	}
 
 	d.mu.Lock()
 	v := d.vs.Current()
-	ve := &manifest.VersionEdit{NewVlogs: vlogs}
-	ve.SetLastSeq(top)
-	levels := make([]int, len(metas))
-	for i, m := range metas {
+	ve := &manifest.VersionEdit{NewVlogs: p.vlogs}
+	if !marked {
+		ve.SetLastSeq(top)
+	}
+	levels := make([]int, len(p.metas))
+	for i, m := range p.metas {
+		m.SeqOffset = seq
+		m.Smallest = base.MakeInternalKey(m.Smallest.UserKey, m.Smallest.SeqNum()+seq, m.Smallest.Kind())
+		if !m.Largest.IsRangeDelSentinel() { // external tables hold no range deletions
+			m.Largest = base.MakeInternalKey(m.Largest.UserKey, m.Largest.SeqNum()+seq, m.Largest.Kind())
+		}
+		m.SmallestSeq += seq
+		m.LargestSeq += seq
 		levels[i] = ingestLevel(v, m.Smallest.UserKey, m.Largest.UserKey)
 		ve.NewFiles = append(ve.NewFiles, manifest.NewFile{Level: levels[i], Meta: m})
 	}
-	if err = d.vs.LogAndApply(ve); err != nil {
+	p.installed = true
+	if err := d.vs.LogAndApply(ve); err != nil {
 		// The edit may have reached the disk: the files stay (the next
 		// Open removes them if it did not), and the DB stops.
 		err = fmt.Errorf("strata: ingest: %w", err)
-		metas, vlogs = nil, nil
 		first := d.setBackgroundErrorLocked(err)
 		d.mu.Unlock()
 		if first {
@@ -433,8 +583,9 @@ func (d *DB) ingestLeader(tables []*externalTable) error {
 		return err
 	}
 	c.lastSeq = top
+	d.mem.maxSeq.Store(uint64(top))
 	d.visibleSeq.Store(uint64(top))
-	for i, m := range metas {
+	for i, m := range p.metas {
 		d.stats.levels[levels[i]].bytesWritten += m.Size
 		d.stats.ingestBytes.Add(m.Size)
 	}
@@ -446,11 +597,24 @@ func (d *DB) ingestLeader(tables []*externalTable) error {
 	return nil
 }
 
+// ingestMark is the WAL record of an ingest's sequence numbers seq..top:
+// a batch of that many KindIngestMark entries, each with an empty key.
+func ingestMark(seq, top base.SeqNum) []byte {
+	n := int(top-seq) + 1
+	rec := make([]byte, batchHeaderLen, batchHeaderLen+2*n)
+	binary.LittleEndian.PutUint64(rec[0:8], uint64(seq))
+	binary.LittleEndian.PutUint32(rec[8:12], uint32(n))
+	for range n {
+		rec = append(rec, byte(base.KindIngestMark), 0)
+	}
+	return rec
+}
+
 // rewriteExternal writes table t into new tables of the DB (cut at
-// TargetFileSize): every entry with sequence number seq, every pointer
-// into the value log vlogNum.
-func (d *DB) rewriteExternal(t *externalTable, seq base.SeqNum, vlogNum base.FileNum) ([]*manifest.FileMetadata, error) {
-	in := &ingestIter{InternalIterator: t.r.NewIter(), seq: seq, vlogNum: vlogNum}
+// TargetFileSize): every entry with the sequence number it has in t, every
+// pointer into the value log vlogNum.
+func (d *DB) rewriteExternal(t *externalTable, vlogNum base.FileNum) ([]*manifest.FileMetadata, error) {
+	in := &ingestIter{InternalIterator: t.r.NewIter(), vlogNum: vlogNum}
 	defer in.Close()
 	outputs, _, err := compaction.Run(compaction.Config{
 		Input:          in,
@@ -477,21 +641,14 @@ func (d *DB) rewriteExternal(t *externalTable, seq base.SeqNum, vlogNum base.Fil
 	return metas, nil
 }
 
-// ingestIter gives an external table's entries the ingest's sequence
-// number (a merge operand's above it by its own, 1 and up) and its
-// pointers the value log's file number in the DB. The compaction that
-// writes the table moves it forward only.
+// ingestIter gives an external table's pointers the value log's file
+// number in the DB. The compaction that writes the table moves it forward
+// only.
 type ingestIter struct {
 	base.InternalIterator
-	seq     base.SeqNum
 	vlogNum base.FileNum
 	buf     []byte
 	err     error
-}
-
-func (it *ingestIter) Key() base.InternalKey {
-	k := it.InternalIterator.Key()
-	return base.MakeInternalKey(k.UserKey, it.seq+k.SeqNum(), k.Kind())
 }
 
 func (it *ingestIter) Value() []byte {
@@ -514,6 +671,20 @@ func (it *ingestIter) Value() []byte {
 	// The metadata, if any, as it was; then the pointer.
 	it.buf = p.Encode(append(it.buf[:0], v[:len(v)-len(enc)]...))
 	return it.buf
+}
+
+// flushOverlappingFrozen waits for the flush of the frozen memtables if
+// one of them holds a key in spans (flushes run oldest first). Leader
+// only.
+func (d *DB) flushOverlappingFrozen(spans []keySpan) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, m := range d.imm {
+		if m.overlaps(spans) {
+			return d.waitFlushedLocked()
+		}
+	}
+	return nil
 }
 
 // flushAllLeader freezes the memtable and waits until every frozen

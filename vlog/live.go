@@ -327,6 +327,39 @@ func (l *LiveWriter) Sync() error {
 	return nil
 }
 
+// Presync makes the records added so far durable, as Sync does, for a
+// caller other than the writer's owner that wants the owner's next Sync
+// to find little left to write: the file sync runs without the lock, so
+// Add goes on meanwhile. A writer that has ended is left alone. A failed
+// sync becomes the writer's error, which the owner's next Sync or Finish
+// returns.
+func (l *LiveWriter) Presync() {
+	l.mu.Lock()
+	if l.ended() {
+		l.mu.Unlock()
+		return
+	}
+	l.w.flush()
+	l.drainLocked()
+	failed := l.w.err != nil
+	l.mu.Unlock()
+	if failed {
+		return
+	}
+	l.fileMu.RLock()
+	defer l.fileMu.RUnlock()
+	if l.fileClosed {
+		return
+	}
+	if err := l.w.f.Sync(); err != nil {
+		l.mu.Lock()
+		if l.w.err == nil {
+			l.w.err = fmt.Errorf("vlog: syncing %s: %w", l.name, err)
+		}
+		l.mu.Unlock()
+	}
+}
+
 // Finish completes the file (footer, sync, close) and returns its metadata
 // for the manifest.
 //
