@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -33,6 +34,10 @@ type crashExpect struct {
 	dbs     map[string]model
 	pending map[string][][2]string
 	ckpts   map[uint64]model
+	// destroying are the databases a Destroy is removing: in a crash
+	// state their directory may be left with objects gone, and Destroy
+	// run again must finish the work.
+	destroying map[string]bool
 }
 
 // requireDB checks that got is database dir's state: its keys, and a
@@ -100,7 +105,7 @@ func (r *crashRecorder) Delete(ctx context.Context, name string) error {
 func (r *crashRecorder) expect(f func(e *crashExpect)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := &crashExpect{dbs: maps.Clone(r.exp.dbs), pending: maps.Clone(r.exp.pending), ckpts: maps.Clone(r.exp.ckpts)}
+	e := &crashExpect{dbs: maps.Clone(r.exp.dbs), pending: maps.Clone(r.exp.pending), ckpts: maps.Clone(r.exp.ckpts), destroying: maps.Clone(r.exp.destroying)}
 	f(e)
 	r.exp = e
 }
@@ -330,17 +335,37 @@ func testSharedCrash(t *testing.T, compose bool) {
 	}
 	require.NoError(t, b.Close())
 	require.NoError(t, a.Close())
+	// c, which e replaced with d, is destroyed: its instance's references
+	// go, and what e and the retained checkpoints use stays. Then the
+	// registry retires all but its newest checkpoint (those e was opened
+	// from among them).
+	rec.expect(func(e *crashExpect) { e.destroying = map[string]bool{"c": true} })
+	before := rec.requests
+	require.NoError(t, Destroy(ctx, "c", crashSharedOptions(mem, store)))
+	_, err = mem.Stat("c")
+	require.ErrorIs(t, err, os.ErrNotExist)
+	require.Greater(t, rec.requests, before, "Destroy made no request to the store")
+	before = rec.requests
+	st, err := ua.Retire(ctx, 1)
+	require.NoError(t, err)
+	require.Equal(t, nextID, st.ID)
+	nextID++
+	ids, err := checkpoint.Checkpoints(ctx, store)
+	require.NoError(t, err)
+	require.Len(t, ids, 1)
+	require.Greater(t, rec.requests, before, "Retire made no request to the store")
 
 	// Without a crash, the store is clean once the databases have
 	// dropped what their Close left (an upload or a release it
 	// abandoned).
-	for _, dir := range []string{"a", "b", "c", "d", "e"} {
+	for _, dir := range []string{"a", "b", "d", "e"} {
 		db, err := Open(dir, quietOptions(mem, inner))
 		require.NoError(t, err)
 		db.waitSharedIdle()
 		defer db.Close()
+		requireModel(db, dir, "reopened after c was destroyed and the checkpoints retired")
 	}
-	requireStoreClean(t, inner, []string{"a", "b", "c", "d", "e"}, mem)
+	requireStoreClean(t, inner, []string{"a", "b", "d", "e"}, mem)
 	// The workload makes every kind of request the rules order: markers
 	// put and deleted, shared files' objects put and deleted, data
 	// objects put and deleted, the registry replaced.
@@ -389,7 +414,7 @@ func checkCrashState(t *testing.T, st crashState, n int, opened map[string]strin
 	require.NoError(t, err, what)
 	var dirs []string
 	for _, dir := range []string{"a", "b", "c", "d", "e"} {
-		if _, err := fs.Stat(fs.PathJoin(dir, "CURRENT")); err == nil {
+		if _, err := fs.Stat(fs.PathJoin(dir, "CURRENT")); err == nil && !st.exp.destroying[dir] {
 			dirs = append(dirs, dir)
 		}
 	}
@@ -402,6 +427,12 @@ func checkCrashState(t *testing.T, st crashState, n int, opened map[string]strin
 	r, err := checkpoint.Audit(ctx, store, &checkpoint.AuditOptions{Instances: instances})
 	require.NoError(t, err, what)
 	require.Empty(t, r.Problems, "%s: an object in use is missing or damaged", what)
+	// A Destroy the crash interrupted finishes when it runs again.
+	for dir := range st.exp.destroying {
+		require.NoError(t, Destroy(ctx, dir, quietOptions(fs, store)), "%s: destroy %s again", what, dir)
+		_, err := fs.Stat(dir)
+		require.ErrorIs(t, err, os.ErrNotExist, "%s: %s after Destroy", what, dir)
+	}
 
 	// Every retained checkpoint restores, and opens by reference.
 	ids, err := checkpoint.Checkpoints(ctx, store)
@@ -441,6 +472,7 @@ func checkCrashState(t *testing.T, st crashState, n int, opened map[string]strin
 		if _, err := fs.Stat(fs.PathJoin(dir, "CURRENT")); err != nil {
 			continue
 		}
+		require.False(t, st.exp.destroying[dir], "%s: %s is still there after Destroy", what, dir)
 		db, err := Open(dir, quietOptions(fs, store))
 		require.NoError(t, err, "%s: open %s", what, dir)
 		dbs = append(dbs, db)
