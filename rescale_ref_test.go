@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -517,18 +519,109 @@ func TestSharedValueLogGarbagePerInstance(t *testing.T) {
 // reference, and retire the registries of the instances they replace.
 // The store's bytes (every object: shared files, checkpoints' data,
 // registries, markers) are logged against the live state of the
-// instances at the end (keys and values), and must stay under 3x (2.3x
-// measured; 3.3x when the old instances are not destroyed, 7.4x when
-// their registries are not retired either); the audit stays clean. Then
-// each instance settles (full compactions until garbage collection is
-// idle): its value logs and tables, referenced or its own, come within
-// 1.5x its live state (1.31x measured; 1.50x under the default policy,
-// whose ceiling is 1.5, and 1.16-1.22x under gc.Rewrite).
+// instances at the end (keys and values), and must stay under 3x (2.72x
+// measured: the files here are tiny, so registries, which list every
+// file of their checkpoints, and partly used value logs weigh more than
+// they would at scale; see TestRescaleStoreSpaceScale); the audit stays
+// clean. Then each instance settles (full compactions until garbage
+// collection is idle): its value logs and tables, referenced or its own,
+// come within 1.5x its live state (1.32x measured; 1.50x under the
+// default policy, whose ceiling is 1.5, and 1.16-1.22x under
+// gc.Rewrite).
 func TestRescaleStoreSpace(t *testing.T) {
-	ctx := t.Context()
 	fs := vfs.NewMem()
 	store, err := checkpoint.NewLocalStoreFS(fs, "store")
 	require.NoError(t, err)
+	r := rescaleStoreSpace(t, spaceRun{fs: fs, store: store, keys: 2000, check: true,
+		opts: func() *Options { return rescaleOptions(fs, store, gc.Cost(gc.DefaultBudget)) }})
+	require.Less(t, r.store, 3.0)
+	for name, amp := range r.settled {
+		require.LessOrEqual(t, amp, 1.5, "%s settled", name)
+	}
+}
+
+// TestRescaleStoreSpaceScale is TestRescaleStoreSpace on the disk, with
+// STRATA_SPACE_KEYS keys (default 60,000, values of 1-2 KiB: some 90 MB
+// of live state) and files in the proportions of a state of gigabytes
+// with the default sizes (4 MiB value logs and memtables, 1 MiB tables:
+// some 20 value logs' worth per instance), under each policy named in
+// STRATA_SPACE_POLICIES (default, cost, rewrite; comma-separated). It
+// only measures (the figures are logged) and runs only when
+// STRATA_SPACE_POLICIES is set. Measured, one run each: the store holds
+// 2.05x the live state under the default policy, 2.17x under cost, 1.88x
+// under rewrite; settled, the instances hold 1.51-1.52x, 1.29x and
+// 1.42-1.44x. What the store holds beyond the instances' own value logs
+// is the retained checkpoints' (KeepLast 3): the versions overwritten
+// since, and value logs that garbage collection emptied while a
+// checkpoint still names them.
+//
+//
+//	STRATA_SPACE_POLICIES=default,cost go test -run TestRescaleStoreSpaceScale -v -timeout 1h
+func TestRescaleStoreSpaceScale(t *testing.T) {
+	policies := os.Getenv("STRATA_SPACE_POLICIES")
+	if policies == "" {
+		t.Skip("a measurement: set STRATA_SPACE_POLICIES")
+	}
+	keys := 60_000
+	if s := os.Getenv("STRATA_SPACE_KEYS"); s != "" {
+		n, err := strconv.Atoi(s)
+		require.NoError(t, err)
+		require.Less(t, n, 100_000, "keys are five digits")
+		keys = n
+	}
+	for _, name := range strings.Split(policies, ",") {
+		t.Run(name, func(t *testing.T) {
+			var policy gc.Policy
+			switch name {
+			case "default":
+			case "cost":
+				policy = gc.Cost(gc.DefaultBudget)
+			case "rewrite":
+				policy = gc.Rewrite()
+			default:
+				t.Fatalf("policy %q: default, cost or rewrite", name)
+			}
+			dir := t.TempDir()
+			store, err := checkpoint.NewLocalStore(filepath.Join(dir, "store"))
+			require.NoError(t, err)
+			r := rescaleStoreSpace(t, spaceRun{fs: vfs.Default, dir: dir, store: store, keys: keys, opts: func() *Options {
+				return &Options{FS: vfs.Default, SharedStore: store, GCPolicy: policy, SharedCacheSize: 1 << 30,
+					MemTableSize: 4 << 20, ValueLogFileSize: 4 << 20, TargetFileSize: 1 << 20}
+			}})
+			t.Logf("%s: store %.2fx the live state; settled instances %v", name, r.store, r.settled)
+		})
+	}
+}
+
+// spaceRun configures rescaleStoreSpace.
+type spaceRun struct {
+	fs    vfs.FS
+	dir   string // of the databases (in fs)
+	store checkpoint.Store
+	keys  int // the key space, [0, keys)
+	opts  func() *Options
+	check bool // check each instance's keys against its model
+}
+
+// spaceResult is what rescaleStoreSpace measured: the store's bytes over
+// the live state at the end, and each instance's value logs and tables
+// over its live state once settled.
+type spaceResult struct {
+	store   float64
+	settled map[string]float64
+}
+
+// rescaleStoreSpace runs TestRescaleStoreSpace's job: two instances
+// checkpoint 20 times (KeepLast 3 each), overwriting a tenth of their
+// keys before each, rescale 2 -> 3 after the 7th and 3 -> 2 after the
+// 14th by reference, and retire and destroy the instances they replace.
+func rescaleStoreSpace(t *testing.T, cfg spaceRun) spaceResult {
+	ctx := t.Context()
+	fs, store, n := cfg.fs, cfg.store, cfg.keys
+	path := func(name string) string { return fs.PathJoin(cfg.dir, name) }
+	if cfg.dir == "" {
+		path = func(name string) string { return name }
+	}
 	rng := rand.New(rand.NewPCG(21, 22))
 	type inst struct {
 		*rescaleInstance
@@ -541,26 +634,35 @@ func TestRescaleStoreSpace(t *testing.T) {
 		require.NoError(t, err)
 		return &inst{in, lo, hi}
 	}
-	opts := func() *Options { return rescaleOptions(fs, store, gc.Cost(gc.DefaultBudget)) }
 	open := func(name string) *DB {
-		db, err := Open(name, opts())
+		db, err := Open(path(name), cfg.opts())
 		require.NoError(t, err)
 		return db
 	}
+	var value []byte
 	overwrite := func(in *inst, round int) {
 		for range (in.hi - in.lo) / 10 {
 			i := in.lo + rng.IntN(in.hi-in.lo)
 			k := rescaleKey(i)
-			v := fmt.Sprintf("%s-%d-%s", k, round, string(make([]byte, 1000+rng.IntN(1000))))
+			value = fmt.Appendf(value[:0], "%s-%d-", k, round)
+			for range 1000 + rng.IntN(1000) {
+				value = append(value, byte('a'+rng.IntN(26)))
+			}
+			require.NoError(t, in.db.Set([]byte(k), value, NoSync))
+			in.want[k] = string(value)
+		}
+	}
+	live := []*inst{start("a", 0, n/2, open("a"), model{}), start("b", n/2, n, open("b"), model{})}
+	var dirs []string
+	for _, in := range live {
+		// A full state first, then the rounds' overwrites.
+		for i := in.lo; i < in.hi; i++ {
+			k := rescaleKey(i)
+			v := fmt.Sprintf("%s-load-%s", k, strings.Repeat("v", 1000+rng.IntN(1000)))
 			require.NoError(t, in.db.Set([]byte(k), []byte(v), NoSync))
 			in.want[k] = v
 		}
-	}
-	live := []*inst{start("a", 0, 1000, open("a"), model{}), start("b", 1000, 2000, open("b"), model{})}
-	var dirs []string
-	for _, in := range live {
-		overwrite(in, 0)
-		dirs = append(dirs, in.name)
+		dirs = append(dirs, path(in.name))
 	}
 	last := map[string]part{}
 	rescale := func(names []string, bounds []int) {
@@ -583,13 +685,13 @@ func TestRescaleStoreSpace(t *testing.T) {
 			if lo > 0 {
 				startKey = []byte(rescaleKey(lo))
 			}
-			if hi < 2000 {
+			if hi < n {
 				endKey = []byte(rescaleKey(hi))
 			}
-			db, err := OpenRangeFromCheckpoints(ctx, srcs, startKey, endKey, name, opts())
+			db, err := OpenRangeFromCheckpoints(ctx, srcs, startKey, endKey, path(name), cfg.opts())
 			require.NoError(t, err)
 			next = append(next, start(name, lo, hi, db, want))
-			dirs = append(dirs, name)
+			dirs = append(dirs, path(name))
 		}
 		// The old instances go: their registries are retired and their
 		// databases destroyed (their references dropped).
@@ -597,8 +699,8 @@ func TestRescaleStoreSpace(t *testing.T) {
 			require.NoError(t, in.db.Close())
 			_, err := in.up.Retire(ctx, 0)
 			require.NoError(t, err)
-			require.NoError(t, Destroy(ctx, in.name, opts()))
-			dirs = slices.DeleteFunc(dirs, func(d string) bool { return d == in.name })
+			require.NoError(t, Destroy(ctx, path(in.name), cfg.opts()))
+			dirs = slices.DeleteFunc(dirs, func(d string) bool { return d == path(in.name) })
 		}
 		live = next
 	}
@@ -609,14 +711,16 @@ func TestRescaleStoreSpace(t *testing.T) {
 		}
 		switch round {
 		case 7:
-			rescale([]string{"x", "y", "z"}, []int{0, 667, 1333, 2000})
+			rescale([]string{"x", "y", "z"}, []int{0, n / 3, 2 * n / 3, n})
 		case 14:
-			rescale([]string{"p", "q"}, []int{0, 1000, 2000})
+			rescale([]string{"p", "q"}, []int{0, n / 2, n})
 		}
 	}
 	var liveBytes int64
 	for _, in := range live {
-		in.check(t, "at the end")
+		if cfg.check {
+			in.check(t, "at the end")
+		}
 		for k, v := range in.want {
 			liveBytes += int64(len(k) + len(v))
 		}
@@ -628,11 +732,9 @@ func TestRescaleStoreSpace(t *testing.T) {
 	objs, err := store.List(ctx, "")
 	require.NoError(t, err)
 	var storeBytes int64
-	for _, o := range objs {
-		storeBytes += o.Size
-	}
 	byPrefix := map[string]int64{}
 	for _, o := range objs {
+		storeBytes += o.Size
 		parts := strings.SplitN(o.Name, "/", 3)
 		pre := parts[0]
 		if len(parts) > 2 && pre != "refs" {
@@ -641,12 +743,12 @@ func TestRescaleStoreSpace(t *testing.T) {
 		byPrefix[pre] += o.Size
 	}
 	t.Logf("bytes by prefix: %v", byPrefix)
-	ratio := float64(storeBytes) / float64(liveBytes)
-	t.Logf("after 20 checkpoints and two rescales: store %d bytes in %d objects, live state %d bytes: %.2fx", storeBytes, len(objs), liveBytes, ratio)
+	res := spaceResult{store: float64(storeBytes) / float64(liveBytes), settled: map[string]float64{}}
+	t.Logf("after 20 checkpoints and two rescales: store %d bytes in %d objects, live state %d bytes: %.2fx", storeBytes, len(objs), liveBytes, res.store)
 	requireNoProblems(t, fs, store, "at the end", dirs...)
-	require.Less(t, ratio, 3.0)
 
-	// Each instance settles within 1.5x its own live state.
+	// Each instance settles: full compactions until garbage collection
+	// is idle.
 	for _, in := range live {
 		var own int64
 		for k, v := range in.want {
@@ -656,13 +758,15 @@ func TestRescaleStoreSpace(t *testing.T) {
 		in.db.waitSharedIdle()
 		held, vlive, _ := vlogSpace(in.db)
 		tables := tableBytes(in.db)
-		amp := float64(held+tables) / float64(own)
-		t.Logf("%s settled: value logs %d bytes (%d referenced), tables %d bytes, live %d bytes: %.2fx", in.name, held, vlive, tables, own, amp)
-		require.LessOrEqual(t, amp, 1.5, "%s settled", in.name)
-		in.check(t, "settled")
+		res.settled[in.name] = float64(held+tables) / float64(own)
+		t.Logf("%s settled: value logs %d bytes (%d referenced), tables %d bytes, live %d bytes: %.2fx", in.name, held, vlive, tables, own, res.settled[in.name])
+		if cfg.check {
+			in.check(t, "settled")
+		}
 		require.NoError(t, in.db.Close())
 	}
 	requireNoProblems(t, fs, store, "settled", dirs...)
+	return res
 }
 
 // tableBytes returns the bytes of db's tables.
