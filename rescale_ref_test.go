@@ -555,7 +555,6 @@ func TestRescaleStoreSpace(t *testing.T) {
 // since, and value logs that garbage collection emptied while a
 // checkpoint still names them.
 //
-//
 //	STRATA_SPACE_POLICIES=default,cost go test -run TestRescaleStoreSpaceScale -v -timeout 1h
 func TestRescaleStoreSpaceScale(t *testing.T) {
 	policies := os.Getenv("STRATA_SPACE_POLICIES")
