@@ -553,7 +553,7 @@ func TestRescaleStoreSpace(t *testing.T) {
 // 1.42-1.44x. What the store holds beyond the instances' own value logs
 // is the retained checkpoints' (KeepLast 3): the versions overwritten
 // since, and value logs that garbage collection emptied while a
-// checkpoint still names them.
+// checkpoint still names them. Run it so:
 //
 //	STRATA_SPACE_POLICIES=default,cost go test -run TestRescaleStoreSpaceScale -v -timeout 1h
 func TestRescaleStoreSpaceScale(t *testing.T) {
