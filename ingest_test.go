@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -653,4 +654,156 @@ func TestIngestKeepsMemtables(t *testing.T) {
 		require.NoError(t, currentVersion(db).CheckLedger())
 		require.NoError(t, db.Close())
 	}
+}
+
+// TestIngestModeSwitchRace: an Ingest decides how to sequence itself in
+// commit order, against the mode switches queued ahead of it. Queued
+// behind BeginBulkLoad (the leader held in a Sync write's WAL sync), it
+// flushes the memtables (the bulk load's writes skip the WAL, so a WAL
+// mark would not make them durable) and sets the manifest's last sequence
+// number; queued behind EndBulkLoad, it marks the WAL. Inside a bulk
+// load it makes the load's writes before it durable. Queued behind Close
+// it is refused and leaves no file behind. Each time a crash after it
+// keeps the acknowledged Sync write, the bulk load's writes before it and
+// the ingest.
+func TestIngestModeSwitchRace(t *testing.T) {
+	ingestAfter := func(t *testing.T, fs *holdFS, db *DB, n int, path string) chan error {
+		t.Helper()
+		writeExternal(t, fs.mem, path, map[string]string{"x1": "ingested", "x2": strings.Repeat("x", 300)})
+		done := make(chan error, 1)
+		go func() { done <- db.Ingest([]string{path}) }()
+		waitQueued(t, db, n, done)
+		return done
+	}
+
+	t.Run("behind-begin", func(t *testing.T) {
+		// The leader is held in its sync of the value log written at
+		// commit (an Ingest syncs the WAL before it queues, which a held
+		// WAL sync would hold too).
+		fs := newHoldFS(".vlog")
+		db, err := Open("db", &Options{FS: fs, ValueThreshold: 64})
+		require.NoError(t, err)
+		release := fs.hold()
+		leader := make(chan error, 1)
+		go func() { leader <- db.Set([]byte("a"), []byte(strings.Repeat("a", 200)), Sync) }()
+		<-fs.entered // the leader waits in its value log's sync
+		begin := make(chan error, 1)
+		go func() { begin <- db.BeginBulkLoad() }()
+		waitQueued(t, db, 2, begin)
+		ingest := ingestAfter(t, fs, db, 3, "ext.sst")
+		release()
+		require.NoError(t, <-leader)
+		require.NoError(t, <-begin)
+		require.NoError(t, <-ingest)
+		require.NoError(t, db.Set([]byte("bulk"), []byte("bulk"), NoSync))
+		checkAfterCrash(t, fs.mem, map[string]bool{"a": true, "x1": true, "x2": true, "bulk": false})
+		require.NoError(t, db.EndBulkLoad())
+		checkAfterCrash(t, fs.mem, map[string]bool{"a": true, "x1": true, "x2": true, "bulk": true})
+		require.NoError(t, db.Close())
+	})
+
+	t.Run("behind-end", func(t *testing.T) {
+		fs := newHoldFS(".sst")
+		db, err := Open("db", &Options{FS: fs, ValueThreshold: 64})
+		require.NoError(t, err)
+		require.NoError(t, db.BeginBulkLoad())
+		require.NoError(t, db.Set([]byte("bulk"), []byte("bulk"), NoSync))
+		// The ingest's tables are written before it queues: hold the
+		// flush's table sync only once they are.
+		writeExternal(t, fs.mem, "ext.sst", map[string]string{"x1": "ingested", "x2": strings.Repeat("x", 300)})
+		release := fs.hold()
+		end := make(chan error, 1)
+		go func() { end <- db.EndBulkLoad() }()
+		<-fs.entered // EndBulkLoad's flush waits in its table's sync
+		ingest := make(chan error, 1)
+		go func() { ingest <- db.Ingest([]string{"ext.sst"}) }()
+		waitQueued(t, db, 2, ingest)
+		release()
+		require.NoError(t, <-end)
+		require.NoError(t, <-ingest)
+		require.NoError(t, db.Set([]byte("after"), []byte("after"), Sync))
+		checkAfterCrash(t, fs.mem, map[string]bool{"bulk": true, "x1": true, "x2": true, "after": true})
+		require.NoError(t, db.Close())
+	})
+
+	t.Run("inside-bulk", func(t *testing.T) {
+		// The bulk load's writes before the ingest skip the WAL: the
+		// ingest flushes them, so a crash that keeps it keeps them.
+		fs := newHoldFS(".none")
+		db, err := Open("db", &Options{FS: fs, ValueThreshold: 64})
+		require.NoError(t, err)
+		require.NoError(t, db.Set([]byte("a"), []byte("a"), Sync))
+		require.NoError(t, db.BeginBulkLoad())
+		require.NoError(t, db.Set([]byte("bulk"), []byte(strings.Repeat("b", 200)), NoSync))
+		writeExternal(t, fs.mem, "ext.sst", map[string]string{"x1": "ingested", "x2": strings.Repeat("x", 300)})
+		require.NoError(t, db.Ingest([]string{"ext.sst"}))
+		checkAfterCrash(t, fs.mem, map[string]bool{"a": true, "bulk": true, "x1": true, "x2": true})
+		require.NoError(t, db.EndBulkLoad())
+		require.NoError(t, db.Set([]byte("after"), []byte("after"), Sync))
+		checkAfterCrash(t, fs.mem, map[string]bool{"a": true, "bulk": true, "x1": true, "x2": true, "after": true})
+		require.NoError(t, db.Close())
+	})
+
+	t.Run("behind-close", func(t *testing.T) {
+		fs := newHoldFS(".log")
+		db, err := Open("db", &Options{FS: fs, ValueThreshold: 64})
+		require.NoError(t, err)
+		release := fs.hold()
+		leader := make(chan error, 1)
+		go func() { leader <- db.Set([]byte("a"), []byte("a"), Sync) }()
+		<-fs.entered
+		closed := make(chan error, 1)
+		go func() { closed <- db.Close() }()
+		waitQueued(t, db, 2, closed)
+		writeExternal(t, fs.mem, "ext.sst", map[string]string{"x1": "ingested"})
+		ingest := make(chan error, 1)
+		go func() { ingest <- db.Ingest([]string{"ext.sst"}) }()
+		// The ingest queues behind Close, or finds the DB closing.
+		for {
+			db.commit.mu.Lock()
+			q := len(db.commit.queue)
+			db.commit.mu.Unlock()
+			if q >= 3 {
+				break
+			}
+			select {
+			case err := <-ingest:
+				ingest <- err
+			default:
+			}
+			if len(ingest) > 0 {
+				break
+			}
+			runtime.Gosched()
+		}
+		release()
+		require.NoError(t, <-leader)
+		require.NoError(t, <-closed)
+		require.ErrorIs(t, <-ingest, ErrClosed)
+		// The external files stay; nothing the ingest prepared stays in
+		// the directory once it reopens.
+		_, err = fs.mem.Stat("ext.sst")
+		require.NoError(t, err)
+		checkAfterCrash(t, fs.mem, map[string]bool{"a": true, "x1": false})
+		db, err = Open("db", &Options{FS: fs.mem})
+		require.NoError(t, err)
+		names, err := fs.mem.List("db")
+		require.NoError(t, err)
+		v := currentVersion(db)
+		live := map[base.FileNum]bool{}
+		for _, files := range v.Levels {
+			for _, f := range files {
+				live[f.FileNum] = true
+			}
+		}
+		for num := range v.Vlogs {
+			live[num] = true
+		}
+		for _, name := range names {
+			if ft, num, ok := base.ParseFilename(name); ok && (ft == base.FileTypeTable || ft == base.FileTypeVlog) {
+				require.True(t, live[num], "%s left in the directory", name)
+			}
+		}
+		require.NoError(t, db.Close())
+	})
 }
