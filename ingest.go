@@ -104,9 +104,7 @@ func (d *DB) Ingest(paths []string) error {
 	// The leader syncs the WAL; most of what that sync would write (a
 	// memtable's worth of writes made without Sync, older WALs still
 	// being sealed) is made durable here, while writes go on.
-	if err := d.presyncWAL(); err != nil {
-		return err
-	}
+	d.presyncWAL()
 	w := writerPool.Get().(*commitWriter)
 	*w = commitWriter{op: opIngest, ingest: prep}
 	w.cond.L = &d.commit.mu
@@ -188,23 +186,21 @@ func (d *DB) prepareIngest(tables []*externalTable) (_ *ingestPrep, err error) {
 
 // presyncWAL syncs the older WALs (waiting for the sealer), what the
 // value log written at commit and the current WAL hold, outside the
-// commit leader.
-func (d *DB) presyncWAL() error {
+// commit leader. It is only an optimization, and it races the leader's
+// rotations (the WAL it syncs may be retired and closed meanwhile), so it
+// reports nothing: a sync that failed on a file still in use left that
+// file's error, which the leader's own sync returns.
+func (d *DB) presyncWAL() {
 	if d.opts.DisableWAL {
-		return nil
+		return
 	}
-	if err := d.waitAllSealed(); err != nil {
-		return err
+	if d.waitAllSealed() != nil {
+		return
 	}
 	d.live.presync()
 	if wf := d.walFile.Load(); wf != nil {
-		if err := wf.Sync(); err != nil {
-			// The WAL may end in a partial record: no write may follow.
-			d.reportBackgroundError(err)
-			return err
-		}
+		_ = wf.Sync()
 	}
-	return nil
 }
 
 // memtablesOverlap reports whether a memtable not yet flushed holds an

@@ -3,6 +3,7 @@ package strata
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -233,6 +234,40 @@ func (mt *modelTest) value() []byte {
 		v[i] = byte('a' + mt.rng.IntN(26))
 	}
 	return v
+}
+
+// ingest adds an external table of a few keys (sets and deletions, some
+// values separated) through Ingest: keys of the memtables' ranges or not,
+// so that it flushes or marks the WAL.
+func (mt *modelTest) ingest() {
+	path := fmt.Sprintf("ext-%d.sst", mt.step)
+	w, err := NewTableWriter(path, &TableWriterOptions{FS: mt.fs, ValueThreshold: 64})
+	require.NoError(mt.t, err)
+	keys := map[string]bool{}
+	for range 1 + mt.rng.IntN(8) {
+		keys[string(mt.key())] = true
+	}
+	sorted := slices.Sorted(maps.Keys(keys))
+	next := mt.m.clone()
+	for _, k := range sorted {
+		if mt.rng.IntN(5) == 0 {
+			require.NoError(mt.t, w.Delete([]byte(k)))
+			delete(next, k)
+			continue
+		}
+		v := mt.value()
+		require.NoError(mt.t, w.Set([]byte(k), v))
+		next[k] = string(v)
+	}
+	require.NoError(mt.t, w.Close())
+	if err := mt.db.Ingest([]string{path}); err != nil {
+		mt.fatalf("Ingest: %v", err)
+	}
+	mt.m = next
+	for _, k := range sorted {
+		mt.clearExp(k)
+		mt.note(k, "ingested")
+	}
 }
 
 func (mt *modelTest) writeOpts() *WriteOptions {
@@ -542,9 +577,12 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 				mt.fatalf("Apply: %v", err)
 			}
 			mt.m, mt.exp = pending, pendingExp
-		case r < 650:
+		case r < 640:
 			counts[4]++
 			mt.checkGet(mt.db.Get, mt.m, mt.key())
+		case r < 650:
+			counts[17]++
+			mt.ingest()
 		case r < 700:
 			counts[5]++
 			o := mt.randomIterOptions()
@@ -670,7 +708,7 @@ func runModel(t *testing.T, seed uint64, ops int, opts *Options) *modelTest {
 	mt.reopen()
 	mt.fullCheck()
 	t.Logf("seed %d: ops by kind %v, %d compactions, gc deleted %d value logs and moved %d values, %d entries expired\n%s",
-		seed, counts[:17], mt.compactions, mt.gcDeleted, mt.gcMoved, mt.expired, strings.TrimSpace(mt.db.Metrics().String()))
+		seed, counts[:18], mt.compactions, mt.gcDeleted, mt.gcMoved, mt.expired, strings.TrimSpace(mt.db.Metrics().String()))
 	return mt
 }
 
