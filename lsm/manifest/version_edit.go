@@ -53,8 +53,11 @@ const (
 // keep the manifest's first record readable by them (record chunks of
 // types 5..8, this field first).
 //
-// Versions: 1, everything up to and including shared files.
-const FormatVersion = 1
+// Versions: 1, everything up to and including shared files; 2, virtual
+// tables and ingested tables' sequence-number offsets (new-file flags,
+// which version 1 refuses as unknown) and the WAL's ingest marks (an
+// entry kind version 1 reads as corruption).
+const FormatVersion = 2
 
 // minFormatVersion is what a manifest without a format version is.
 const minFormatVersion = 1
