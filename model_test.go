@@ -719,6 +719,11 @@ func TestModel(t *testing.T) {
 		ops, seeds = 20000, 16
 	case testing.Short():
 		ops, seeds = 2000, 3
+	case raceEnabled:
+		// The race detector needs the concurrency, not every seed (half
+		// of the root package's time under it went here): CI's run with
+		// invariants, without the detector, takes all of them.
+		seeds = 4
 	}
 	configs := map[string]Options{
 		"small-memtable": {MemTableSize: 64 << 10, BlockSize: 512, TargetFileSize: 16 << 10, CacheSize: 256 << 10},
