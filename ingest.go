@@ -1,7 +1,6 @@
 package strata
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -62,9 +61,8 @@ func (d *DB) Ingest(paths []string) error {
 	if err != nil {
 		return err
 	}
-	installed := false
 	defer func() {
-		if !installed {
+		if !prep.installed {
 			prep.remove(d)
 		}
 	}()
@@ -108,9 +106,7 @@ func (d *DB) Ingest(paths []string) error {
 	w := writerPool.Get().(*commitWriter)
 	*w = commitWriter{op: opIngest, ingest: prep}
 	w.cond.L = &d.commit.mu
-	err = d.runWriter(w)
-	installed = prep.installed
-	if err != nil {
+	if err := d.runWriter(w); err != nil {
 		return err
 	}
 	d.stats.ingests.Add(1)
@@ -557,9 +553,9 @@ func (d *DB) ingestLeader(p *ingestPrep) error {
 	levels := make([]int, len(p.metas))
 	for i, m := range p.metas {
 		m.SeqOffset = seq
-		m.Smallest = base.MakeInternalKey(m.Smallest.UserKey, m.Smallest.SeqNum()+seq, m.Smallest.Kind())
+		m.Smallest = m.Smallest.WithSeqOffset(seq)
 		if !m.Largest.IsRangeDelSentinel() { // external tables hold no range deletions
-			m.Largest = base.MakeInternalKey(m.Largest.UserKey, m.Largest.SeqNum()+seq, m.Largest.Kind())
+			m.Largest = m.Largest.WithSeqOffset(seq)
 		}
 		m.SmallestSeq += seq
 		m.LargestSeq += seq
@@ -596,14 +592,13 @@ func (d *DB) ingestLeader(p *ingestPrep) error {
 // ingestMark is the WAL record of an ingest's sequence numbers seq..top:
 // a batch of that many KindIngestMark entries, each with an empty key.
 func ingestMark(seq, top base.SeqNum) []byte {
-	n := int(top-seq) + 1
-	rec := make([]byte, batchHeaderLen, batchHeaderLen+2*n)
-	binary.LittleEndian.PutUint64(rec[0:8], uint64(seq))
-	binary.LittleEndian.PutUint32(rec[8:12], uint32(n))
-	for range n {
-		rec = append(rec, byte(base.KindIngestMark), 0)
+	var b Batch
+	for range top - seq + 1 {
+		// An empty key and no value: never too large.
+		_ = b.add(base.KindIngestMark, nil, nil, false)
 	}
-	return rec
+	b.setSeq(seq)
+	return b.repr
 }
 
 // rewriteExternal writes table t into new tables of the DB (cut at

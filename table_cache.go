@@ -91,8 +91,7 @@ type offsetIter struct {
 }
 
 func (it *offsetIter) Key() base.InternalKey {
-	k := it.InternalIterator.Key()
-	return base.MakeInternalKey(k.UserKey, k.SeqNum()+it.offset, k.Kind())
+	return it.InternalIterator.Key().WithSeqOffset(it.offset)
 }
 
 // visible reports whether a point lookup of key may find it in the table.

@@ -334,7 +334,7 @@ func checkTable(r *CheckReport, fs vfs.FS, dir string, level int, f *manifest.Fi
 				}
 				if f.SeqOffset != 0 {
 					// An ingested table: reads see its numbers offset.
-					ik = base.MakeInternalKey(ik.UserKey, ik.SeqNum()+f.SeqOffset, ik.Kind())
+					ik = ik.WithSeqOffset(f.SeqOffset)
 				}
 				if prev != nil && base.CompareEncoded(prev, k) >= 0 {
 					c.problemf("data block at offset %d: key %s does not follow the previous block's last key", b.Offset, ik)

@@ -169,6 +169,12 @@ func (k InternalKey) SeqNum() SeqNum { return k.Trailer.SeqNum() }
 // Kind returns the key's kind.
 func (k InternalKey) Kind() Kind { return k.Trailer.Kind() }
 
+// WithSeqOffset returns k with off added to its sequence number: a key of
+// an ingested table as reads see it (see manifest.FileMetadata.SeqOffset).
+func (k InternalKey) WithSeqOffset(off SeqNum) InternalKey {
+	return MakeInternalKey(k.UserKey, k.SeqNum()+off, k.Kind())
+}
+
 // Size returns the encoded size of k.
 func (k InternalKey) Size() int { return len(k.UserKey) + TrailerLen }
 

@@ -205,11 +205,7 @@ func (v *Version) FindFile(level int, key []byte) int {
 // sequence numbers takes both.
 func (v *Version) LargestSeq() base.SeqNum {
 	var seq base.SeqNum
-	for _, files := range v.Levels {
-		for _, f := range files {
-			seq = max(seq, f.LargestSeq)
-		}
-	}
+	v.Files(func(_ int, f *FileMetadata) { seq = max(seq, f.LargestSeq) })
 	return seq
 }
 
