@@ -44,18 +44,20 @@ func (h *holdFS) hold() (release func()) {
 	return func() { close(h.released) }
 }
 
+// queued returns the number of operations in d's commit pipeline (the
+// leader among them).
+func queued(d *DB) int {
+	d.commit.mu.Lock()
+	defer d.commit.mu.Unlock()
+	return len(d.commit.queue)
+}
+
 // waitQueued waits until n operations are queued in the commit pipeline
 // (the leader among them); the operation expected to queue last must not
 // return before (its result comes on early).
 func waitQueued(t *testing.T, d *DB, n int, early chan error) {
 	t.Helper()
-	for {
-		d.commit.mu.Lock()
-		q := len(d.commit.queue)
-		d.commit.mu.Unlock()
-		if q >= n {
-			return
-		}
+	for queued(d) < n {
 		select {
 		case err := <-early:
 			t.Fatalf("returned without queueing behind the leader: %v", err)

@@ -658,7 +658,7 @@ func TestIngestKeepsMemtables(t *testing.T) {
 
 // TestIngestModeSwitchRace: an Ingest decides how to sequence itself in
 // commit order, against the mode switches queued ahead of it. Queued
-// behind BeginBulkLoad (the leader held in a Sync write's WAL sync), it
+// behind BeginBulkLoad (the leader held in a Sync write's sync), it
 // flushes the memtables (the bulk load's writes skip the WAL, so a WAL
 // mark would not make them durable) and sets the manifest's last sequence
 // number; queued behind EndBulkLoad, it marks the WAL. Inside a bulk
@@ -667,15 +667,6 @@ func TestIngestKeepsMemtables(t *testing.T) {
 // keeps the acknowledged Sync write, the bulk load's writes before it and
 // the ingest.
 func TestIngestModeSwitchRace(t *testing.T) {
-	ingestAfter := func(t *testing.T, fs *holdFS, db *DB, n int, path string) chan error {
-		t.Helper()
-		writeExternal(t, fs.mem, path, map[string]string{"x1": "ingested", "x2": strings.Repeat("x", 300)})
-		done := make(chan error, 1)
-		go func() { done <- db.Ingest([]string{path}) }()
-		waitQueued(t, db, n, done)
-		return done
-	}
-
 	t.Run("behind-begin", func(t *testing.T) {
 		// The leader is held in its sync of the value log written at
 		// commit (an Ingest syncs the WAL before it queues, which a held
@@ -690,7 +681,10 @@ func TestIngestModeSwitchRace(t *testing.T) {
 		begin := make(chan error, 1)
 		go func() { begin <- db.BeginBulkLoad() }()
 		waitQueued(t, db, 2, begin)
-		ingest := ingestAfter(t, fs, db, 3, "ext.sst")
+		writeExternal(t, fs.mem, "ext.sst", map[string]string{"x1": "ingested", "x2": strings.Repeat("x", 300)})
+		ingest := make(chan error, 1)
+		go func() { ingest <- db.Ingest([]string{"ext.sst"}) }()
+		waitQueued(t, db, 3, ingest)
 		release()
 		require.NoError(t, <-leader)
 		require.NoError(t, <-begin)
@@ -759,21 +753,7 @@ func TestIngestModeSwitchRace(t *testing.T) {
 		ingest := make(chan error, 1)
 		go func() { ingest <- db.Ingest([]string{"ext.sst"}) }()
 		// The ingest queues behind Close, or finds the DB closing.
-		for {
-			db.commit.mu.Lock()
-			q := len(db.commit.queue)
-			db.commit.mu.Unlock()
-			if q >= 3 {
-				break
-			}
-			select {
-			case err := <-ingest:
-				ingest <- err
-			default:
-			}
-			if len(ingest) > 0 {
-				break
-			}
+		for queued(db) < 3 && len(ingest) == 0 {
 			runtime.Gosched()
 		}
 		release()
