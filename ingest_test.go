@@ -787,3 +787,45 @@ func TestIngestModeSwitchRace(t *testing.T) {
 		require.NoError(t, db.Close())
 	})
 }
+
+// TestIngestReopenDisk: on the disk filesystem, an ingest beside an
+// unflushed memtable leaves its WAL mark to the next Open (Close does not
+// flush): the database reopens, writable and read-only, with the writes
+// before the ingest and the ingest, and allocates above its numbers.
+func TestIngestReopenDisk(t *testing.T) {
+	dir := t.TempDir()
+	db, err := Open(dir, &Options{ValueThreshold: 64})
+	require.NoError(t, err)
+	for i := range 20 {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("a%02d", i)), []byte(strings.Repeat("a", 100+i)), NoSync))
+	}
+	ext := dir + "-ext.sst"
+	writeExternal(t, vfs.Default, ext, map[string]string{"m1": "ingested", "m2": strings.Repeat("m", 300)})
+	flushes := db.Metrics().Flush.Count
+	require.NoError(t, db.Ingest([]string{ext}))
+	require.Equal(t, flushes, db.Metrics().Flush.Count)
+	require.NoError(t, db.Close())
+
+	check := func(db *DB) {
+		t.Helper()
+		for i := range 20 {
+			requireGet(t, db, fmt.Sprintf("a%02d", i), strings.Repeat("a", 100+i))
+		}
+		requireGet(t, db, "m2", strings.Repeat("m", 300))
+	}
+	ro, err := Open(dir, &Options{ReadOnly: true})
+	require.NoError(t, err)
+	check(ro)
+	requireGet(t, ro, "m1", "ingested")
+	require.NoError(t, ro.Close())
+	db, err = Open(dir, &Options{ValueThreshold: 64})
+	require.NoError(t, err)
+	check(db)
+	require.NoError(t, db.Set([]byte("m1"), []byte("after"), NoSync))
+	require.NoError(t, db.Close())
+	db, err = Open(dir, &Options{ValueThreshold: 64})
+	require.NoError(t, err)
+	check(db)
+	requireGet(t, db, "m1", "after")
+	require.NoError(t, db.Close())
+}
