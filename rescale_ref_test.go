@@ -568,27 +568,39 @@ func TestRescaleStoreSpaceScale(t *testing.T) {
 		require.Less(t, n, 100_000, "keys are five digits")
 		keys = n
 	}
-	for _, name := range strings.Split(policies, ",") {
-		t.Run(name, func(t *testing.T) {
-			var policy gc.Policy
-			switch name {
-			case "default":
-			case "cost":
-				policy = gc.Cost(gc.DefaultBudget)
-			case "rewrite":
-				policy = gc.Rewrite()
-			default:
-				t.Fatalf("policy %q: default, cost or rewrite", name)
-			}
-			dir := t.TempDir()
-			store, err := checkpoint.NewLocalStore(filepath.Join(dir, "store"))
+	churns := []float64{10}
+	if s := os.Getenv("STRATA_SPACE_CHURN"); s != "" {
+		churns = nil
+		for _, f := range strings.Split(s, ",") {
+			c, err := strconv.ParseFloat(f, 64)
 			require.NoError(t, err)
-			r := rescaleStoreSpace(t, spaceRun{fs: vfs.Default, dir: dir, store: store, keys: keys, opts: func() *Options {
-				return &Options{FS: vfs.Default, SharedStore: store, GCPolicy: policy, SharedCacheSize: 1 << 30,
-					MemTableSize: 4 << 20, ValueLogFileSize: 4 << 20, TargetFileSize: 1 << 20}
-			}})
-			t.Logf("%s: store %.2fx the live state; settled instances %v", name, r.store, r.settled)
-		})
+			require.True(t, c > 0 && c <= 100, "STRATA_SPACE_CHURN: percentages")
+			churns = append(churns, c)
+		}
+	}
+	for _, name := range strings.Split(policies, ",") {
+		for _, churn := range churns {
+			t.Run(fmt.Sprintf("%s/churn=%g%%", name, churn), func(t *testing.T) {
+				var policy gc.Policy
+				switch name {
+				case "default":
+				case "cost":
+					policy = gc.Cost(gc.DefaultBudget)
+				case "rewrite":
+					policy = gc.Rewrite()
+				default:
+					t.Fatalf("policy %q: default, cost or rewrite", name)
+				}
+				dir := t.TempDir()
+				store, err := checkpoint.NewLocalStore(filepath.Join(dir, "store"))
+				require.NoError(t, err)
+				r := rescaleStoreSpace(t, spaceRun{fs: vfs.Default, dir: dir, store: store, keys: keys, churn: churn / 100, opts: func() *Options {
+					return &Options{FS: vfs.Default, SharedStore: store, GCPolicy: policy, SharedCacheSize: 1 << 30,
+						MemTableSize: 4 << 20, ValueLogFileSize: 4 << 20, TargetFileSize: 1 << 20}
+				}})
+				t.Logf("%s, churn %g%%: store %.2fx the live state; settled instances %v", name, churn, r.store, r.settled)
+			})
+		}
 	}
 }
 
@@ -598,6 +610,9 @@ type spaceRun struct {
 	dir   string // of the databases (in fs)
 	store checkpoint.Store
 	keys  int // the key space, [0, keys)
+	// churn is the share of an instance's keys overwritten between two
+	// of its checkpoints (drawn with replacement; 0: a tenth).
+	churn float64
 	opts  func() *Options
 	check bool // check each instance's keys against its model
 }
@@ -639,8 +654,12 @@ func rescaleStoreSpace(t *testing.T, cfg spaceRun) spaceResult {
 		return db
 	}
 	var value []byte
+	churn := cfg.churn
+	if churn == 0 {
+		churn = 0.1
+	}
 	overwrite := func(in *inst, round int) {
-		for range (in.hi - in.lo) / 10 {
+		for range int(float64(in.hi-in.lo) * churn) {
 			i := in.lo + rng.IntN(in.hi-in.lo)
 			k := rescaleKey(i)
 			value = fmt.Appendf(value[:0], "%s-%d-", k, round)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -81,4 +82,69 @@ func TestSpecNormalize(t *testing.T) {
 	ok.Engines = []string{"strata"}
 	require.NoError(t, ok.Normalize())
 	require.Equal(t, ok.Num, ok.Reads)
+}
+
+// orderEngine is an external engine that records when it ran and reports
+// its name and the call's number as its figures.
+type orderEngine struct {
+	name  string
+	calls *[]string
+}
+
+func (e orderEngine) Run(ctx context.Context, spec *Spec, dir string, progress Progress) ([]Result, error) {
+	*e.calls = append(*e.calls, e.name)
+	var out []Result
+	for _, b := range spec.Benchmarks {
+		out = append(out, Result{Benchmark: b, Ops: int64(len(*e.calls)), OpsPerSec: float64(len(*e.calls))})
+	}
+	return out, nil
+}
+
+// TestRunRotatesEngines checks that each repetition starts one engine
+// further down the list, and that the repetitions' results still line up
+// by engine (Aggregate matches them by position).
+func TestRunRotatesEngines(t *testing.T) {
+	var calls []string
+	names := []string{"order-a", "order-b", "order-c"}
+	for _, n := range names {
+		RegisterEngine(EngineInfo{Name: n, External: func() External { return orderEngine{n, &calls} }})
+	}
+	spec := DefaultSpec()
+	spec.Engines = names
+	spec.Benchmarks = []string{FillRandom, ReadRandom}
+	spec.Num = 100
+	spec.Repeat = 4
+	spec.Dir = t.TempDir()
+	rep, err := Run(context.Background(), spec, nil)
+	require.NoError(t, err)
+	require.Equal(t, []string{
+		"order-a", "order-b", "order-c",
+		"order-b", "order-c", "order-a",
+		"order-c", "order-a", "order-b",
+		"order-a", "order-b", "order-c",
+	}, calls)
+	require.Len(t, rep.Repeats, 4)
+	for r, run := range rep.Repeats {
+		require.Len(t, run, 6)
+		for i, res := range run {
+			require.Equal(t, names[i/2], res.Engine, "repetition %d, result %d", r+1, i)
+			require.Equal(t, spec.Benchmarks[i%2], res.Benchmark)
+			// The engine ran at the (e-r) mod 3 position of repetition r.
+			want := 3*r + (i/2-r%3+3)%3 + 1
+			require.EqualValues(t, want, res.Ops, "repetition %d, engine %s", r+1, res.Engine)
+		}
+	}
+	require.Len(t, rep.Results, 6)
+	for i, res := range rep.Results {
+		require.Equal(t, names[i/2], res.Engine)
+		require.Equal(t, 4, res.Runs)
+	}
+}
+
+func TestInEngineOrder(t *testing.T) {
+	a, b := []Result{{Engine: "a"}}, []Result{{Engine: "b"}, {Engine: "b"}}
+	require.Equal(t, []Result{{Engine: "a"}}, inEngineOrder([][]Result{a, nil, b}))
+	require.Equal(t, append(slices.Clone(a), b...), inEngineOrder([][]Result{a, b}))
+	require.Equal(t, []Result{{Engine: "a"}}, inEngineOrder([][]Result{a, {}, nil}))
+	require.Nil(t, inEngineOrder([][]Result{nil, b}))
 }
