@@ -545,7 +545,8 @@ func TestRescaleStoreSpace(t *testing.T) {
 // of live state) and files in the proportions of a state of gigabytes
 // with the default sizes (4 MiB value logs and memtables, 1 MiB tables:
 // some 20 value logs' worth per instance), under each policy named in
-// STRATA_SPACE_POLICIES (default, cost, rewrite; comma-separated). It
+// STRATA_SPACE_POLICIES (default, cost, rewrite, or foreign: default with
+// ForeignRatio 0.5; comma-separated). It
 // only measures (the figures are logged) and runs only when
 // STRATA_SPACE_POLICIES is set. STRATA_SPACE_CHURN lists the shares of
 // keys overwritten between two checkpoints to run, in percent (default
@@ -556,6 +557,10 @@ func TestRescaleStoreSpace(t *testing.T) {
 //	2%      1.50x (1.49)   1.60x (1.30)   1.58x (1.37-1.43)
 //	5%      2.13x (1.48)   1.84x (1.31)   1.83x (1.41-1.42)
 //	10%     2.25x (1.50)   2.14x (1.30)   1.92x (1.43)
+//
+// and "foreign" (gc.ReverseLookupPolicy.ForeignRatio) 1.58-1.59x,
+// 1.92-1.99x and 1.92-1.98x (two runs each; the default, again, 1.50x,
+// 2.09x, 2.05-2.19x).
 //
 // What the store holds beyond the instances' value logs is the retained
 // checkpoints' (KeepLast 3): value logs that garbage collection emptied
@@ -606,8 +611,12 @@ func TestRescaleStoreSpaceScale(t *testing.T) {
 					policy = gc.Cost(gc.DefaultBudget)
 				case "rewrite":
 					policy = gc.Rewrite()
+				case "foreign":
+					p := gc.ReverseLookup(0)
+					p.ForeignRatio = 0.5
+					policy = p
 				default:
-					t.Fatalf("policy %q: default, cost or rewrite", name)
+					t.Fatalf("policy %q: default, cost, rewrite or foreign", name)
 				}
 				dir := t.TempDir()
 				store, err := checkpoint.NewLocalStore(filepath.Join(dir, "store"))

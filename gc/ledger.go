@@ -6,6 +6,7 @@ import (
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
+	"github.com/strata-db/strata/remote"
 	"github.com/strata-db/strata/vlog"
 )
 
@@ -30,6 +31,12 @@ type File struct {
 	// entries to leave the tree; it is neither collected again nor counted
 	// as a collection in progress.
 	Draining bool
+	// Foreign: the file is an object of the store that another instance
+	// wrote (the database was opened by reference to checkpoints' files).
+	// Its garbage, as this ledger counts it, may be what other instances
+	// still read; the object stays in the store as long as any instance or
+	// retained checkpoint refers to it.
+	Foreign bool
 }
 
 // Garbage returns the record bytes no table points to.
@@ -95,6 +102,9 @@ func NewLedger(v *manifest.Version, state FileState) Ledger {
 			RecordBytes: vlog.MetadataRecordBytes(m),
 			Live:        v.VlogLive(m.FileNum),
 			Pointers:    pointers[m.FileNum],
+		}
+		if r, ok := v.SharedRef(true, m.FileNum); ok {
+			f.Foreign = !remote.WrittenBy(r.Object, v.InstanceID)
 		}
 		if state != nil {
 			st := state(m.FileNum)

@@ -22,8 +22,9 @@ var rewrite = flag.Bool("rewrite", false, "rewrite the expected output in testda
 //
 //	define
 //	table <num> L<level> size=<bytes> [refs=<vlog>:<bytes>:<pointers>,...]
-//	vlog <num> records=<bytes> [pinned] [collecting] [draining]
-//	decide <policy> [ratio=] [max-amp=] [budget=] [in-flight=]
+//	vlog <num> records=<bytes> [pinned] [collecting] [draining] [object=<name>]
+//	instance <id>
+//	decide <policy> [ratio=] [foreign-ratio=] [max-amp=] [budget=] [in-flight=]
 //	----
 //	<the decision>
 //
@@ -137,10 +138,14 @@ func define(t *testing.T, lines []string) testEnv {
 					st.Collecting = true
 				case "draining":
 					st.Collecting, st.Draining = true, true
+				case "object":
+					ve.SharedFiles = append(ve.SharedFiles, manifest.SharedFile{Vlog: true, FileNum: n, Ref: manifest.SharedRef{Object: v}})
 				}
 			}
 			env.state[n] = st
 			ve.NewVlogs = append(ve.NewVlogs, m)
+		case "instance":
+			ve.InstanceID = f[1]
 		default:
 			t.Fatalf("define: unknown line %q", line)
 		}
@@ -165,6 +170,8 @@ func decide(t *testing.T, env testEnv, line string) string {
 			switch k {
 			case "ratio":
 				pp.Ratio = x
+			case "foreign-ratio":
+				pp.ForeignRatio = x
 			case "max-amp":
 				pp.MaxSpaceAmp = x
 			case "in-flight":
@@ -174,6 +181,8 @@ func decide(t *testing.T, env testEnv, line string) string {
 			switch k {
 			case "ratio":
 				pp.Ratio = x
+			case "foreign-ratio":
+				pp.ForeignRatio = x
 			case "max-amp":
 				pp.MaxSpaceAmp = x
 			case "in-flight":
@@ -201,8 +210,12 @@ func decide(t *testing.T, env testEnv, line string) string {
 			tables = append(tables, fmt.Sprintf("L%d:%s", tr.Level, tr.File.FileNum))
 		}
 		lf, _ := l.File(c.FileNum)
-		fmt.Fprintf(&b, "collect %s (garbage %.0f%%) by %s: frees %d, writes %d, tables %s\n",
-			c.FileNum, 100*lf.GarbageRatio(), c.Mechanism, c.Frees, c.Writes, strings.Join(tables, " "))
+		foreign := ""
+		if lf.Foreign {
+			foreign = ", foreign"
+		}
+		fmt.Fprintf(&b, "collect %s (garbage %.0f%%%s) by %s: frees %d, writes %d, tables %s\n",
+			c.FileNum, 100*lf.GarbageRatio(), foreign, c.Mechanism, c.Frees, c.Writes, strings.Join(tables, " "))
 	}
 	if d.CompactL0 {
 		b.WriteString("compact L0\n")

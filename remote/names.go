@@ -35,6 +35,13 @@ func ObjectName(instance string, t base.FileType, num base.FileNum) string {
 	return "shared/" + instance + "/" + base.MakeFilename(t, num)
 }
 
+// WrittenBy reports whether object is one that instance wrote (under
+// shared/<instance>/).
+func WrittenBy(object, instance string) bool {
+	rest, ok := strings.CutPrefix(object, sharedPrefix)
+	return ok && instance != "" && strings.HasPrefix(rest, instance+"/")
+}
+
 // sharedPrefix is the prefix of the objects instances write.
 const sharedPrefix = "shared/"
 
