@@ -614,8 +614,9 @@ func (i *Iterator) Value() []byte {
 
 // fetch reads the value a pointer points to.
 func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
-	p, m, err := vlog.Resolve(i.rs.version.Vlogs, ptr, "an SSTable")
-	if m == nil && p.FileNum != 0 {
+	p, err := vlog.DecodePointer(ptr)
+	m := i.rs.version.Vlogs[p.FileNum]
+	if err == nil && m == nil {
 		// A memtable's pointer into a value log written at commit that the
 		// iterator's version does not hold (yet).
 		if lw := i.db.live.get(p.FileNum); lw != nil {
@@ -629,12 +630,14 @@ func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 					return nil, lerr
 				}
 			}
-			err = nil
-		} else if m = i.db.newerVlog(p.FileNum); m != nil {
-			err = nil // see DB.newerVlog
+		} else {
+			m = i.db.newerVlog(p.FileNum) // see DB.newerVlog
 		}
 	}
-	if err != nil {
+	if err != nil || m == nil {
+		// The error naming the table, built only now: the values written
+		// at commit take the branch above on every scan that reaches them.
+		_, _, err = vlog.Resolve(i.rs.version.Vlogs, ptr, "an SSTable")
 		return nil, err
 	}
 	rv, ok := i.readAhead[p.FileNum]
