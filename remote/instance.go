@@ -144,7 +144,7 @@ func DropInstance(ctx context.Context, s Store, instance string) (deleted int, e
 	// The instance's own objects that no marker holds (an upload or a
 	// release its Close or a crash left half done): no one else wrote
 	// them, so none may mark them now but a holder that already has.
-	own, err := s.List(ctx, sharedPrefix+instance+"/")
+	own, err := s.List(ctx, instancePrefix(instance))
 	if err != nil {
 		return deleted, fmt.Errorf("remote: list the objects of instance %s: %w", instance, err)
 	}

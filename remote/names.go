@@ -32,15 +32,17 @@ func CheckInstanceID(id string) error {
 // ObjectName returns the name of the object that holds the file of type t
 // and number num written by instance: shared/<instance>/<file name>.
 func ObjectName(instance string, t base.FileType, num base.FileNum) string {
-	return "shared/" + instance + "/" + base.MakeFilename(t, num)
+	return instancePrefix(instance) + base.MakeFilename(t, num)
 }
 
 // WrittenBy reports whether object is one that instance wrote (under
 // shared/<instance>/).
 func WrittenBy(object, instance string) bool {
-	rest, ok := strings.CutPrefix(object, sharedPrefix)
-	return ok && instance != "" && strings.HasPrefix(rest, instance+"/")
+	return instance != "" && strings.HasPrefix(object, instancePrefix(instance))
 }
+
+// instancePrefix is the prefix of the objects instance writes.
+func instancePrefix(instance string) string { return sharedPrefix + instance + "/" }
 
 // sharedPrefix is the prefix of the objects instances write.
 const sharedPrefix = "shared/"
