@@ -346,17 +346,17 @@ func (i *Iterator) countRow() {
 
 // A scan lets other goroutines run (runtime.Gosched) once it has run for
 // yieldInterval since it last did, looking at the clock every
-// yieldCheckRows rows, when the database has more iterators open than
-// the process has processors. Go preempts a running goroutine only after
-// 10 ms, so with more busy goroutines than processors an operation that
-// became runnable behind scans waited a time slice or two: kvbench
-// ycsb-e (95% scans of up to 100 rows), 4 threads on 2 cores, 200,000 x
-// 4 KiB, had scans' p99.9 at 24-28 ms and writes' at 11-18 ms; yielding
-// every 10 us took them to 1.5-1.6 ms and 0.15-0.45 ms (three runs each)
-// at the same throughput (21-27k ops/s before, 29-32k after). Without the condition a lone scan paid: a yield
-// wakes the idle processor, which takes the goroutine over with cold
-// caches (seekrandom of 4 KiB values, one thread, fell from 0.79-0.89M to
-// 0.49-0.60M rows/s).
+// yieldCheckRows rows, when the database has more iterators open than the
+// process has processors. Go preempts a running goroutine only after 10
+// ms, so with more busy goroutines than processors an operation that
+// became runnable behind scans waited a time slice or two: kvbench ycsb-e
+// (95% scans of up to 100 rows), 4 threads on 2 cores, 200,000 x 4 KiB,
+// had scans' p99.9 at 24-28 ms and writes' at 11-18 ms; yielding every 10
+// us took them to 1.5-1.6 ms and 0.15-0.45 ms (three runs each) at the
+// same throughput (21-27k ops/s before, 29-32k after). Without the
+// condition a lone scan paid: a yield wakes the idle processor, which
+// takes the goroutine over with cold caches (seekrandom of 4 KiB values,
+// one thread, fell from 0.79-0.89M to 0.49-0.60M rows/s).
 const (
 	yieldCheckRows = 16
 	yieldInterval  = int64(10 * time.Microsecond)

@@ -21,9 +21,9 @@ import (
 // the first 800 MiB written to the page cache after the memory was freed
 // took 2.2-2.6 s of system time against 0.3 s the next time (dd, 2 MiB
 // writes), and a fill of 200,000 x 4 KiB ran at 67-79k ops/s first and
-// 122-233k ops/s in the repetitions after it. An engine that is not available, or fails, yields skipped
-// results with a note; only a bad spec or an unusable directory is an
-// error.
+// 122-233k ops/s in the repetitions after it. An engine that is not
+// available, or fails, yields skipped results with a note; only a bad spec
+// or an unusable directory is an error.
 func Run(ctx context.Context, spec Spec, progress Progress) (*Report, error) {
 	if err := spec.Normalize(); err != nil {
 		return nil, err
