@@ -30,6 +30,11 @@ type walFile struct {
 	err     error
 
 	writeMu sync.Mutex // serialises writes to f, keeping them in order
+	// closed is set, under writeMu, once Close closed f: a Sync after it
+	// has nothing to do (closing syncs), and must not record the closed
+	// file's error as the WAL's (an ingest's presync may hold a WAL that a
+	// rotation closes).
+	closed bool
 }
 
 var _ vfs.File = (*walFile)(nil)
@@ -87,6 +92,9 @@ func (w *walFile) Sync() error {
 	}
 	w.writeMu.Lock()
 	defer w.writeMu.Unlock()
+	if w.closed {
+		return nil
+	}
 	if err := w.f.Sync(); err != nil {
 		err = fmt.Errorf("strata: sync WAL: %w", err)
 		w.mu.Lock()
@@ -103,6 +111,9 @@ func (w *walFile) Sync() error {
 // before closing).
 func (w *walFile) Close() error {
 	err := w.flushPending()
+	w.writeMu.Lock()
+	defer w.writeMu.Unlock()
+	w.closed = true
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
