@@ -76,3 +76,28 @@ func (f *slowFile) Write(p []byte) (int, error) {
 	m, err := f.File.Write(p[half:])
 	return n + m, err
 }
+
+// TestWALFileSyncAfterClose: a Sync that reaches a WAL after Close (an
+// ingest's presync racing a rotation) does nothing and leaves no error
+// behind for the WAL's other users, while a sync that fails on an open
+// WAL still sticks.
+func TestWALFileSyncAfterClose(t *testing.T) {
+	fs := vfs.NewMem()
+	f, err := fs.Create("wal")
+	require.NoError(t, err)
+	w := newWALFile(f)
+	require.NoError(t, w.Close())
+	require.NoError(t, w.Sync())
+	w.mu.Lock()
+	require.NoError(t, w.err)
+	w.mu.Unlock()
+
+	f, err = fs.Create("wal2")
+	require.NoError(t, err)
+	require.NoError(t, f.Close()) // the file fails under an open walFile
+	w = newWALFile(f)
+	require.Error(t, w.Sync())
+	w.mu.Lock()
+	require.Error(t, w.err, "a failed sync of an open WAL sticks")
+	w.mu.Unlock()
+}
