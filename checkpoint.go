@@ -15,7 +15,7 @@ import (
 // memtable (in order with concurrent writes), waits for its flush, and pins
 // the version. Writers are held only while the memtable is swapped.
 func (d *DB) Checkpoint(dir string) error {
-	err := d.withPinnedVersion("checkpoint", func(src checkpoint.Source) error {
+	err := d.withPinnedVersion("checkpoint", nil, func(src checkpoint.Source) error {
 		if err := checkpoint.WriteLocal(src, dir); err != nil {
 			return fmt.Errorf("strata: checkpoint: %w", err)
 		}

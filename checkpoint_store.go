@@ -30,10 +30,14 @@ func (d *DB) CheckpointToStore(ctx context.Context, u *checkpoint.Uploader) (che
 	}
 	// With a store of shared files, the files that qualify go to the
 	// store as shared objects first (the share loop may be behind): the
-	// checkpoint then references them, and the store gets them once.
-	d.shareForCheckpoint(ctx)
+	// checkpoint then references them, and the store gets them once. It
+	// waits after the flush, which finishes the value log being written:
+	// shared before, that value log would go into the checkpoint's data
+	// as a copy and reach the store a second time when the loop shared
+	// it, both kept until the checkpoint was retired.
+	share := func() { d.shareForCheckpoint(ctx) }
 	stats, err := u.UploadPinned(ctx, func(upload func(checkpoint.Source) error) error {
-		return d.withPinnedVersion("checkpoint", upload)
+		return d.withPinnedVersion("checkpoint", share, upload)
 	})
 	if err != nil {
 		return checkpoint.Stats{}, fmt.Errorf("strata: checkpoint to store: %w", err)
@@ -42,9 +46,9 @@ func (d *DB) CheckpointToStore(ctx context.Context, u *checkpoint.Uploader) (che
 }
 
 // withPinnedVersion flushes the memtable (so that the tables hold every
-// write acknowledged so far), pins the current version and calls fn with
-// it; Close waits for fn to return.
-func (d *DB) withPinnedVersion(hook string, fn func(src checkpoint.Source) error) error {
+// write acknowledged so far), calls afterFlush if it is not nil, pins the
+// current version and calls fn with it; Close waits for fn to return.
+func (d *DB) withPinnedVersion(hook string, afterFlush func(), fn func(src checkpoint.Source) error) error {
 	if d.opts.ReadOnly {
 		// The memtable a checkpoint needs flushed cannot be.
 		return ErrReadOnly
@@ -70,6 +74,9 @@ func (d *DB) withPinnedVersion(hook string, fn func(src checkpoint.Source) error
 	}
 	if err := d.flush(); err != nil {
 		return err
+	}
+	if afterFlush != nil {
+		afterFlush()
 	}
 	d.mu.Lock()
 	v := d.vs.Current()
