@@ -195,9 +195,16 @@ func (d *DB) presyncWAL() {
 	}
 	d.live.presync()
 	if wf := d.walFile.Load(); wf != nil {
+		if testHookPresync != nil {
+			testHookPresync(wf)
+		}
 		_ = wf.Sync()
 	}
 }
+
+// testHookPresync, when set (by TestIngestPresyncOfRetiredWAL), runs in
+// presyncWAL between loading the current WAL and syncing it.
+var testHookPresync func(*walFile)
 
 // memtablesOverlap reports whether a memtable not yet flushed holds an
 // entry or a range deletion in one of spans.

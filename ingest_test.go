@@ -829,3 +829,140 @@ func TestIngestReopenDisk(t *testing.T) {
 	requireGet(t, db, "m1", "after")
 	require.NoError(t, db.Close())
 }
+
+// TestIngestDuringRotations ingests tables while writers fill tiny
+// memtables, so that rotations retire and close WALs while each ingest
+// syncs the current one ahead of its turn (presyncWAL): a sync that finds
+// its WAL closed by a rotation must not become the database's error, and
+// every acknowledged Sync write, the writers' and the ingests', survives
+// a crash after.
+func TestIngestDuringRotations(t *testing.T) {
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs, MemTableSize: 16 << 10, ValueThreshold: 64})
+	require.NoError(t, err)
+	defer db.Close()
+	const writers = 2
+	stop := make(chan struct{})
+	errs := make(chan error, writers)
+	var synced [writers][]string
+	for g := range writers {
+		go func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					errs <- nil
+					return
+				default:
+				}
+				k := fmt.Sprintf("w%d-%06d", g, i)
+				opt := NoSync
+				if i%8 == 0 {
+					opt = Sync
+				}
+				if err := db.Set([]byte(k), bytes.Repeat([]byte{'v'}, 100+i%200), opt); err != nil {
+					errs <- fmt.Errorf("%s: %w", k, err)
+					return
+				}
+				if opt == Sync {
+					synced[g] = append(synced[g], k)
+				}
+			}
+		}()
+	}
+	rounds := 40
+	if testing.Short() {
+		rounds = 15
+	}
+	want := map[string]bool{}
+	for round := range rounds {
+		kv := map[string]string{}
+		for i := range 20 {
+			kv[fmt.Sprintf("x%03d-%02d", round, i)] = ingestValue(round*20+i, 10+i*9)
+		}
+		writeExternal(t, fs, "ext.sst", kv)
+		if err := db.Ingest([]string{"ext.sst"}); err != nil {
+			close(stop)
+			t.Fatalf("ingest %d: %v", round, err)
+		}
+		for k := range kv {
+			want[k] = true
+		}
+	}
+	close(stop)
+	for range writers {
+		require.NoError(t, <-errs)
+	}
+	require.NoError(t, db.Set([]byte("after"), []byte("after"), Sync))
+	want["after"] = true
+	for g := range writers {
+		require.NotEmpty(t, synced[g])
+		for _, k := range synced[g] {
+			want[k] = true
+		}
+	}
+	checkAfterCrash(t, fs, want)
+}
+
+// TestIngestPresyncOfRetiredWAL replays, step by step, the interleaving
+// that once stopped a database: the WAL flusher loads the current WAL
+// and an ingest's presync loads it too; a rotation retires it and the
+// sealer closes it; the presync's sync then finds it closed, and the
+// flusher flushes it. The closed WAL's failed sync must leave no error
+// for the flusher to report as the database's (which stopped every
+// write): the ingest, a Sync write after it and a crash after keep
+// everything acknowledged.
+func TestIngestPresyncOfRetiredWAL(t *testing.T) {
+	type stop struct {
+		armed   atomic.Bool
+		calls   atomic.Int64
+		entered chan *walFile
+		release chan struct{}
+	}
+	hold := func(s *stop) func(*walFile) {
+		return func(wf *walFile) {
+			s.calls.Add(1)
+			if s.armed.CompareAndSwap(true, false) {
+				s.entered <- wf
+				<-s.release
+			}
+		}
+	}
+	flusher := &stop{entered: make(chan *walFile, 1), release: make(chan struct{})}
+	presync := &stop{entered: make(chan *walFile, 1), release: make(chan struct{})}
+	testHookWALFlush, testHookPresync = hold(flusher), hold(presync)
+	defer func() { testHookWALFlush, testHookPresync = nil, nil }()
+
+	fs := vfs.NewMem()
+	db, err := Open("db", &Options{FS: fs, ValueThreshold: 64})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, db.Close()) }()
+	require.NoError(t, db.Set([]byte("a"), []byte("a"), Sync))
+
+	// The flusher loads the current WAL and waits.
+	flusher.armed.Store(true)
+	require.NoError(t, db.Set([]byte("b"), []byte("b"), NoSync))
+	wal := <-flusher.entered
+	// An ingest's presync loads the same WAL and waits.
+	writeExternal(t, fs, "ext.sst", map[string]string{"x1": "ingested", "x2": strings.Repeat("x", 300)})
+	presync.armed.Store(true)
+	ingest := make(chan error, 1)
+	go func() { ingest <- db.Ingest([]string{"ext.sst"}) }()
+	require.Same(t, wal, <-presync.entered)
+	// A rotation retires the WAL, and the sealer closes it.
+	require.NoError(t, db.writeOp(nil, false, opRotate))
+	require.NoError(t, db.waitAllSealed())
+	require.NotSame(t, wal, db.walFile.Load())
+	// The presync syncs the closed WAL; the ingest goes on.
+	close(presync.release)
+	require.NoError(t, <-ingest)
+	// The flusher flushes the closed WAL; its next round shows that it
+	// is done (and has reported whatever it found).
+	calls := flusher.calls.Load()
+	close(flusher.release)
+	for i := 0; flusher.calls.Load() == calls; i++ {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("c%d", i)), []byte("c"), NoSync))
+		time.Sleep(time.Millisecond)
+	}
+	require.NoError(t, db.Set([]byte("d"), []byte("d"), Sync))
+	checkAfterCrash(t, fs, map[string]bool{"a": true, "b": true, "x1": true, "x2": true, "d": true})
+}

@@ -130,6 +130,9 @@ func (d *DB) walFlushLoop() {
 	defer d.bgWG.Done()
 	for range d.walFlushCh {
 		if f := d.walFile.Load(); f != nil {
+			if testHookWALFlush != nil {
+				testHookWALFlush(f)
+			}
 			if err := f.flushPending(); err != nil {
 				// The WAL may end in a partial record: no write may follow.
 				d.reportBackgroundError(err)
@@ -137,6 +140,10 @@ func (d *DB) walFlushLoop() {
 		}
 	}
 }
+
+// testHookWALFlush, when set (by TestIngestPresyncOfRetiredWAL), runs in
+// the WAL flusher between loading the current WAL and flushing it.
+var testHookWALFlush func(*walFile)
 
 // scheduleWALFlush wakes the WAL flusher without blocking.
 func (d *DB) scheduleWALFlush() {
