@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/memtable"
 	"github.com/strata-db/strata/vlog"
 )
@@ -250,22 +251,33 @@ func (d *DB) sealActiveLog() error {
 	return d.finishValueLog(a, c.activeDirSynced)
 }
 
-// liveValue reads, for a pointer found in a memtable into a value log the
-// read's version does not hold, the value from the value logs written at
-// commit. ok is false when num is not one of them.
-func (d *DB) liveValue(p vlog.Pointer, key, dst []byte) (value []byte, ok bool, err error) {
+// valueSource finds, for a read through version v, where the value p
+// locates lies: a finished value log (m, from v; from the value logs
+// written at commit once finished; or from the current version, for one a
+// rewrite recorded after v, see newerVlog) or, when p is into a value log
+// still being written at commit, the value itself, appended to dst
+// (found). m is nil and found false when no value log holds p's file: a
+// corrupt pointer, for the caller to report with what it knows of it.
+// Get and iterators share it, so both look in the same order, and both
+// cope with a value log finished between two checks.
+func (d *DB) valueSource(v *manifest.Version, p vlog.Pointer, key, dst []byte) (m *manifest.VlogMetadata, value []byte, found bool, err error) {
+	if m := v.Vlogs[p.FileNum]; m != nil {
+		return m, nil, false, nil
+	}
 	lw := d.live.get(p.FileNum)
 	if lw == nil {
-		return nil, false, nil
+		return d.newerVlog(p.FileNum), nil, false, nil
 	}
 	if m := lw.Finished(); m != nil {
-		v, err := d.vlogs.Value(m, p, key, dst)
-		return v, true, err
+		return m, nil, false, nil
 	}
-	v, err := lw.Get(p, key, dst)
-	if err != nil && lw.Finished() != nil {
+	value, err = lw.Get(p, key, dst)
+	if err == nil {
+		return nil, value, true, nil
+	}
+	if m := lw.Finished(); m != nil {
 		// Finished between the two checks.
-		v, err = d.vlogs.Value(lw.Finished(), p, key, dst)
+		return m, nil, false, nil
 	}
-	return v, true, err
+	return nil, nil, false, err
 }

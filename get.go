@@ -319,21 +319,18 @@ func (d *DB) readValue(v *manifest.Version, key, ptr []byte, f *manifest.FileMet
 		_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
 		return nil, err
 	}
-	var value []byte
-	if m := v.Vlogs[p.FileNum]; m != nil {
-		value, err = d.vlogs.Value(m, p, key, dst)
-	} else {
-		var ok bool
-		if value, ok, err = d.liveValue(p, key, dst); !ok {
-			if m := d.newerVlog(p.FileNum); m != nil {
-				value, err = d.vlogs.Value(m, p, key, dst)
-			} else {
-				_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
-			}
-		}
-	}
-	if err != nil {
+	m, value, found, err := d.valueSource(v, p, key, dst)
+	switch {
+	case err != nil:
 		return nil, err
+	case found:
+	case m == nil:
+		_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
+		return nil, err
+	default:
+		if value, err = d.vlogs.Value(m, p, key, dst); err != nil {
+			return nil, err
+		}
 	}
 	d.stats.vlogReads.Add(1)
 	if d.observer != nil {

@@ -615,28 +615,23 @@ func (i *Iterator) Value() []byte {
 // fetch reads the value a pointer points to.
 func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 	p, err := vlog.DecodePointer(ptr)
-	m := i.rs.version.Vlogs[p.FileNum]
-	if err == nil && m == nil {
-		// A memtable's pointer into a value log written at commit that the
-		// iterator's version does not hold (yet).
-		if lw := i.db.live.get(p.FileNum); lw != nil {
-			if m = lw.Finished(); m == nil {
-				v, lerr := lw.Get(p, i.key, i.liveBuf[:0])
-				if lerr == nil {
-					i.liveBuf = v
-					return v, nil
-				}
-				if m = lw.Finished(); m == nil {
-					return nil, lerr
-				}
-			}
-		} else {
-			m = i.db.newerVlog(p.FileNum) // see DB.newerVlog
+	var m *manifest.VlogMetadata
+	if err == nil {
+		var (
+			v     []byte
+			found bool
+		)
+		m, v, found, err = i.db.valueSource(i.rs.version, p, i.key, i.liveBuf[:0])
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			i.liveBuf = v
+			return v, nil
 		}
 	}
 	if err != nil || m == nil {
-		// The error naming the table, built only now: the values written
-		// at commit take the branch above on every scan that reaches them.
+		// The error naming the table, built only when it is one.
 		_, _, err = vlog.Resolve(i.rs.version.Vlogs, ptr, "an SSTable")
 		return nil, err
 	}
