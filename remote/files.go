@@ -128,7 +128,7 @@ type Files struct {
 	cancel context.CancelFunc
 
 	stats struct {
-		gets, getBytes, hits, misses, evicted, evictedBytes, prefetches atomic.Int64
+		gets, getBytes, hits, misses, evicted, evictedBytes, prefetches, copies atomic.Int64
 	}
 }
 
@@ -144,6 +144,7 @@ type Stats struct {
 	Prefetches   int64 // parts fetched ahead of a read (Prefetch)
 	Evicted      int64 // whole copies and parts evicted
 	EvictedBytes int64
+	Copies       int64 // private copies OpenCopy made
 }
 
 // New returns Files over o's store and directory. Register the shared
@@ -518,6 +519,7 @@ func (f *Files) Stats() Stats {
 	st.Prefetches = f.stats.prefetches.Load()
 	st.Evicted = f.stats.evicted.Load()
 	st.EvictedBytes = f.stats.evictedBytes.Load()
+	st.Copies = f.stats.copies.Load()
 	return st
 }
 

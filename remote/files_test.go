@@ -502,3 +502,97 @@ func TestFilesReleaseRetried(t *testing.T) {
 	require.False(t, s.has(ref.Object), "the retried release left the object")
 	require.NoError(t, f.Release(ctx, base.FileTypeTable, 7), "a third release: nothing left to do")
 }
+
+// TestFilesOpenCopy: OpenCopy copies a shared file whole, taking the
+// parts the cache holds from it and fetching only the others (each once,
+// none kept in the cache); closing the copy deletes it. It declines a
+// file with a whole local copy, one the cache holds half of, one not
+// shared, and on a read-only Files; a failed GET fails it and leaves no
+// file behind.
+func TestFilesOpenCopy(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	const part = 1024
+	f := newTestFiles(t, fs, s, -1, part)
+	data, _ := shareRemoteOnly(t, f, fs, 5, 20*part+77, 11)
+	require.NoError(t, f.Start())
+
+	// Two parts cached by a read.
+	file, err := f.Open(base.FileTypeTable, 5)
+	require.NoError(t, err)
+	buf := make([]byte, 2*part)
+	_, err = file.ReadAt(buf, 3*part)
+	require.NoError(t, err)
+	f.keeping.Wait()
+	gets, cached := s.getCount(), f.Stats().CachedBytes
+	require.Equal(t, 2, gets)
+
+	c, ok, err := f.OpenCopy(ctx, base.FileTypeTable, 5)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, gets+19, s.getCount(), "the copy fetches the 19 parts the cache lacks, once each")
+	require.Equal(t, cached, f.Stats().CachedBytes, "the copy's parts went into the cache")
+	got := make([]byte, len(data))
+	n, err := c.ReadAt(got, 0)
+	require.NoError(t, err)
+	require.Equal(t, len(data), n)
+	require.Equal(t, data, got)
+	names, err := fs.List("db/" + CacheDirName)
+	require.NoError(t, err)
+	copies := 0
+	for _, name := range names {
+		if strings.HasPrefix(name, copyPrefix) {
+			copies++
+		}
+	}
+	require.Equal(t, 1, copies)
+	require.NoError(t, c.Close())
+	names, err = fs.List("db/" + CacheDirName)
+	require.NoError(t, err)
+	for _, name := range names {
+		require.False(t, strings.HasPrefix(name, copyPrefix), "%s left after Close", name)
+	}
+
+	// Declined: not shared; mostly cached; a whole local copy.
+	_, ok, err = f.OpenCopy(ctx, base.FileTypeTable, 9)
+	require.NoError(t, err)
+	require.False(t, ok)
+	shareRemoteOnly(t, f, fs, 6, 3*part, 12)
+	file, err = f.Open(base.FileTypeTable, 6)
+	require.NoError(t, err)
+	_, err = file.ReadAt(make([]byte, 2*part), 0)
+	require.NoError(t, err)
+	f.keeping.Wait()
+	_, ok, err = f.OpenCopy(ctx, base.FileTypeTable, 6)
+	require.NoError(t, err)
+	require.False(t, ok, "two of three parts cached")
+	local := writeLocal(t, fs, 7, 4*part, 13)
+	ref7, err := f.Share(ctx, base.FileTypeTable, 7, int64(len(local)))
+	require.NoError(t, err)
+	f.Track(base.FileTypeTable, 7, ref7, int64(len(local)), true)
+	_, ok, err = f.OpenCopy(ctx, base.FileTypeTable, 7)
+	require.NoError(t, err)
+	require.False(t, ok)
+
+	// A failed GET.
+	s.failOp("get", errors.New("injected"))
+	_, ok, err = f.OpenCopy(ctx, base.FileTypeTable, 5)
+	require.ErrorContains(t, err, "injected")
+	require.False(t, ok)
+	names, err = fs.List("db/" + CacheDirName)
+	require.NoError(t, err)
+	for _, name := range names {
+		require.False(t, strings.HasPrefix(name, copyPrefix), "%s left after a failed copy", name)
+	}
+	s.failOp("get", nil)
+
+	// Read-only.
+	ro, err := New(Options{Store: s, FS: fs, Dir: "db", Instance: testInstance, PartSize: part, ReadOnly: true})
+	require.NoError(t, err)
+	ro.Track(base.FileTypeTable, 5, manifest.SharedRef{Object: ObjectName(testInstance, base.FileTypeTable, 5)}, int64(len(data)), false)
+	_, ok, err = ro.OpenCopy(ctx, base.FileTypeTable, 5)
+	require.NoError(t, err)
+	require.False(t, ok)
+}
