@@ -215,10 +215,10 @@ func (m SharedMetrics) String() string {
 	if m.Warming {
 		warming = ", warming up"
 	}
-	return fmt.Sprintf("%d tables, %d value logs, %s; %d pending, %d failures; cache %s / %s; %d GETs (%s), part hits %d, misses %d, prefetched %d, evicted %d (%s)%s",
+	return fmt.Sprintf("%d tables, %d value logs, %s; %d pending, %d failures; cache %s / %s; %d GETs (%s), part hits %d, misses %d, prefetched %d, evicted %d (%s), copies %d%s",
 		m.Tables, m.ValueLogs, humanBytes(m.Bytes), m.Pending, m.Failures,
 		humanBytes(uint64(max(m.CachedBytes, 0))), humanBytes(uint64(max(m.CacheSize, 0))), m.Gets, humanBytes(uint64(m.GetBytes)),
-		m.PartHits, m.PartMisses, m.Prefetches, m.Evicted, humanBytes(uint64(m.EvictedBytes)), warming)
+		m.PartHits, m.PartMisses, m.Prefetches, m.Evicted, humanBytes(uint64(m.EvictedBytes)), m.Copies, warming)
 }
 
 // ValueLogMetrics is one value log's line of the garbage ledger.

@@ -311,8 +311,45 @@ type relocator struct {
 }
 
 type relocSource struct {
-	h  vlog.Handle
-	ra *vlog.ReadAhead
+	h   vlog.Handle
+	own *vlog.Reader // a private copy's reader (openRelocSource), or nil
+	ra  *vlog.ReadAhead
+}
+
+// testRelocNoCopy, set by TestRelocationCopiesSharedValueLog, makes
+// relocations read shared value logs through the cache.
+var testRelocNoCopy bool
+
+// openRelocSource opens value log m for a relocation. A compaction reads
+// the values it moves in the order of their keys, nowhere near the
+// order of the file: a shared value log that the cache holds little of
+// is read through a private local copy (remote.Files.OpenCopy: the
+// store's parts fetched side by side, once each), not a round trip per
+// value whose part is not cached, each part then evicting others that
+// reads use. Other value logs, and a shared one whose copy failed (the
+// reads through the cache will say whether the store answers), are read
+// through the reader cache.
+func (d *DB) openRelocSource(m *manifest.VlogMetadata) (*relocSource, error) {
+	if s := d.shared; s != nil && !testRelocNoCopy {
+		f, ok, err := s.files.OpenCopy(s.ctx, base.FileTypeVlog, m.FileNum)
+		switch {
+		case err != nil:
+			d.opts.Logger.Warn("strata: copying a shared value log to move its values failed; reading it through the cache",
+				"file", base.MakeFilename(base.FileTypeVlog, m.FileNum), "err", err)
+		case ok:
+			r, err := vlog.NewReader(f, m.FileNum, int64(m.Size), vlog.ReaderOptions{})
+			if err != nil {
+				f.Close()
+				return nil, err
+			}
+			return &relocSource{own: r, ra: r.NewReadAhead(d.opts.ValueLogReadAhead)}, nil
+		}
+	}
+	h, err := d.vlogs.Acquire(m)
+	if err != nil {
+		return nil, err
+	}
+	return &relocSource{h: h, ra: h.Reader.NewReadAhead(d.opts.ValueLogReadAhead)}, nil
 }
 
 func (d *DB) newRelocator(v *manifest.Version, targets map[base.FileNum]bool, sep *vlog.Separator) *relocator {
@@ -331,11 +368,10 @@ func (r *relocator) relocate(key []byte, p vlog.Pointer) (vlog.Pointer, bool, er
 			return p, false, base.CorruptionErrorf(base.MakeFilename(base.FileTypeVlog, p.FileNum), -1,
 				"a table points into this value log, which the version does not hold")
 		}
-		h, err := r.d.vlogs.Acquire(m)
-		if err != nil {
+		var err error
+		if src, err = r.d.openRelocSource(m); err != nil {
 			return p, false, err
 		}
-		src = &relocSource{h: h, ra: h.Reader.NewReadAhead(r.d.opts.ValueLogReadAhead)}
 		r.sources[p.FileNum] = src
 	}
 	value, err := src.ra.Get(p, key)
@@ -354,7 +390,11 @@ func (r *relocator) relocate(key []byte, p vlog.Pointer) (vlog.Pointer, bool, er
 // close releases the source value logs.
 func (r *relocator) close() {
 	for _, src := range r.sources {
-		r.d.vlogs.Release(src.h)
+		if src.own != nil {
+			_ = src.own.Close() // a private copy, deleted with it
+		} else {
+			r.d.vlogs.Release(src.h)
+		}
 	}
 	r.sources = nil
 }
