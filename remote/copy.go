@@ -66,7 +66,7 @@ func (f *Files) OpenCopy(ctx context.Context, t base.FileType, num base.FileNum)
 	fail := func(err error) (vfs.File, bool, error) {
 		w.Close()
 		_ = f.o.FS.Remove(path)
-		return nil, false, fmt.Errorf("remote: copy %s (object %s): %w", s.key.name(), s.ref, err)
+		return nil, false, fmt.Errorf("remote: copy %s: %w", s.key.name(), err)
 	}
 	if err := f.copyParts(ctx, s, w); err != nil {
 		return fail(err)
@@ -163,15 +163,7 @@ func (f *Files) copyPart(ctx context.Context, s *shared, idx int64) ([]byte, err
 		// Evicted since: fetch it.
 	}
 	f.stats.misses.Add(1)
-	rctx, cancel := context.WithTimeout(ctx, f.o.RequestTimeout)
-	defer cancel()
-	data, err := getRange(rctx, f.o.Store, s.ref.Object, int64(s.ref.Offset)+start, size)
-	f.stats.gets.Add(1)
-	if err != nil {
-		return nil, err
-	}
-	f.stats.getBytes.Add(int64(len(data)))
-	return data, nil
+	return f.fetchPart(ctx, s, idx)
 }
 
 // copyFile is OpenCopy's file: closing it deletes it.

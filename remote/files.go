@@ -651,7 +651,7 @@ func (f *Files) startFetchLocked(s *shared, idx int64) *fetch {
 // that a Close after a read returned waits for its part to be written
 // (a restart then finds it cached).
 func (f *Files) runFetch(s *shared, idx int64, fe *fetch) {
-	fe.data, fe.err = f.fetchPart(s, idx)
+	fe.data, fe.err = f.fetchPart(f.ctx, s, idx)
 	f.mu.Lock()
 	keep := fe.err == nil && !f.o.ReadOnly && f.ctx.Err() == nil
 	if keep {
@@ -735,14 +735,15 @@ func (f *Files) Close() {
 	f.keeping.Wait()
 }
 
-// fetchPart GETs part idx of s from the store.
-func (f *Files) fetchPart(s *shared, idx int64) ([]byte, error) {
+// fetchPart GETs part idx of s from the store, within ctx (and the
+// request timeout).
+func (f *Files) fetchPart(ctx context.Context, s *shared, idx int64) ([]byte, error) {
 	start := idx * f.o.PartSize
 	n := min(f.o.PartSize, s.size-start)
 	if n <= 0 {
 		return nil, fmt.Errorf("remote: part %d of %s is past its end (%d bytes)", idx, s.key.name(), s.size)
 	}
-	ctx, cancel := context.WithTimeout(f.ctx, f.o.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, f.o.RequestTimeout)
 	defer cancel()
 	data, err := getRange(ctx, f.o.Store, s.ref.Object, int64(s.ref.Offset)+start, n)
 	f.stats.gets.Add(1)
