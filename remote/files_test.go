@@ -596,3 +596,36 @@ func TestFilesOpenCopy(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok)
 }
+
+// TestFilesStartDropsCopies: a copy OpenCopy made and a crash left (never
+// closed) is deleted by the next Start.
+func TestFilesStartDropsCopies(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	require.NoError(t, fs.MkdirAll("db", 0o755))
+	s := newMemStore()
+	const part = 1024
+	f := newTestFiles(t, fs, s, -1, part)
+	_, ref := shareRemoteOnly(t, f, fs, 5, 6*part, 21)
+	require.NoError(t, f.Start())
+	c, ok, err := f.OpenCopy(ctx, base.FileTypeTable, 5)
+	require.NoError(t, err)
+	require.True(t, ok)
+	_ = c // not closed: the process dies
+	copies := func() (n int) {
+		names, err := fs.List("db/" + CacheDirName)
+		require.NoError(t, err)
+		for _, name := range names {
+			if strings.HasPrefix(name, copyPrefix) {
+				n++
+			}
+		}
+		return n
+	}
+	require.Equal(t, 1, copies())
+
+	g := newTestFiles(t, fs, s, -1, part)
+	g.Track(base.FileTypeTable, 5, ref, 6*part, false)
+	require.NoError(t, g.Start())
+	require.Zero(t, copies())
+}
