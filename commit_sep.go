@@ -251,33 +251,36 @@ func (d *DB) sealActiveLog() error {
 	return d.finishValueLog(a, c.activeDirSynced)
 }
 
-// valueSource finds, for a read through version v, where the value p
-// locates lies: a finished value log (m, from v; from the value logs
-// written at commit once finished; or from the current version, for one a
-// rewrite recorded after v, see newerVlog) or, when p is into a value log
-// still being written at commit, the value itself, appended to dst
-// (found). m is nil and found false when no value log holds p's file: a
-// corrupt pointer, for the caller to report with what it knows of it.
-// Get and iterators share it, so both look in the same order, and both
-// cope with a value log finished between two checks.
-func (d *DB) valueSource(v *manifest.Version, p vlog.Pointer, key, dst []byte) (m *manifest.VlogMetadata, value []byte, found bool, err error) {
-	if m := v.Vlogs[p.FileNum]; m != nil {
-		return m, nil, false, nil
-	}
-	lw := d.live.get(p.FileNum)
-	if lw == nil {
-		return d.newerVlog(p.FileNum), nil, false, nil
-	}
-	if m := lw.Finished(); m != nil {
-		return m, nil, false, nil
-	}
-	value, err = lw.Get(p, key, dst)
+// valueSource finds, for a read through version v, where the value that
+// ptr (found in the table f, or in source when f is nil) locates lies: a
+// finished value log m, from v, from the value logs written at commit
+// once finished, or from the current version for one a rewrite recorded
+// after v (see newerVlog); or, when ptr is into a value log still being
+// written at commit, the value itself, appended to dst (found). A pointer
+// that does not decode, or into no value log, is a corruption error
+// naming where it was found, built only then. Get and iterators share
+// it, so both look in the same order, and both cope with a value log
+// finished between two checks.
+func (d *DB) valueSource(v *manifest.Version, ptr, key, dst []byte, f *manifest.FileMetadata, source string) (p vlog.Pointer, m *manifest.VlogMetadata, value []byte, found bool, err error) {
+	p, err = vlog.DecodePointer(ptr)
 	if err == nil {
-		return nil, value, true, nil
+		if m = v.Vlogs[p.FileNum]; m != nil {
+			return p, m, nil, false, nil
+		}
+		if lw := d.live.get(p.FileNum); lw == nil {
+			m = d.newerVlog(p.FileNum)
+		} else if m = lw.Finished(); m == nil {
+			if value, err = lw.Get(p, key, dst); err == nil {
+				return p, nil, value, true, nil
+			}
+			if m = lw.Finished(); m == nil { // or finished between the two checks
+				return p, nil, nil, false, err
+			}
+		}
+		if m != nil {
+			return p, m, nil, false, nil
+		}
 	}
-	if m := lw.Finished(); m != nil {
-		// Finished between the two checks.
-		return m, nil, false, nil
-	}
-	return nil, nil, false, err
+	_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
+	return p, nil, nil, false, err
 }

@@ -8,7 +8,6 @@ import (
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/vfs"
-	"github.com/strata-db/strata/vlog"
 )
 
 // Get returns the value of key, or an error matching ErrNotFound. The
@@ -314,20 +313,11 @@ func (d *DB) readSeparated(v *manifest.Version, key, ptr []byte, source string) 
 // source when f is nil, appending the value to dst. The value is copied
 // once: into dst, or with dst nil into a slice of its own length.
 func (d *DB) readValue(v *manifest.Version, key, ptr []byte, f *manifest.FileMetadata, source string, dst []byte) ([]byte, error) {
-	p, err := vlog.DecodePointer(ptr)
+	p, m, value, found, err := d.valueSource(v, ptr, key, dst, f, source)
 	if err != nil {
-		_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
 		return nil, err
 	}
-	m, value, found, err := d.valueSource(v, p, key, dst)
-	switch {
-	case err != nil:
-		return nil, err
-	case found:
-	case m == nil:
-		_, _, err = vlog.Resolve(v.Vlogs, ptr, sourceName(f, source))
-		return nil, err
-	default:
+	if !found {
 		if value, err = d.vlogs.Value(m, p, key, dst); err != nil {
 			return nil, err
 		}

@@ -614,26 +614,13 @@ func (i *Iterator) Value() []byte {
 
 // fetch reads the value a pointer points to.
 func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
-	p, err := vlog.DecodePointer(ptr)
-	var m *manifest.VlogMetadata
-	if err == nil {
-		var (
-			v     []byte
-			found bool
-		)
-		m, v, found, err = i.db.valueSource(i.rs.version, p, i.key, i.liveBuf[:0])
-		if err != nil {
-			return nil, err
-		}
-		if found {
-			i.liveBuf = v
-			return v, nil
-		}
-	}
-	if err != nil || m == nil {
-		// The error naming the table, built only when it is one.
-		_, _, err = vlog.Resolve(i.rs.version.Vlogs, ptr, "an SSTable")
+	p, m, v, found, err := i.db.valueSource(i.rs.version, ptr, i.key, i.liveBuf[:0], nil, "an SSTable")
+	if err != nil {
 		return nil, err
+	}
+	if found {
+		i.liveBuf = v
+		return v, nil
 	}
 	rv, ok := i.readAhead[p.FileNum]
 	if !ok {
