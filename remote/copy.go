@@ -53,29 +53,19 @@ func (f *Files) OpenCopy(ctx context.Context, t base.FileType, num base.FileNum)
 	}
 	f.mu.Unlock()
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stop := context.AfterFunc(f.ctx, cancel) // Close ends the copy too
-	defer stop()
-
 	path := f.o.FS.PathJoin(f.cacheDir, copyPrefix+strconv.FormatUint(rand.Uint64(), 16))
 	w, err := f.o.FS.CreateExclusive(path)
 	if err != nil {
 		return nil, false, fmt.Errorf("remote: copy %s: %w", s.key.name(), err)
 	}
-	fail := func(err error) (vfs.File, bool, error) {
-		w.Close()
-		_ = f.o.FS.Remove(path)
-		return nil, false, fmt.Errorf("remote: copy %s: %w", s.key.name(), err)
+	err = f.copyParts(ctx, s, w)
+	if cerr := w.Close(); err == nil {
+		err = cerr
 	}
-	if err := f.copyParts(ctx, s, w); err != nil {
-		return fail(err)
+	var r vfs.File
+	if err == nil {
+		r, err = f.o.FS.Open(path)
 	}
-	if err := w.Close(); err != nil {
-		_ = f.o.FS.Remove(path)
-		return nil, false, fmt.Errorf("remote: copy %s: %w", s.key.name(), err)
-	}
-	r, err := f.o.FS.Open(path)
 	if err != nil {
 		_ = f.o.FS.Remove(path)
 		return nil, false, fmt.Errorf("remote: copy %s: %w", s.key.name(), err)
@@ -94,6 +84,8 @@ func (f *Files) copyParts(ctx context.Context, s *shared, w io.Writer) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	stop := context.AfterFunc(f.ctx, cancel) // Close ends the copy too
+	defer stop()
 	n := (s.size + f.o.PartSize - 1) / f.o.PartSize
 	slots := make([]chan result, n)
 	launch := func(idx int64) {

@@ -539,21 +539,9 @@ func TestFilesOpenCopy(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, len(data), n)
 	require.Equal(t, data, got)
-	names, err := fs.List("db/" + CacheDirName)
-	require.NoError(t, err)
-	copies := 0
-	for _, name := range names {
-		if strings.HasPrefix(name, copyPrefix) {
-			copies++
-		}
-	}
-	require.Equal(t, 1, copies)
+	require.Equal(t, 1, countCopies(t, fs))
 	require.NoError(t, c.Close())
-	names, err = fs.List("db/" + CacheDirName)
-	require.NoError(t, err)
-	for _, name := range names {
-		require.False(t, strings.HasPrefix(name, copyPrefix), "%s left after Close", name)
-	}
+	require.Zero(t, countCopies(t, fs), "a copy left after Close")
 
 	// Declined: not shared; mostly cached; a whole local copy.
 	_, ok, err = f.OpenCopy(ctx, base.FileTypeTable, 9)
@@ -581,11 +569,7 @@ func TestFilesOpenCopy(t *testing.T) {
 	_, ok, err = f.OpenCopy(ctx, base.FileTypeTable, 5)
 	require.ErrorContains(t, err, "injected")
 	require.False(t, ok)
-	names, err = fs.List("db/" + CacheDirName)
-	require.NoError(t, err)
-	for _, name := range names {
-		require.False(t, strings.HasPrefix(name, copyPrefix), "%s left after a failed copy", name)
-	}
+	require.Zero(t, countCopies(t, fs), "a copy left after a failed copy")
 	s.failOp("get", nil)
 
 	// Read-only.
@@ -612,20 +596,23 @@ func TestFilesStartDropsCopies(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ok)
 	_ = c // not closed: the process dies
-	copies := func() (n int) {
-		names, err := fs.List("db/" + CacheDirName)
-		require.NoError(t, err)
-		for _, name := range names {
-			if strings.HasPrefix(name, copyPrefix) {
-				n++
-			}
-		}
-		return n
-	}
-	require.Equal(t, 1, copies())
+	require.Equal(t, 1, countCopies(t, fs))
 
 	g := newTestFiles(t, fs, s, -1, part)
 	g.Track(base.FileTypeTable, 5, ref, 6*part, false)
 	require.NoError(t, g.Start())
-	require.Zero(t, copies())
+	require.Zero(t, countCopies(t, fs))
+}
+
+// countCopies counts OpenCopy's files in the cache directory of "db".
+func countCopies(t *testing.T, fs vfs.FS) (n int) {
+	t.Helper()
+	names, err := fs.List("db/" + CacheDirName)
+	require.NoError(t, err)
+	for _, name := range names {
+		if strings.HasPrefix(name, copyPrefix) {
+			n++
+		}
+	}
+	return n
 }
