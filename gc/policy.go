@@ -171,9 +171,9 @@ type ReverseLookupPolicy struct {
 	// once every instance has done so; until the checkpoints that name
 	// them age out, the store holds both copies. 0 (the default): Ratio.
 	// Measured (TestRescaleStoreSpaceScale, "foreign": 0.5), the store
-	// after two rescales held 1.92-1.99x the live state instead of
-	// 2.09-2.13x at a churn of 5% a checkpoint, 1.92-1.98x instead of
-	// 2.05-2.25x at 10%, but 1.58-1.59x instead of 1.50x at 2%.
+	// after two rescales held 1.82-1.86x the live state instead of
+	// 1.85-2.01x at a churn of 5% a checkpoint, 1.90-1.92x instead of
+	// 2.08-2.11x at 10%, but 1.52-1.53x instead of 1.44-1.45x at 2%.
 	ForeignRatio float64
 	MaxSpaceAmp  float64
 	MaxInFlight  int
