@@ -471,7 +471,7 @@ func (f *Files) warm(ctx context.Context) (fileKey, int64, error) {
 	path := f.o.FS.PathJoin(f.o.Dir, pick.key.name())
 	// In the cache directory, which Start clears of such leftovers.
 	tmp := f.o.FS.PathJoin(f.cacheDir, "warm-"+strconv.FormatUint(rand.Uint64(), 16))
-	if err := writeFileSynced(f.o.FS, tmp, data); err != nil {
+	if err := vfs.WriteFileSynced(f.o.FS, tmp, data); err != nil {
 		_ = f.o.FS.Remove(tmp)
 		return pick.key, 0, fmt.Errorf("remote: warm %s: %w", pick.key.name(), err)
 	}
@@ -676,7 +676,7 @@ func (f *Files) runFetch(s *shared, idx int64, fe *fetch) {
 func (f *Files) keepPart(s *shared, idx int64, data []byte) {
 	path := f.partPath(s.key, idx)
 	tmp := path + ".tmp-" + strconv.FormatUint(rand.Uint64(), 16)
-	written := writeFileSynced(f.o.FS, tmp, data) == nil
+	written := vfs.WriteFileSynced(f.o.FS, tmp, data) == nil
 	if written {
 		if err := f.o.FS.Rename(tmp, path); err != nil {
 			written = false
@@ -766,23 +766,6 @@ func getRange(ctx context.Context, s Store, object string, off, n int64) ([]byte
 		return nil, fmt.Errorf("short read of [%d, %d): %w", off, off+n, err)
 	}
 	return data, nil
-}
-
-// writeFileSynced writes data to a new file at path and syncs it.
-func writeFileSynced(fs vfs.FS, path string, data []byte) error {
-	w, err := fs.CreateExclusive(path)
-	if err != nil {
-		return err
-	}
-	if _, err := w.Write(data); err != nil {
-		w.Close()
-		return err
-	}
-	if err := w.Sync(); err != nil {
-		w.Close()
-		return err
-	}
-	return w.Close()
 }
 
 // partFile reads a shared file through the cache, a part at a time.

@@ -29,7 +29,7 @@ func writeLocal(t *testing.T, fs vfs.FS, num base.FileNum, n int, seed uint64) [
 	for i := range data {
 		data[i] = byte(rng.Uint32())
 	}
-	require.NoError(t, writeFileSynced(fs, fs.PathJoin("db", base.MakeFilename(base.FileTypeTable, num)), data))
+	require.NoError(t, vfs.WriteFileSynced(fs, fs.PathJoin("db", base.MakeFilename(base.FileTypeTable, num)), data))
 	return data
 }
 
@@ -160,8 +160,8 @@ func TestFilesRestartKeepsParts(t *testing.T) {
 	require.Equal(t, 5, gets)
 	f.Close() // as the database's Close: the parts are written
 	// Leftovers a crash or an older run could leave.
-	require.NoError(t, writeFileSynced(fs, "db/"+CacheDirName+"/000009.sst.2.tmp-1", []byte("x")))
-	require.NoError(t, writeFileSynced(fs, "db/"+CacheDirName+"/000004.sst.0", []byte("x")))
+	require.NoError(t, vfs.WriteFileSynced(fs, "db/"+CacheDirName+"/000009.sst.2.tmp-1", []byte("x")))
+	require.NoError(t, vfs.WriteFileSynced(fs, "db/"+CacheDirName+"/000004.sst.0", []byte("x")))
 
 	f2 := newTestFiles(t, fs, s, -1, part)
 	f2.Track(base.FileTypeTable, 9, ref, int64(len(data)), false)

@@ -62,3 +62,31 @@ func CopyFile(fs FS, src, dst string) error {
 	}
 	return nil
 }
+
+// WriteFileSynced writes data into a new file at path, which it creates
+// exclusively, and syncs it. The caller syncs its directory.
+func WriteFileSynced(fs FS, path string, data []byte) error {
+	w, err := fs.CreateExclusive(path)
+	if err != nil {
+		return err
+	}
+	if _, err := w.Write(data); err != nil {
+		w.Close()
+		return err
+	}
+	if err := w.Sync(); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// ReadFile returns the contents of the file at path.
+func ReadFile(fs FS, path string) ([]byte, error) {
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
