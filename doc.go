@@ -38,6 +38,7 @@
 //   - ErrNoCurrent: Open of a directory with database files but no CURRENT.
 //   - ErrSharedStoreRequired: Open of a database with shared files without
 //     Options.SharedStore.
+//   - ErrDestroying: Open of a database whose Destroy did not finish.
 //
 // # Stability
 //

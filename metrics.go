@@ -206,7 +206,12 @@ type SharedMetrics struct {
 	Pending, Failures int
 	// Warming is set while the warm-up (Options.SharedWarmup) still
 	// downloads files.
-	Warming      bool
+	Warming bool
+	// Reconciled is set once the database has turned the hold of a
+	// checkpoint it was opened from into markers and dropped the
+	// references that a crash left in the store (markers on objects it
+	// does not use): in the background, from a second after Open.
+	Reconciled   bool
 	remote.Stats // the cache and the read path's GETs, since Open
 }
 
@@ -371,6 +376,7 @@ func (d *DB) Metrics() *Metrics {
 	m.VisibleSeq = d.visibleSeq.Load()
 	if s := d.shared; s != nil {
 		m.Shared.Stats = s.files.Stats()
+		m.Shared.Reconciled = s.reconciled.Load()
 		s.mu.Lock()
 		m.Shared.Failures = s.errs
 		s.mu.Unlock()

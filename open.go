@@ -16,6 +16,7 @@ import (
 	"github.com/strata-db/strata/lsm/memtable"
 	"github.com/strata-db/strata/lsm/record"
 	"github.com/strata-db/strata/lsm/sstable"
+	"github.com/strata-db/strata/remote"
 	"github.com/strata-db/strata/vfs"
 	"github.com/strata-db/strata/vlog"
 )
@@ -36,6 +37,9 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	}
 	o := opts.EnsureDefaults()
 	o.EventListener = o.EventListener.withLogger(o.Logger)
+	if remote.Destroying(o.FS, dirname) {
+		return nil, fmt.Errorf("%w: %s", ErrDestroying, dirname)
+	}
 	if o.ReadOnly {
 		return openReadOnly(dirname, o)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/strata-db/strata/internal/base"
@@ -26,6 +27,11 @@ import (
 // shared files when Options.SharedStore is nil.
 var ErrSharedStoreRequired = errors.New("strata: the database has shared files: open it with Options.SharedStore")
 
+// ErrDestroying is returned by Open for a database whose Destroy began and
+// did not finish (a crash or a failed store request stopped it): objects
+// it reads may be gone from the store. Call Destroy again.
+var ErrDestroying = errors.New("strata: the database is being destroyed: call Destroy again")
+
 // sharedState is the DB's side of its shared files; nil without a store.
 type sharedState struct {
 	files *remote.Files
@@ -40,6 +46,9 @@ type sharedState struct {
 	// prefetchDone when prefetchTables ends.
 	warmDone     chan struct{}
 	prefetchDone chan struct{}
+	// reconciled is set once the loop has converted the instance's hold
+	// and dropped the references a crash left (reconcileShared).
+	reconciled atomic.Bool
 
 	mu sync.Mutex
 	// releases are obsolete shared files waiting for the loop to release
@@ -344,6 +353,7 @@ func (d *DB) shareLoop() {
 		// nothing (reconcile, which follows, drops such markers).
 		if converted && !reconciled {
 			reconciled = d.reconcileShared() == nil
+			s.reconciled.Store(reconciled)
 		}
 		if converted {
 			d.releaseObsoleteShared()

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
+	"strings"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -48,7 +50,6 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 		}
 		refs[f.Name] = f
 	}
-	holder := remote.InstanceHolder(instance)
 	// Rule 2 has the instance join a holder that has a marker: the
 	// registry's data objects written before markers existed have none
 	// (unmarked), and the instance's release, finding its own marker the
@@ -68,14 +69,11 @@ func Reference(ctx context.Context, s Store, id uint64, fs vfs.FS, dst, instance
 	if _, err := remote.AddRefs(ctx, s, unmarked, registryOf(s).holder); err != nil {
 		return err
 	}
-	if err := holdObjects(ctx, s, objects, holder); err != nil {
+	done, err := holdObjects(ctx, s, fs, dst, objects, instance)
+	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			_ = remote.DropHold(context.WithoutCancel(ctx), s, holder, objects)
-		}
-	}()
+	defer func() { done(ctx, err) }()
 	if err := stillRetained(ctx, s, m); err != nil {
 		return err
 	}
@@ -120,20 +118,113 @@ func writeInstance(fs vfs.FS, dst string, v *manifest.Version, num, past base.Fi
 	})
 }
 
-// holdObjects has holder (an instance) hold objects by one hold, once the
-// registries' markers are on them (see Reference). On failure the hold
-// may be there: it is dropped.
-func holdObjects(ctx context.Context, s Store, objects []string, holder string) error {
+// holdObjects has instance hold objects by one hold, once the
+// registries' markers are on them (see Reference), for a database about
+// to be written into dst. The hold is recorded locally first, beside dst
+// (writePending): a crash before dst is in place leaves that record, and
+// the next Reference into dst, or Destroy of it (RecoverReference), drops
+// the hold, which nothing else would. Call done with the outcome once dst
+// is written (or not): on failure it drops the hold, and either way the
+// record goes. On failure holdObjects leaves no hold behind (or the
+// record of one it could not drop).
+func holdObjects(ctx context.Context, s Store, fs vfs.FS, dst string, objects []string, instance string) (done func(ctx context.Context, err error), err error) {
+	if err := RecoverReference(ctx, s, fs, dst); err != nil {
+		return nil, err
+	}
+	if err := writePending(fs, dst, instance); err != nil {
+		return nil, err
+	}
+	holder := remote.InstanceHolder(instance)
+	done = func(ctx context.Context, err error) {
+		if err != nil {
+			if remote.DropHold(context.WithoutCancel(ctx), s, holder, objects) != nil {
+				return // the record stays, for the next Reference to drop it
+			}
+		}
+		_ = removePending(fs, dst)
+	}
 	// The instance holds them all by one hold (remote.PutHold), one
 	// round trip where a marker each would be as many as the checkpoint
 	// has objects; the database turns it into markers after Open
 	// (remote.ConvertHold).
 	if err := remote.PutHold(ctx, s, holder, objects); err != nil {
 		// Its outcome unknown: the hold may be there.
-		_ = remote.DropHold(context.WithoutCancel(ctx), s, holder, objects)
-		return err
+		done(ctx, err)
+		return nil, err
+	}
+	return done, nil
+}
+
+// ErrNoStore is returned by RecoverReference without a store when a
+// reference left a hold in one.
+var ErrNoStore = errors.New("checkpoint: the store is needed")
+
+// pendingSuffix names the record of a Reference under way into a
+// directory: dst + pendingSuffix holds the instance id whose hold the
+// Reference wrote.
+const pendingSuffix = ".pending-instance"
+
+// writePending records, durably, that instance holds objects for a
+// database that will be written into dst.
+func writePending(fs vfs.FS, dst, instance string) error {
+	if err := mkdirAllDurable(fs, fs.PathDir(dst)); err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	if err := vfs.WriteFileSynced(fs, dst+pendingSuffix, []byte(instance+"\n")); err != nil {
+		return fmt.Errorf("checkpoint: record the reference into %s: %w", dst, err)
+	}
+	if err := manifest.SyncDir(fs, fs.PathDir(dst)); err != nil {
+		return fmt.Errorf("checkpoint: record the reference into %s: %w", dst, err)
 	}
 	return nil
+}
+
+// removePending removes dst's record of a Reference, durably.
+func removePending(fs vfs.FS, dst string) error {
+	if err := fs.Remove(dst + pendingSuffix); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return manifest.SyncDir(fs, fs.PathDir(dst))
+}
+
+// RecoverReference finishes what a Reference (or ReferenceRange) into dst
+// that a crash or a failed request stopped left: if the hold it recorded
+// belongs to an instance that dst does not hold (dst was never written),
+// the instance's references are dropped from s (remote.DropInstance).
+// (A "<dst>.tmp-*" directory it was building may stay, as after any
+// crash of a checkpoint's writer: it is no database and can be
+// deleted.) Reference and
+// ReferenceRange run it first, so that trying again cleans up; Destroy
+// (package strata) runs it too. Without a record it does nothing.
+func RecoverReference(ctx context.Context, s Store, fs vfs.FS, dst string) error {
+	if fs == nil {
+		fs = vfs.Default
+	}
+	dst = fs.PathJoin(dst)
+	data, err := vfs.ReadFile(fs, dst+pendingSuffix)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: read the record of a reference into %s: %w", dst, err)
+	}
+	instance := strings.TrimSpace(string(data))
+	if err := remote.CheckInstanceID(instance); err != nil {
+		// Cut short by a crash before its sync: no hold was written.
+		return removePending(fs, dst)
+	}
+	if in, err := remote.ReadInstance(fs, dst); err != nil || in.ID != instance {
+		if s == nil {
+			return fmt.Errorf("checkpoint: a reference into %s did not finish: %w to drop what its instance %s holds", dst, ErrNoStore, instance)
+		}
+		if _, err := remote.DropInstance(ctx, s, instance); err != nil {
+			return fmt.Errorf("checkpoint: drop the references of the unfinished instance %s of %s: %w", instance, dst, err)
+		}
+	}
+	return removePending(fs, dst)
 }
 
 // stillRetained checks, once the objects of checkpoint m are held, that

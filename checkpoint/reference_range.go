@@ -78,7 +78,6 @@ func ReferenceRange(ctx context.Context, srcs []StoreCheckpoint, start, end []by
 		return err
 	}
 	s := srcs[0].Store
-	holder := remote.InstanceHolder(instance)
 	// As Reference: the registries' markers on objects that have none,
 	// then the instance's hold.
 	for i, src := range srcs {
@@ -86,14 +85,11 @@ func ReferenceRange(ctx context.Context, srcs []StoreCheckpoint, start, end []by
 			return err
 		}
 	}
-	if err := holdObjects(ctx, s, u.objects, holder); err != nil {
+	done, err := holdObjects(ctx, s, fs, dst, u.objects, instance)
+	if err != nil {
 		return err
 	}
-	defer func() {
-		if err != nil {
-			_ = remote.DropHold(context.WithoutCancel(ctx), s, holder, u.objects)
-		}
-	}()
+	defer func() { done(ctx, err) }()
 	for i, m := range u.manifests {
 		if err := stillRetained(ctx, srcs[i].Store, m); err != nil {
 			return err

@@ -25,6 +25,10 @@ type Instance struct {
 	ID string
 	// Files are the shared files, by name.
 	Files []InstanceFile
+	// Destroying: a Destroy of the database began (MarkDestroying) and
+	// has not finished. Its references may be partly dropped already, so
+	// it holds nothing an audit may require.
+	Destroying bool
 }
 
 // InstanceFile is one shared file of an instance: Size bytes at Ref.
@@ -51,7 +55,7 @@ func ReadInstance(fs vfs.FS, dir string) (*Instance, error) {
 	mu.Lock()
 	defer mu.Unlock()
 	v := vs.Current()
-	in := &Instance{Dir: dir, ID: v.InstanceID}
+	in := &Instance{Dir: dir, ID: v.InstanceID, Destroying: Destroying(fs, dir)}
 	sizes := map[base.FileNum]uint64{}
 	v.Files(func(_ int, f *manifest.FileMetadata) { sizes[f.FileNum] = f.Size })
 	v.SharedFiles(func(sf manifest.SharedFile) {
@@ -91,6 +95,38 @@ func NewFileNumBase(past base.FileNum) base.FileNum {
 // dropParallel is how many of an instance's markers DropInstance drops at
 // once.
 const dropParallel = 16
+
+// DestroyingName is the file that marks a database directory whose
+// Destroy began: written, durably, before the instance's references are
+// dropped, so that a crash in the middle leaves a directory that says it
+// may no longer be used (its objects may be gone) and that Destroy must
+// be run again, rather than one that looks like a database.
+const DestroyingName = "DESTROYING"
+
+// MarkDestroying writes DestroyingName into dir on fs, durably.
+func MarkDestroying(fs vfs.FS, dir string) error {
+	f, err := fs.Create(fs.PathJoin(dir, DestroyingName))
+	if err != nil {
+		return fmt.Errorf("remote: mark %s as being destroyed: %w", dir, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = manifest.SyncDir(fs, dir)
+	}
+	if err != nil {
+		return fmt.Errorf("remote: mark %s as being destroyed: %w", dir, err)
+	}
+	return nil
+}
+
+// Destroying reports whether dir on fs is marked by MarkDestroying.
+func Destroying(fs vfs.FS, dir string) bool {
+	_, err := fs.Stat(fs.PathJoin(dir, DestroyingName))
+	return err == nil
+}
 
 // DropInstance drops every reference instance holds in s, its hold and
 // its markers, deleting each object no other holder keeps (rule 3): what
