@@ -36,6 +36,11 @@ type AuditOptions struct {
 	// the instance's marker, and the instance's markers on objects its
 	// manifest does not name are stray.
 	Instances []*remote.Instance
+	// AllInstances says that Instances are every database that uses the
+	// store: the markers and holds of any other instance are stray (what
+	// an instance gone without its Destroy left, or an OpenFromStore a
+	// crash stopped that was never tried again) instead of notes.
+	AllInstances bool
 	// Fix makes the repairs that are safe while databases and uploads
 	// work on the store: it deletes the unreferenced objects (each after
 	// a last look at its markers, as remote.Sweep does) and writes the
@@ -640,6 +645,11 @@ func (a *auditor) checkMarkers() {
 	}
 	for _, h := range slices.Sorted(maps.Keys(others)) {
 		id, _ := remote.HolderInstance(h)
+		if a.o.AllInstances {
+			a.rep.Strays = append(a.rep.Strays, Finding{Object: h,
+				What: fmt.Sprintf("holds %d objects, and instance %s is none of the databases given as all there are (one gone without Destroy, or an OpenFromStore a crash stopped): Destroy its directory, or drop it with remote.DropInstance", others[h], id)})
+			continue
+		}
 		a.notef(h, "holds %d objects; no database of instance %s was given (one elsewhere, or what an interrupted OpenFromStore left)", others[h], id)
 	}
 }

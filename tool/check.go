@@ -82,16 +82,17 @@ func (t *Tool) runCheck(args []string) int {
 	store := fs.String("store", "", "audit this store (a local store's directory, or "+s3URLScheme+"BUCKET[/PREFIX]) with the databases given")
 	quick := fs.Bool("quick", false, "with --store: check that objects exist with their sizes, without reading them")
 	fix := fs.Bool("fix", false, "with --store: delete the unreferenced objects, write the markers missing from objects in use")
+	all := fs.Bool("all", false, "with --store: the databases given are every one that uses the store (another instance's markers and holds are stray)")
 	pos, err := parse(fs, args, 0, 1<<20)
 	if err != nil {
 		return t.usageError("check", err)
 	}
 	if *store != "" {
-		return t.runCheckStore(*store, pos, *quick, *fix)
+		return t.runCheckStore(*store, pos, StoreCheckOptions{Quick: *quick, Fix: *fix, All: *all})
 	}
 	switch {
-	case *quick || *fix:
-		return t.usageError("check", errors.New("--quick and --fix go with --store"))
+	case *quick || *fix || *all:
+		return t.usageError("check", errors.New("--quick, --fix and --all go with --store"))
 	case len(pos) != 1:
 		return t.usageError("check", fmt.Errorf("wrong number of arguments (%d)", len(pos)))
 	}

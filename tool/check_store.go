@@ -39,6 +39,9 @@ type DatabaseCheck struct {
 	Keys int
 	// Failed: the open or the scan failed (a problem says why).
 	Failed bool
+	// Destroying: a Destroy of the database did not finish; it is left
+	// out of the audit and not opened (run Destroy again).
+	Destroying bool
 }
 
 // OK reports whether the check found nothing wrong: no problem, no stray
@@ -66,6 +69,8 @@ func (r *StoreCheckReport) Write(w io.Writer) {
 	for _, d := range r.Databases {
 		keys := "not scanned"
 		switch {
+		case d.Destroying:
+			keys = "being destroyed: not audited (a Destroy did not finish; run it again)"
 		case d.Failed:
 			keys = "failed (see below)"
 		case d.Keys >= 0:
@@ -124,12 +129,12 @@ func idList(ids []uint64) string {
 }
 
 // runCheckStore is check --store: the store, then the databases.
-func (t *Tool) runCheckStore(where string, dirs []string, quick, fix bool) int {
+func (t *Tool) runCheckStore(where string, dirs []string, o StoreCheckOptions) int {
 	store, err := t.openStore(where)
 	if err != nil {
 		return t.fail("check", err)
 	}
-	r, err := CheckStore(context.Background(), t.FS, store, dirs, t.options(true), quick, fix)
+	r, err := CheckStore(context.Background(), t.FS, store, dirs, t.options(true), o)
 	if err != nil {
 		return t.fail("check", err)
 	}
@@ -141,15 +146,29 @@ func (t *Tool) runCheckStore(where string, dirs []string, quick, fix bool) int {
 	return 0
 }
 
+// StoreCheckOptions are check --store's flags.
+type StoreCheckOptions struct {
+	// Quick checks objects' sizes only, and opens the databases without
+	// scanning them (AuditOptions.Quick).
+	Quick bool
+	// Fix repairs what is safe (AuditOptions.Fix).
+	Fix bool
+	// All says the databases given are every one that uses the store
+	// (AuditOptions.AllInstances).
+	All bool
+}
+
 // CheckStore audits store (checkpoint.Audit) with the databases in dirs
 // on fs: their manifests tell the audit what each instance holds, and
-// each is opened read-only with the store and, unless quick, scanned in
-// full, which reads every value and so every block and record its shared
-// files' checksums cover. opts are the options of those opens (nil:
-// defaults; FS, ReadOnly and SharedStore are set, and Merger, if not, to
-// the built-in merger the database records). fix repairs what is safe
-// (AuditOptions.Fix). It fails only when a store request fails.
-func CheckStore(ctx context.Context, fs vfs.FS, store checkpoint.Store, dirs []string, opts *strata.Options, quick, fix bool) (*StoreCheckReport, error) {
+// each is opened read-only with the store and, unless o.Quick, scanned
+// in full, which reads every value and so every block and record its
+// shared files' checksums cover. opts are the options of those opens
+// (nil: defaults; FS, ReadOnly and SharedStore are set, and Merger, if
+// not, to the built-in merger the database records). A database whose
+// Destroy did not finish is neither audited nor opened. It fails only
+// when a store request fails.
+func CheckStore(ctx context.Context, fs vfs.FS, store checkpoint.Store, dirs []string, opts *strata.Options, o StoreCheckOptions) (*StoreCheckReport, error) {
+	quick := o.Quick
 	r := &StoreCheckReport{}
 	var instances []*remote.Instance
 	for _, dir := range dirs {
@@ -158,9 +177,15 @@ func CheckStore(ctx context.Context, fs vfs.FS, store checkpoint.Store, dirs []s
 			r.Problems = append(r.Problems, fmt.Sprintf("%s: %v", dir, err))
 			continue
 		}
+		if in.Destroying {
+			// Its references may be partly gone: it holds nothing the
+			// audit may require, and it does not open.
+			r.Databases = append(r.Databases, DatabaseCheck{Dir: dir, Instance: in.ID, SharedFiles: len(in.Files), Keys: -1, Destroying: true})
+			continue
+		}
 		instances = append(instances, in)
 	}
-	audit, err := checkpoint.Audit(ctx, store, &checkpoint.AuditOptions{Quick: quick, Instances: instances, Fix: fix})
+	audit, err := checkpoint.Audit(ctx, store, &checkpoint.AuditOptions{Quick: quick, Instances: instances, Fix: o.Fix, AllInstances: o.All})
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/checkpoint"
 	"github.com/strata-db/strata/vfs"
 )
 
@@ -28,6 +29,11 @@ type CrashConfig struct {
 	Seed     uint64        // 0: from the clock
 	Keys     int           // stress key space
 	Threads  int           // stress workers
+	// Shared keeps the database's shared files in a local object store
+	// (Dir/store; see stress_store.go), kills the child between and in
+	// its store requests too, and audits the store after every kill and,
+	// once the test ends, for leaks.
+	Shared bool
 	// StressArgs start the stress command (see Tool.StressArgs).
 	StressArgs []string
 	Out        io.Writer
@@ -65,6 +71,8 @@ var killTargets = []struct {
 	{"manifest", []string{"create-manifest", "sync-manifest", "rename-current", "create-current"}},
 	{"gc", []string{"gc-decision", "vlog-deleted", "remove-vlog"}},
 	{"deletion", []string{"table-deleted", "remove-sst"}},
+	// With --shared only: a request to the store that writes.
+	{"store", []string{"store-put", "store-delete", "store-compose"}},
 }
 
 // crashtestHelp is printed before the flags by crashtest --help.
@@ -80,6 +88,16 @@ synced or not. This tests recovery from a process crash. Power loss,
 which drops unsynced data, tears writes, zeroes pages and leaks directory
 changes, is tested on the crash-simulating filesystem by the engine's own
 tests (go test -run 'TestCrashRecovery|TestReplay' in the repository).
+
+With --shared the database keeps its lower levels and value logs in a
+local object store (DIR/store) with a cache far smaller than the data,
+and checkpoints into it by reference, opening each checkpoint as an
+instance that it reads and destroys; kills also land between and in the
+store's requests. After every kill check --store audits the store: no
+object the database, the instance or a retained checkpoint refers to
+may be missing or damaged. At the end the database is reopened and
+checkpointed, a sweep runs, and the store must hold nothing stray or
+unreferenced.
 
 Flags:
 `
@@ -97,6 +115,7 @@ func (t *Tool) runCrashtest(args []string) int {
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: from the clock)")
 	fs.IntVar(&c.Keys, "keys", 10000, "stress key space")
 	fs.IntVar(&c.Threads, "threads", 4, "stress workers")
+	fs.BoolVar(&c.Shared, "shared", false, "keep shared files in a local object store (DIR/store), kill in its requests, audit it")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return t.usageError("crashtest", err)
 	}
@@ -166,6 +185,11 @@ func Crashtest(c CrashConfig) (CrashStats, error) {
 	}
 	dbDir := filepath.Join(c.Dir, "db")
 	expected := filepath.Join(c.Dir, "expected")
+	storeDir := ""
+	targets := killTargets[:len(killTargets)-1]
+	if c.Shared {
+		storeDir, targets = filepath.Join(c.Dir, "store"), killTargets
+	}
 	rng := rand.New(rand.NewPCG(c.Seed, 0xc4a5))
 	fmt.Fprintf(c.Out, "crashtest: seed %d, directory %s\n", c.Seed, c.Dir)
 	start := time.Now()
@@ -176,9 +200,9 @@ func Crashtest(c CrashConfig) (CrashStats, error) {
 		if c.Duration > 0 && time.Since(start) >= c.Duration {
 			break
 		}
-		target := killTargets[rng.IntN(len(killTargets))]
+		target := targets[rng.IntN(len(targets))]
 		childSeed := rng.Uint64() | 1
-		killed, out, err := runChild(c, dbDir, expected, childSeed, target.events, rng)
+		killed, out, err := runChild(c, dbDir, expected, storeDir, childSeed, target.events, rng)
 		st.Cycles++
 		if killed {
 			st.Kills[target.name]++
@@ -189,13 +213,18 @@ func Crashtest(c CrashConfig) (CrashStats, error) {
 			st.Failures = append(st.Failures, fmt.Sprintf("cycle %d (seed %d, kill at %s): %v\n%s", st.Cycles, childSeed, target.name, err, out))
 			break
 		}
-		if problems := verifyAfterKill(dbDir, expected, &st); len(problems) > 0 {
+		if problems := verifyAfterKill(dbDir, expected, storeDir, &st); len(problems) > 0 {
 			st.Failures = append(st.Failures, fmt.Sprintf("cycle %d (seed %d, kill at %s): %s\nlast output of the child:\n%s",
 				st.Cycles, childSeed, target.name, strings.Join(problems, "\n"), out))
 			break
 		}
 		if st.Cycles%25 == 0 {
 			fmt.Fprintf(c.Out, "crashtest: %d cycles, %s\n", st.Cycles, time.Since(start).Round(time.Second))
+		}
+	}
+	if c.Shared && len(st.Failures) == 0 {
+		if problems := checkStoreClean(dbDir, storeDir); len(problems) > 0 {
+			st.Failures = append(st.Failures, "at the end: "+strings.Join(problems, "\n"))
 		}
 	}
 	if e, _, err := openExpected(expected, c.Keys); err == nil {
@@ -206,6 +235,9 @@ func Crashtest(c CrashConfig) (CrashStats, error) {
 		failed := fmt.Sprintf("%s.failed-%d", dbDir, st.Cycles)
 		copyDir(dbDir, failed)
 		copyFile(expected, failed+".expected")
+		if c.Shared {
+			fmt.Fprintf(c.Out, "crashtest: the store is in %s\n", storeDir)
+		}
 		return st, fmt.Errorf("failure in cycle %d (database copied to %s)", st.Cycles, failed)
 	}
 	return st, nil
@@ -214,10 +246,13 @@ func Crashtest(c CrashConfig) (CrashStats, error) {
 // runChild runs one stress child and kills it when the target says. It
 // returns whether the child was killed (rather than ending by itself),
 // the end of its output, and an error if it failed.
-func runChild(c CrashConfig, dbDir, expected string, seed uint64, events []string, rng *rand.Rand) (bool, string, error) {
+func runChild(c CrashConfig, dbDir, expected, storeDir string, seed uint64, events []string, rng *rand.Rand) (bool, string, error) {
 	args := append(append([]string(nil), c.StressArgs[1:]...), "stress", "--dir", dbDir, "--expected", expected,
 		"--seed", fmt.Sprint(seed), "--keys", fmt.Sprint(c.Keys), "--threads", fmt.Sprint(c.Threads),
 		"--duration", "1h", "--slow-io")
+	if storeDir != "" {
+		args = append(args, "--store", storeDir)
+	}
 	if events != nil {
 		args = append(args, "--events")
 	}
@@ -312,12 +347,20 @@ func runChild(c CrashConfig, dbDir, expected string, seed uint64, events []strin
 	return false, tail.String(), fmt.Errorf("the child ended with %v before the kill", err)
 }
 
-// verifyAfterKill checks the database after a kill: Check passes, and
-// every key is in a state the expected state allows.
-func verifyAfterKill(dbDir, expected string, st *CrashStats) []string {
+// verifyAfterKill checks the database after a kill: Check passes (with a
+// store: its audit, verifySharedAfterKill), and every key is in a state
+// the expected state allows.
+func verifyAfterKill(dbDir, expected, storeDir string, st *CrashStats) []string {
 	var problems []string
-	rep := Check(vfs.Default, dbDir, nil)
-	if !rep.OK() {
+	o := &strata.Options{ReadOnly: true}
+	if storeDir != "" {
+		store, err := checkpoint.NewLocalStore(storeDir)
+		if err != nil {
+			return []string{err.Error()}
+		}
+		o.SharedStore = store
+		problems = verifySharedAfterKill(dbDir, store)
+	} else if rep := Check(vfs.Default, dbDir, nil); !rep.OK() {
 		for _, p := range rep.Problems {
 			problems = append(problems, "check: "+p)
 		}
@@ -327,7 +370,7 @@ func verifyAfterKill(dbDir, expected string, st *CrashStats) []string {
 		return append(problems, err.Error())
 	}
 	defer e.close()
-	db, err := strata.Open(dbDir, &strata.Options{ReadOnly: true})
+	db, err := strata.Open(dbDir, o)
 	if err != nil {
 		return append(problems, fmt.Sprintf("read-only open: %v", err))
 	}

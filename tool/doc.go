@@ -10,7 +10,7 @@
 // The commands:
 //
 //	check DIR                         verify a database, exit status 1 on any problem
-//	check --store DIR_OR_URL [DBDIR...] [--quick] [--fix]
+//	check --store DIR_OR_URL [DBDIR...] [--quick] [--fix] [--all]
 //	                                  audit a store and the databases that share files in it
 //	dump sst|vlog|manifest|wal FILE   print a file, with offsets
 //	lsm DIR                           the levels: tables, key ranges, sizes, value-log references

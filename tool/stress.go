@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/checkpoint"
 	"github.com/strata-db/strata/gc"
 	"github.com/strata-db/strata/vfs"
 )
@@ -35,14 +36,20 @@ type StressConfig struct {
 	// tables, value logs and manifests, and the start of flushes and
 	// compactions, sleep a little.
 	SlowIO bool
-	Out    io.Writer
+	// Store, if set, is the directory of a local object store that keeps
+	// the database's shared files (see stress_store.go). A database that
+	// shares files needs its store to open: give it the same Store every
+	// time.
+	Store string
+	Out   io.Writer
 }
 
 // StressStats are what a stress run did.
 type StressStats struct {
 	Ops, Writes, SyncWrites, Reads, Scans, Snapshots  int64
 	Flushes, Compactions, Checkpoints, RangeDeletions int64
-	Verified                                          int // keys verified at open
+	StoreCheckpoints                                  int64 // of Checkpoints, those to the store
+	Verified                                          int   // keys verified at open
 }
 
 // stressTTL is the time to live of stress's SetWithTTL writes.
@@ -64,6 +71,7 @@ func (t *Tool) runStress(args []string) int {
 	fs.Uint64Var(&c.Seed, "seed", 0, "random seed (0: from the clock)")
 	fs.BoolVar(&c.Events, "events", false, "print event lines for crashtest")
 	fs.BoolVar(&c.SlowIO, "slow-io", false, "sleep in flushes, compactions and file writes, to widen crash windows")
+	fs.StringVar(&c.Store, "store", "", "directory of a local object store for the database's shared files (the same every run)")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return t.usageError("stress", err)
 	}
@@ -82,8 +90,8 @@ func (t *Tool) runStress(args []string) int {
 		}
 		return 1
 	}
-	fmt.Fprintf(t.Stdout, "stress: %d ops: %d writes (%d with Sync), %d range deletions, %d reads, %d scans, %d snapshots, %d flushes, %d compactions, %d checkpoints; %d keys verified at open\n",
-		stats.Ops, stats.Writes, stats.SyncWrites, stats.RangeDeletions, stats.Reads, stats.Scans, stats.Snapshots, stats.Flushes, stats.Compactions, stats.Checkpoints, stats.Verified)
+	fmt.Fprintf(t.Stdout, "stress: %d ops: %d writes (%d with Sync), %d range deletions, %d reads, %d scans, %d snapshots, %d flushes, %d compactions, %d checkpoints (%d to the store); %d keys verified at open\n",
+		stats.Ops, stats.Writes, stats.SyncWrites, stats.RangeDeletions, stats.Reads, stats.Scans, stats.Snapshots, stats.Flushes, stats.Compactions, stats.Checkpoints, stats.StoreCheckpoints, stats.Verified)
 	return 0
 }
 
@@ -126,6 +134,11 @@ type stresser struct {
 	ckpt  atomic.Int64
 	out   *lockedWriter
 	fs    vfs.FS
+	opts  *strata.Options
+	// up uploads the checkpoints of a shared run (nil otherwise);
+	// storeMu runs them one at a time.
+	up      *checkpoint.Uploader
+	storeMu sync.Mutex
 
 	failMu sync.Mutex
 	failed error
@@ -184,6 +197,22 @@ func Stress(fs vfs.FS, c StressConfig) (StressStats, error) {
 	}
 	opts, desc := stressOptions(rng, inner)
 	opts.EventListener = stressListener(events, c.SlowIO)
+	var up *checkpoint.Uploader
+	if c.Store != "" {
+		store, err := newStressStore(c.Store, events, c.SlowIO, c.Seed)
+		if err != nil {
+			return StressStats{}, err
+		}
+		desc += stressSharedOptions(rng, opts, store)
+		if up, err = checkpoint.NewUploader(store, &checkpoint.UploadOptions{KeepLast: stressKeepLast}); err != nil {
+			return StressStats{}, err
+		}
+		// A run killed while it read a checkpoint opened as an instance
+		// left that instance.
+		if err := destroyOpened(c.Dir, opts); err != nil {
+			return StressStats{}, err
+		}
+	}
 	out.printf("stress: seed %d, %s\n", c.Seed, desc)
 
 	db, err := strata.Open(c.Dir, opts)
@@ -202,7 +231,7 @@ func Stress(fs vfs.FS, c StressConfig) (StressStats, error) {
 	e.verified().Add(uint64(res.checked))
 	out.printf("ready: %d keys present, %d verified\n", res.keys, res.checked)
 
-	s := &stresser{db: db, e: e, cfg: c, locks: make([]sync.Mutex, e.keys), out: out, fs: fs}
+	s := &stresser{db: db, e: e, cfg: c, locks: make([]sync.Mutex, e.keys), out: out, fs: fs, opts: opts, up: up}
 	s.stats.Verified = res.checked
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -273,7 +302,12 @@ func (s *stresser) worker(rng *rand.Rand, start time.Time) {
 			hi := min(s.e.keys-1, lo+rng.IntN(s.e.keys/4+1))
 			err = s.durableCall(func() error { return s.db.Compact(stressKey(lo), stressKey(hi)) })
 		default:
-			err = s.checkpoint(rng)
+			if s.up != nil && rng.IntN(2) == 0 {
+				atomic.AddInt64(&s.stats.Checkpoints, 1)
+				err = s.storeCheckpoint()
+			} else {
+				err = s.checkpoint(rng)
+			}
 		}
 		if err != nil {
 			s.fail(err)
@@ -531,6 +565,12 @@ func (s *stresser) checkpoint(rng *rand.Rand) error {
 		return fmt.Errorf("open checkpoint read-only: %w", err)
 	}
 	defer db.Close()
+	return s.checkValuesWritten(db, "checkpoint")
+}
+
+// checkValuesWritten reads every key of db, a checkpoint, and fails the
+// run if a key or value is not one that was written.
+func (s *stresser) checkValuesWritten(db *strata.DB, what string) error {
 	it, err := db.NewIter(nil)
 	if err != nil {
 		return err
@@ -538,7 +578,7 @@ func (s *stresser) checkpoint(rng *rand.Rand) error {
 	for ok := it.First(); ok; ok = it.Next() {
 		k, ok := parseStressKey(it.Key())
 		if !ok || k >= s.e.keys {
-			s.failf("checkpoint: key %q never written", it.Key())
+			s.failf("%s: key %q never written", what, it.Key())
 			break
 		}
 		v := it.Value()
@@ -546,9 +586,12 @@ func (s *stresser) checkpoint(rng *rand.Rand) error {
 			break // a value that could not be read: Close reports it
 		}
 		if _, ok := parseStressValue(k, v); !ok {
-			s.failf("checkpoint: key %s holds a value never written", it.Key())
+			s.failf("%s: key %s holds a value never written", what, it.Key())
 			break
 		}
 	}
-	return it.Close()
+	if err := it.Close(); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/strata-db/strata"
+	"github.com/strata-db/strata/checkpoint"
+	"github.com/strata-db/strata/remote"
 	"github.com/strata-db/strata/vfs"
 	"github.com/stretchr/testify/require"
 )
@@ -128,4 +130,43 @@ func TestCrashtest(t *testing.T) {
 	require.Empty(t, st.Failures)
 	require.Equal(t, int64(6000), st.KeysVerified)
 	require.Positive(t, st.Writes, rep.String())
+}
+
+// TestCrashtestShared runs kill cycles of a shared database (its files in
+// a local store, every kill followed by the store's audit) and the check
+// that the store is clean at the end; then a stray hold, such as an
+// instance that is gone for good would leave, fails that check.
+func TestCrashtestShared(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	t.Setenv("STRATA_TOOL_TEST_CHILD", "1")
+	var out bytes.Buffer
+	c := CrashConfig{
+		Dir:        t.TempDir(),
+		Cycles:     6,
+		Seed:       12,
+		Keys:       1000,
+		Threads:    3,
+		Shared:     true,
+		StressArgs: []string{os.Args[0]},
+		Out:        &out,
+	}
+	st, err := Crashtest(c)
+	var rep strings.Builder
+	st.write(&rep)
+	require.NoError(t, err, rep.String())
+	require.Equal(t, 6, st.Cycles)
+	require.Empty(t, st.Failures)
+	require.Positive(t, st.Writes, rep.String())
+
+	store, err := checkpoint.NewLocalStore(filepath.Join(c.Dir, "store"))
+	require.NoError(t, err)
+	objs, err := store.List(t.Context(), "shared/")
+	require.NoError(t, err)
+	require.NotEmpty(t, objs, "nothing was shared")
+	require.NoError(t, remote.PutHold(t.Context(), store, remote.InstanceHolder(remote.NewInstanceID()), []string{objs[0].Name}))
+	problems := checkStoreClean(filepath.Join(c.Dir, "db"), filepath.Join(c.Dir, "store"))
+	require.NotEmpty(t, problems)
+	contains(t, problems[0], "not clean")
 }

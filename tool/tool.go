@@ -57,7 +57,7 @@ type Command struct {
 // Commands returns the tool's commands.
 func (t *Tool) Commands() []*Command {
 	return []*Command{
-		{Name: "check", Usage: "DIR | --store DIR_OR_URL [DBDIR...] [--quick] [--fix]", Short: "verify every table block, referenced value-log record, the manifest, the WALs and the garbage ledger; with --store, audit a store: every object a retained checkpoint or a given database uses is there whole, and its reference markers", Run: t.runCheck},
+		{Name: "check", Usage: "DIR | --store DIR_OR_URL [DBDIR...] [--quick] [--fix] [--all]", Short: "verify every table block, referenced value-log record, the manifest, the WALs and the garbage ledger; with --store, audit a store: every object a retained checkpoint or a given database uses is there whole, and its reference markers", Run: t.runCheck},
 		{Name: "dump", Usage: "sst|vlog|manifest|wal FILE [--full] [--hex]", Short: "print a file, with offsets", Run: t.runDump},
 		{Name: "lsm", Usage: "DIR [--verbose] [--hex]", Short: "print the levels: tables, key ranges, sizes, value-log references", Run: t.runLSM},
 		{Name: "scan", Usage: "DIR [--start KEY] [--end KEY] [--limit N] [--hex]", Short: "print the keys and values in [start, end)", Run: t.runScan},
