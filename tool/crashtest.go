@@ -352,7 +352,7 @@ func runChild(c CrashConfig, dbDir, expected, storeDir string, seed uint64, even
 // the expected state allows.
 func verifyAfterKill(dbDir, expected, storeDir string, st *CrashStats) []string {
 	var problems []string
-	o := &strata.Options{ReadOnly: true}
+	o := &strata.Options{ReadOnly: true, Merger: stressMerger{}}
 	if storeDir != "" {
 		store, err := checkpoint.NewLocalStore(storeDir)
 		if err != nil {
@@ -360,7 +360,7 @@ func verifyAfterKill(dbDir, expected, storeDir string, st *CrashStats) []string 
 		}
 		o.SharedStore = store
 		problems = verifySharedAfterKill(dbDir, store)
-	} else if rep := Check(vfs.Default, dbDir, nil); !rep.OK() {
+	} else if rep := Check(vfs.Default, dbDir, o); !rep.OK() {
 		for _, p := range rep.Problems {
 			problems = append(problems, "check: "+p)
 		}

@@ -103,11 +103,12 @@ func destroyOpened(dbDir string, o *strata.Options) error {
 }
 
 // storeCheckpoint checkpoints the database into the store by reference,
-// opens the checkpoint as a new instance, checks that every value in it
-// is one that was written, and destroys the instance. One at a time: the
-// instance has one directory, and a later checkpoint could otherwise
-// retire this one before it is opened.
-func (s *stresser) storeCheckpoint() error {
+// opens the checkpoint (or, one time in two, a key range of it, as a
+// rescale does) as a new instance, checks that every key and value in it
+// is one that was written, within the range, and destroys the instance.
+// One at a time: the instance has one directory, and a later checkpoint
+// could otherwise retire this one before it is opened.
+func (s *stresser) storeCheckpoint(rng *rand.Rand) error {
 	s.storeMu.Lock()
 	defer s.storeMu.Unlock()
 	ctx := context.Background()
@@ -122,11 +123,20 @@ func (s *stresser) storeCheckpoint() error {
 	atomic.AddInt64(&s.stats.StoreCheckpoints, 1)
 	o := *s.opts
 	o.EventListener = nil
-	db, err := strata.OpenFromStore(ctx, s.opts.SharedStore, id, openedDir(s.cfg.Dir), &o)
-	if err != nil {
-		return fmt.Errorf("open checkpoint %d from the store: %w", id, err)
+	lo, hi := 0, s.e.keys
+	var db *strata.DB
+	var err error
+	if rng.IntN(2) == 0 {
+		db, err = strata.OpenFromStore(ctx, s.opts.SharedStore, id, openedDir(s.cfg.Dir), &o)
+	} else {
+		lo = rng.IntN(s.e.keys)
+		hi = lo + 1 + rng.IntN(s.e.keys-lo)
+		db, err = strata.OpenRangeFromStore(ctx, s.opts.SharedStore, []uint64{id}, stressKey(lo), stressKey(hi), openedDir(s.cfg.Dir), &o)
 	}
-	err = s.checkValuesWritten(db, fmt.Sprintf("store checkpoint %d", id))
+	if err != nil {
+		return fmt.Errorf("open checkpoint %d [%d, %d) from the store: %w", id, lo, hi, err)
+	}
+	err = s.checkValuesWritten(db, lo, hi, fmt.Sprintf("store checkpoint %d [%d, %d)", id, lo, hi))
 	err = errors.Join(err, db.Close())
 	return errors.Join(err, destroyOpened(s.cfg.Dir, &o))
 }
@@ -171,7 +181,7 @@ func checkStoreClean(dbDir, storeDir string) []string {
 	}
 	// Nothing in the background but the share loop: what the store
 	// holds stays as the upload leaves it.
-	o := &strata.Options{SharedStore: store, DisableAutomaticCompactions: true, DisableGC: true}
+	o := &strata.Options{SharedStore: store, DisableAutomaticCompactions: true, DisableGC: true, Merger: stressMerger{}}
 	if err := destroyOpened(dbDir, o); err != nil {
 		return []string{err.Error()}
 	}

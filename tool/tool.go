@@ -162,9 +162,9 @@ func (t *Tool) openReadOnly(dir string) (*strata.DB, error) {
 	return strata.Open(dir, o)
 }
 
-// recordedMerger returns the built-in merger whose name the manifest of
-// the database in dir records; nil when it records none or another, or
-// cannot be read (Open then says why).
+// recordedMerger returns the built-in merger (or stress's) whose name
+// the manifest of the database in dir records; nil when it records none
+// or another, or cannot be read (Open then says why).
 func recordedMerger(fs vfs.FS, dir string) strata.Merger {
 	var mu sync.Mutex
 	vs, err := manifest.Load(manifest.Options{FS: fs, Dirname: dir, Mu: &mu})
@@ -175,7 +175,7 @@ func recordedMerger(fs vfs.FS, dir string) strata.Merger {
 	mu.Lock()
 	name := vs.Current().MergerName
 	mu.Unlock()
-	for _, m := range []strata.Merger{strata.ListAppend, strata.Counter} {
+	for _, m := range []strata.Merger{strata.ListAppend, strata.Counter, stressMerger{}} {
 		if m.Name() == name {
 			return m
 		}
