@@ -162,14 +162,16 @@ func TestDestroyInterrupted(t *testing.T) {
 	_, err = fs.Stat("a")
 	require.ErrorIs(t, err, os.ErrNotExist)
 	require.Empty(t, markersOf(t, store, remote.InstanceHolder(instance)))
-	require.NoError(t, checkpoint.Restore(ctx, c.Store, c.ID, fs, "restored", nil))
-	r, err := Open("restored", &Options{FS: fs, ErrorIfNotExists: true})
-	require.NoError(t, err)
-	got, err := readAll(t, r)
-	require.NoError(t, err)
-	require.Equal(t, want, got)
-	require.NoError(t, r.Close())
-	rep, err := checkpoint.Audit(ctx, store, nil)
+	requireLeftForCheckpoint(t, fs, store, c, want)
+}
+
+// requireLeftForCheckpoint requires that checkpoint c restores to want
+// and that the store's audit finds nothing missing, damaged or
+// unreferenced: what a Destroy left is what the checkpoint uses.
+func requireLeftForCheckpoint(t *testing.T, fs vfs.FS, store checkpoint.Store, c checkpoint.StoreCheckpoint, want model) {
+	t.Helper()
+	requireRestores(t, fs, c.Store, c.ID, want)
+	rep, err := checkpoint.Audit(t.Context(), store, nil)
 	require.NoError(t, err)
 	require.Empty(t, rep.Problems)
 	require.Empty(t, rep.Unreferenced)

@@ -876,26 +876,12 @@ func TestDestroy(t *testing.T) {
 	_, err = fs.Stat("a")
 	require.ErrorIs(t, err, os.ErrNotExist)
 	require.NoError(t, Destroy(ctx, "a", opts))
-	marked, err := remote.Marked(ctx, store)
-	require.NoError(t, err)
-	for object, holders := range marked {
-		require.NotContains(t, holders, remote.InstanceHolder(instance), "a marker of %s stayed", object)
-	}
+	require.Empty(t, markersOf(t, store, remote.InstanceHolder(instance)))
 	left, err := store.List(ctx, "shared/"+instance+"/")
 	require.NoError(t, err)
 	require.Less(t, len(left), len(own), "no object of the instance went")
 	// What stays is what the checkpoint uses: it restores.
-	require.NoError(t, checkpoint.Restore(ctx, c.Store, c.ID, fs, "restored", nil))
-	r, err := Open("restored", &Options{FS: fs, ErrorIfNotExists: true})
-	require.NoError(t, err)
-	got, err := readAll(t, r)
-	require.NoError(t, err)
-	require.Equal(t, want, got)
-	require.NoError(t, r.Close())
-	rep, err := checkpoint.Audit(ctx, store, nil)
-	require.NoError(t, err)
-	require.Empty(t, rep.Problems)
-	require.Empty(t, rep.Unreferenced)
+	requireLeftForCheckpoint(t, fs, store, c, want)
 }
 
 // requireNoProblems audits store with the databases in dirs (closed):
