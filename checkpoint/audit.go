@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/strata-db/strata/internal/base"
@@ -41,6 +42,11 @@ type AuditOptions struct {
 	// an instance gone without its Destroy left, or an OpenFromStore a
 	// crash stopped that was never tried again) instead of notes.
 	AllInstances bool
+	// PartialUploadAge is how old a partial upload (PartialUploads: on
+	// S3, a multipart upload) must be to count as abandoned, reported
+	// with the unreferenced objects and aborted by Fix; a younger one may
+	// be in flight, and is a note. 0: an hour.
+	PartialUploadAge time.Duration
 	// Fix makes the repairs that are safe while databases and uploads
 	// work on the store: it deletes the unreferenced objects (each after
 	// a last look at its markers, as remote.Sweep does) and writes the
@@ -113,7 +119,8 @@ type AuditReport struct {
 	// no marker holds and no registry or given manifest names: what a
 	// crash between a holder's last marker going and its object's
 	// deletion leaves, or a failed upload (remote.Sweep and the next
-	// upload delete them; so does Fix).
+	// upload delete them; so does Fix); and partial uploads a crash
+	// abandoned (see AuditOptions.PartialUploadAge; Fix aborts them).
 	Unreferenced []Finding
 	// Notes are states that need no repair: objects written before
 	// markers existed, markers of instances whose databases were not
@@ -295,6 +302,11 @@ func (a *auditor) run() (map[string][]byte, error) {
 		// No default registry: one with no checkpoint.
 		a.regs = append([]*auditReg{{id: defaultRegistry, reg: emptyRegistry(defaultRegistry)}}, a.regs...)
 		a.given[remote.RegistryHolder] = true
+	}
+	if pu, ok := unnamed(a.s).(PartialUploads); ok {
+		if err := a.checkPartialUploads(pu); err != nil {
+			return nil, err
+		}
 	}
 	list, err := a.s.List(a.ctx, "")
 	if err != nil {
@@ -652,6 +664,31 @@ func (a *auditor) checkMarkers() {
 		}
 		a.notef(h, "holds %d objects; no database of instance %s was given (one elsewhere, or what an interrupted OpenFromStore left)", others[h], id)
 	}
+}
+
+// checkPartialUploads reports the store's partial uploads: abandoned
+// (older than PartialUploadAge) with the unreferenced objects, for Fix
+// to abort; younger ones as notes.
+func (a *auditor) checkPartialUploads(pu PartialUploads) error {
+	ups, err := pu.ListPartialUploads(a.ctx, "")
+	if err != nil {
+		return fmt.Errorf("checkpoint: audit: %w", err)
+	}
+	age := a.o.PartialUploadAge
+	if age <= 0 {
+		age = time.Hour
+	}
+	for _, u := range ups {
+		begun := u.Initiated.UTC().Format(time.RFC3339)
+		if time.Since(u.Initiated) < age {
+			a.notef(u.Name, "a partial upload (%s) begun at %s, perhaps in flight", u.ID, begun)
+			continue
+		}
+		a.rep.Unreferenced = append(a.rep.Unreferenced, Finding{Object: u.Name,
+			What: fmt.Sprintf("a partial upload (%s) begun at %s and abandoned (a crash during a Compose): the store keeps its parts until it is aborted", u.ID, begun),
+			fix: func(ctx context.Context, _ Store) (bool, error) { return true, pu.AbortPartialUpload(ctx, u) }})
+	}
+	return nil
 }
 
 // dropper says who drops holder h's stray markers.
