@@ -7,8 +7,10 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/vfs"
@@ -17,7 +19,9 @@ import (
 // LocalStore is a Store in a directory: object "a/b" is the file dir/a/b.
 // A Put writes a temporary file in dir/.tmp (which List never shows),
 // syncs it, renames it into place and syncs the directory, so an object is
-// either whole or absent, also after a crash.
+// either whole or absent, also after a crash. A crash leaves the
+// temporary file: ListPartialUploads finds it, and an audit's Fix removes
+// it once an hour old.
 type LocalStore struct {
 	fs  vfs.FS
 	dir string
@@ -226,3 +230,53 @@ func (s *LocalStore) Compose(ctx context.Context, name string, parts []Part) (in
 	}
 	return copied, nil
 }
+
+// ListPartialUploads implements PartialUploads: the temporary files of
+// Puts and Composes that a crash stopped, in dir/.tmp, named ".tmp/" and
+// the file's name (they do not record which object they were for, so
+// only prefix "" lists them). A file whose modification time the
+// filesystem does not keep counts as begun now (perhaps in flight).
+func (s *LocalStore) ListPartialUploads(ctx context.Context, prefix string) ([]PartialUpload, error) {
+	if prefix != "" {
+		return nil, nil
+	}
+	dir := s.fs.PathJoin(s.dir, localTmpDir)
+	names, err := s.fs.List(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("checkpoint: list the partial uploads: %w", err)
+	}
+	slices.Sort(names)
+	var out []PartialUpload
+	for _, n := range names {
+		fi, err := s.fs.Stat(s.fs.PathJoin(dir, n))
+		if errors.Is(err, os.ErrNotExist) {
+			continue // finished or given up meanwhile
+		}
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: list the partial uploads: %w", err)
+		}
+		at := fi.ModTime()
+		if at.IsZero() {
+			at = time.Now()
+		}
+		out = append(out, PartialUpload{Name: localTmpDir + "/" + n, ID: n, Initiated: at})
+	}
+	return out, nil
+}
+
+// AbortPartialUpload implements PartialUploads: it removes the temporary
+// file.
+func (s *LocalStore) AbortPartialUpload(ctx context.Context, u PartialUpload) error {
+	if u.ID == "" || u.ID == "." || u.ID == ".." || strings.ContainsAny(u.ID, `/\`) {
+		return fmt.Errorf("checkpoint: abort upload %q: not a temporary file of the store", u.ID)
+	}
+	if err := s.fs.Remove(s.fs.PathJoin(s.dir, localTmpDir, u.ID)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("checkpoint: abort upload %s: %w", u.ID, err)
+	}
+	return nil
+}
+
+var _ PartialUploads = (*LocalStore)(nil)

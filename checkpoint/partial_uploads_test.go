@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +100,46 @@ func hasFinding(fs []checkpoint.Finding, object, what string) bool {
 		}
 	}
 	return false
+}
+
+// TestLocalPartialUploads: a local store's Put that a crash stopped
+// leaves its temporary file; the audit notes a young one (perhaps in
+// flight), reports one older than an hour with the unreferenced objects,
+// and its Fix removes that one alone.
+func TestLocalPartialUploads(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := checkpoint.NewLocalStore(dir)
+	require.NoError(t, err)
+	require.NoError(t, s.Put(ctx, "data/x", strings.NewReader("whole"), 5))
+	ups, err := s.ListPartialUploads(ctx, "")
+	require.NoError(t, err)
+	require.Empty(t, ups, "a Put that finished leaves nothing")
+	old := filepath.Join(dir, ".tmp", "0123456789abcdef")
+	require.NoError(t, os.WriteFile(old, []byte("half"), 0o644))
+	then := time.Now().Add(-2 * time.Hour)
+	require.NoError(t, os.Chtimes(old, then, then))
+	young := filepath.Join(dir, ".tmp", "fedcba9876543210")
+	require.NoError(t, os.WriteFile(young, []byte("hal"), 0o644))
+	ups, err = s.ListPartialUploads(ctx, "")
+	require.NoError(t, err)
+	require.Len(t, ups, 2)
+	none, err := s.ListPartialUploads(ctx, "data/")
+	require.NoError(t, err)
+	require.Empty(t, none)
+
+	rep, err := checkpoint.Audit(ctx, s, nil)
+	require.NoError(t, err)
+	require.True(t, hasFinding(rep.Unreferenced, ".tmp/0123456789abcdef", "abandoned"), "%v", rep.Unreferenced)
+	require.True(t, hasFinding(rep.Notes, ".tmp/fedcba9876543210", "perhaps in flight"), "%v", rep.Notes)
+	require.False(t, rep.OK())
+	rep, err = checkpoint.Audit(ctx, s, &checkpoint.AuditOptions{Fix: true})
+	require.NoError(t, err)
+	require.True(t, hasFinding(rep.Fixed, ".tmp/0123456789abcdef", "abandoned"), "%v", rep.Fixed)
+	_, err = os.Stat(old)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	_, err = os.Stat(young)
+	require.NoError(t, err, "an upload perhaps in flight was removed")
+	require.Error(t, s.AbortPartialUpload(ctx, checkpoint.PartialUpload{ID: "../data/x"}))
+	require.NoError(t, s.AbortPartialUpload(ctx, checkpoint.PartialUpload{ID: "0123456789abcdef"}), "already gone")
 }
