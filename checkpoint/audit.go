@@ -685,8 +685,8 @@ func (a *auditor) checkPartialUploads(pu PartialUploads) error {
 			continue
 		}
 		a.rep.Unreferenced = append(a.rep.Unreferenced, Finding{Object: u.Name,
-			What: fmt.Sprintf("a partial upload (%s) begun at %s and abandoned (a crash during a Compose): the store keeps its parts until it is aborted", u.ID, begun),
-			fix: func(ctx context.Context, _ Store) (bool, error) { return true, pu.AbortPartialUpload(ctx, u) }})
+			What: fmt.Sprintf("a partial upload (%s) begun at %s and abandoned (a crash during an upload): the store keeps it until it is aborted", u.ID, begun),
+			fix:  func(ctx context.Context, _ Store) (bool, error) { return true, pu.AbortPartialUpload(ctx, u) }})
 	}
 	return nil
 }
