@@ -236,4 +236,26 @@ func TestOpenFromStoreInterrupted(t *testing.T) {
 	require.NoError(t, err)
 	require.Empty(t, rep.Problems)
 	require.Empty(t, rep.Strays)
+
+	// A record whose instance did reach its directory, but whose
+	// database cannot be read now (a crash between the rename and the
+	// record's removal, then damage): nothing is dropped, since the
+	// instance may be the one in the directory.
+	db, err = OpenFromStore(ctx, c.Store, c.ID, "f", opts)
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	in, err := remote.ReadInstance(fs, "f")
+	require.NoError(t, err)
+	require.NoError(t, vfs.WriteFileSynced(fs, "f.pending-instance", []byte(in.ID+"\n")))
+	current, err := vfs.ReadFile(fs, "f/CURRENT")
+	require.NoError(t, err)
+	require.NoError(t, fs.Remove("f/CURRENT"))
+	require.NoError(t, vfs.WriteFileSynced(fs, "f/CURRENT", []byte("MANIFEST-999999\n")))
+	require.ErrorContains(t, Destroy(ctx, "f", opts), "cannot be read")
+	require.True(t, len(holds()) > 0 || len(markersOf(t, store, in.Holder())) > 0, "the instance's references were dropped")
+	require.NoError(t, fs.Remove("f/CURRENT"))
+	require.NoError(t, vfs.WriteFileSynced(fs, "f/CURRENT", current))
+	require.NoError(t, Destroy(ctx, "f", opts))
+	require.Empty(t, holds())
+	require.Empty(t, markersOf(t, store, in.Holder()))
 }

@@ -216,7 +216,20 @@ func RecoverReference(ctx context.Context, s Store, fs vfs.FS, dst string) error
 		// Cut short by a crash before its sync: no hold was written.
 		return removePending(fs, dst)
 	}
-	if in, err := remote.ReadInstance(fs, dst); err != nil || in.ID != instance {
+	// Did the database reach dst? Only a dst that is no database, or
+	// the database of another instance, says no: a manifest that cannot
+	// be read now may be the instance's own, which must keep its hold.
+	reached := false
+	if _, err := fs.Stat(fs.PathJoin(dst, base.MakeFilename(base.FileTypeCurrent, 0))); err == nil {
+		in, err := remote.ReadInstance(fs, dst)
+		if err != nil {
+			return fmt.Errorf("checkpoint: a reference into %s did not finish, and the database there cannot be read: %w", dst, err)
+		}
+		reached = in.ID == instance
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("checkpoint: a reference into %s did not finish: %w", dst, err)
+	}
+	if !reached {
 		if s == nil {
 			return fmt.Errorf("checkpoint: a reference into %s did not finish: %w to drop what its instance %s holds", dst, ErrNoStore, instance)
 		}
