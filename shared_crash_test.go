@@ -2,6 +2,7 @@ package strata
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -93,7 +94,14 @@ func (r *crashRecorder) record(req string) {
 
 func (r *crashRecorder) Put(ctx context.Context, name string, rd io.Reader, size int64) error {
 	r.record("put " + name)
-	return r.Store.Put(ctx, name, rd, size)
+	err := r.Store.Put(ctx, name, rd, size)
+	if err == nil && strings.HasPrefix(name, "holds/") {
+		// Also the state a crash right after a hold leaves: an
+		// OpenFromStore then writes its directory with no store request
+		// between, and the hold would be left to no one.
+		r.record("the next request after put " + name)
+	}
+	return err
 }
 
 func (r *crashRecorder) Delete(ctx context.Context, name string) error {
@@ -146,16 +154,18 @@ func crashValue(i, round int) string {
 }
 
 // TestSharedCrash: before every store request of shares, releases,
-// uploads by reference, an OpenFromStore and the drops of checkpoints,
-// the machine may lose power. In every such state: the audit finds no
+// uploads by reference, an OpenFromStore and the drops of checkpoints
+// (and right after each hold an OpenFromStore writes), the machine may
+// lose power. In every such state: the audit finds no
 // object in use missing or damaged (stray markers and unreferenced
 // objects are allowed: the rules leave them after a crash); every
 // database directory opens with the store and holds its keys; every
 // retained checkpoint restores and opens by reference to its state. Once
 // the databases are reopened (an instance drops its strays) and one more
-// upload ran (the registry drops its own), and remote.Sweep deleted the
-// objects a crash left without markers, the audit finds the store clean:
-// no stray, nothing unreferenced. The uploads run into a store that
+// upload ran (the registry drops its own), the directories of opens the
+// crash stopped were destroyed (dropping their holds), and remote.Sweep
+// deleted the objects a crash left without markers, the audit finds the
+// store clean: no stray, nothing unreferenced. The uploads run into a store that
 // composes objects (as the local and S3 stores do) and into one that
 // cannot. With -short or -race a third of the states are checked; with
 // soak, the workload runs three times (its requests interleave
@@ -493,6 +503,15 @@ func checkCrashState(t *testing.T, st crashState, n int, opened map[string]strin
 	for _, db := range dbs {
 		db.waitSharedIdle()
 	}
+	// An OpenFromStore or OpenRangeFromStore the crash stopped before
+	// its directory was in place left its hold, and a record of it
+	// beside the directory: Destroy of the directory drops the hold
+	// (checkpoint.RecoverReference), as opening into it again would.
+	for dir := range opened {
+		if _, err := fs.Stat(fs.PathJoin(dir, "CURRENT")); errors.Is(err, os.ErrNotExist) {
+			require.NoError(t, Destroy(ctx, dir, quietOptions(fs, store)), "%s: destroy the unfinished %s", what, dir)
+		}
+	}
 	_, err = remote.Sweep(ctx, store)
 	require.NoError(t, err, what)
 	var final []*remote.Instance
@@ -504,18 +523,12 @@ func checkCrashState(t *testing.T, st crashState, n int, opened map[string]strin
 	r, err = checkpoint.Audit(ctx, store, &checkpoint.AuditOptions{Instances: final})
 	require.NoError(t, err, what)
 	require.True(t, r.OK(), "%s: after recovery\nproblems: %v\nstrays: %v\nunreferenced: %v\nnotes: %v", what, r.Problems, r.Strays, r.Unreferenced, r.Notes)
-	// The one note allowed: the markers of b's or c's instance when the
-	// crash came in its OpenFromStore or OpenRangeFromStore, before its
-	// directory was in place. No one drops them (see Reference): a leak
-	// the audit reports.
+	// The one note allowed: a Put of the local store the crash stopped
+	// left its temporary file, a partial upload that an audit's Fix
+	// removes once an hour old. (Before the record of a reference, the
+	// hold of b's or c's instance when the crash came right after it,
+	// in its OpenFromStore, was one too: nothing dropped it.)
 	for _, note := range r.Notes {
-		found := false
-		for dir, instance := range opened {
-			if note.Object == remote.InstanceHolder(instance) {
-				found = true
-				require.NotContains(t, dirs, dir, "%s: note %s", what, note)
-			}
-		}
-		require.True(t, found, "%s: note %s", what, note)
+		require.True(t, strings.HasPrefix(note.Object, ".tmp/") && strings.Contains(note.What, "partial upload"), "%s: note %s", what, note)
 	}
 }
