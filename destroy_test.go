@@ -101,7 +101,8 @@ func (s *breakingStore) Delete(ctx context.Context, name string) error {
 }
 
 // sharedWithCheckpoint makes database "a" in fs, its files shared in a
-// store that can break, with a checkpoint of its state; a is closed.
+// store that can break, with a checkpoint of its state; a is closed, its
+// share loop idle first.
 func sharedWithCheckpoint(t *testing.T) (fs *vfs.MemFS, store *checkpoint.LocalStore, br *breakingStore, opts *Options, c checkpoint.StoreCheckpoint, want model, instance string) {
 	fs = vfs.NewMem()
 	store, err := checkpoint.NewLocalStoreFS(fs, "store")
@@ -116,6 +117,10 @@ func sharedWithCheckpoint(t *testing.T) (fs *vfs.MemFS, store *checkpoint.LocalS
 	db.waitSharedIdle()
 	instance = db.shared.files.Instance()
 	c = in.checkpoint(t)
+	// Quiet before Close: an upload Close abandons leaves a stray marker
+	// (the instance's own, dropped at its next Open), which would muddle
+	// the audits of the tests.
+	db.waitSharedIdle()
 	require.NoError(t, db.Close())
 	return fs, store, br, opts, c, in.want.clone(), instance
 }
@@ -186,7 +191,7 @@ func requireLeftForCheckpoint(t *testing.T, fs vfs.FS, store checkpoint.Store, c
 // directory: no hold stays that nothing would ever drop.
 func TestOpenFromStoreInterrupted(t *testing.T) {
 	ctx := t.Context()
-	fs, store, br, opts, c, want, _ := sharedWithCheckpoint(t)
+	fs, store, br, opts, c, want, aInstance := sharedWithCheckpoint(t)
 	holds := func() []string {
 		objs, err := store.List(ctx, "holds/")
 		require.NoError(t, err)
@@ -232,10 +237,15 @@ func TestOpenFromStoreInterrupted(t *testing.T) {
 	for _, n := range names {
 		require.False(t, strings.HasPrefix(n, "d."), "%s stayed", n)
 	}
-	rep, err := checkpoint.Audit(ctx, store, nil)
+	// What the audit knows of no database is a's alone (it was not
+	// given): no instance of the stopped opens holds anything.
+	rep, err := checkpoint.Audit(ctx, store, &checkpoint.AuditOptions{AllInstances: true})
 	require.NoError(t, err)
 	require.Empty(t, rep.Problems)
-	require.Empty(t, rep.Strays)
+	aHolder := remote.InstanceHolder(aInstance)
+	for _, f := range rep.Strays {
+		require.True(t, f.Object == aHolder || f.Holder == aHolder, "%s", f)
+	}
 
 	// A record whose instance did reach its directory, but whose
 	// database cannot be read now (a crash between the rename and the
