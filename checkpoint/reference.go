@@ -194,11 +194,11 @@ func removePending(fs vfs.FS, dst string) error {
 // that a crash or a failed request stopped left: if the hold it recorded
 // belongs to an instance that dst does not hold (dst was never written),
 // the instance's references are dropped from s (remote.DropInstance).
-// (A "<dst>.tmp-*" directory it was building may stay, as after any
-// crash of a checkpoint's writer: it is no database and can be
-// deleted.) Reference and
-// ReferenceRange run it first, so that trying again cleans up; Destroy
-// (package strata) runs it too. Without a record it does nothing.
+// Reference and ReferenceRange run it first, so that trying again cleans
+// up; Destroy (package strata) runs it too. Without a record it does
+// nothing. (A "<dst>.tmp-*" directory the stopped Reference was building
+// may stay, as after any crash of a checkpoint's writer: it is no
+// database and can be deleted.)
 func RecoverReference(ctx context.Context, s Store, fs vfs.FS, dst string) error {
 	if fs == nil {
 		fs = vfs.Default
