@@ -205,3 +205,60 @@ func TestAdoptedValueLogLedger(t *testing.T) {
 	}
 	require.NoError(t, db.Close())
 }
+
+// TestReplayFlushFoldsMergeOntoAdoptedValue: a separated value written at
+// commit, merge operands onto it, and a crash before the value log reached
+// the manifest. The reopen's memtable is smaller, so the replay writes a
+// full memtable to L0 while it still replays; that flush folds the
+// operands onto the value, which lies in a value log recovery adopts (the
+// manifest lists it only from the recovery edit on). The fold must read it
+// there: it did not, and every read-write Open failed with "a value pointer
+// into a value log the database does not hold". (Found by strata
+// crashtest with merges.)
+func TestReplayFlushFoldsMergeOntoAdoptedValue(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := func(memtable int64) *Options {
+		return &Options{FS: fs, Merger: ListAppend, ValueThreshold: 512, MemTableSize: memtable, ValueLogFileSize: 64 << 20,
+			DisableAutomaticCompactions: true, DisableGC: true}
+	}
+	db, err := Open("db", opts(64<<20))
+	require.NoError(t, err)
+	base := ListElement(nil, sepValue(1))
+	require.NoError(t, db.Set([]byte("k"), base, Sync))
+	want := append([]byte(nil), base...)
+	for i := 0; i < 5; i++ {
+		op := ListElement(nil, []byte(fmt.Sprintf("op%d", i)))
+		require.NoError(t, db.Merge([]byte("k"), op, Sync))
+		want = append(want, op...)
+	}
+	// Enough more writes that the reopen's 16 KiB memtable fills while
+	// replaying them, with k still in it.
+	for i := 0; i < 2000; i++ {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("z%04d", i)), sepValue(i), NoSync))
+	}
+	require.NoError(t, db.Merge([]byte("k2"), ListElement(nil, []byte("last")), Sync))
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+	require.NoError(t, db.Close())
+
+	fs = crashed
+	db, err = Open("db", opts(16<<10))
+	require.NoError(t, err)
+	require.Positive(t, db.Metrics().Levels[0].Files, "the replay flushed nothing")
+	got, err := db.Get([]byte("k"))
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	for i := 0; i < 2000; i++ {
+		got, err := db.Get([]byte(fmt.Sprintf("z%04d", i)))
+		require.NoError(t, err)
+		require.Equal(t, sepValue(i), got)
+	}
+	require.NoError(t, currentVersion(db).CheckLedger())
+	require.NoError(t, db.Close())
+
+	db, err = Open("db", opts(16<<10))
+	require.NoError(t, err)
+	got, err = db.Get([]byte("k"))
+	require.NoError(t, err)
+	require.Equal(t, want, got)
+	require.NoError(t, db.Close())
+}

@@ -29,7 +29,7 @@ func (d *DB) flushOne() bool {
 
 	d.opts.EventListener.flushBegin(FlushInfo{})
 	start := time.Now()
-	meta, vm, err := d.writeL0(m, snaps)
+	meta, vm, err := d.writeL0(m, snaps, nil)
 
 	d.mu.Lock()
 	if err == nil {
@@ -101,8 +101,12 @@ func (d *DB) flushOne() bool {
 // separation policy picks into new value logs. It returns nil metadata when
 // m holds nothing that survives (no file is left behind then). The value
 // logs are synced before the table, and both before the caller's manifest
-// edit references them.
-func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, []*manifest.VlogMetadata, error) {
+// edit references them. readValue reads the separated values merge operands
+// fold onto; nil reads them through the current version.
+func (d *DB) writeL0(m *memTable, snaps []base.SeqNum, readValue func(key, ptr []byte) ([]byte, error)) (*manifest.FileMetadata, []*manifest.VlogMetadata, error) {
+	if readValue == nil {
+		readValue = d.valueReader(nil)
+	}
 	it := m.NewIter()
 	defer it.Close()
 	sep := d.newSeparator(d.opts.SeparationPolicy)
@@ -116,7 +120,7 @@ func (d *DB) writeL0(m *memTable, snaps []base.SeqNum) (*manifest.FileMetadata, 
 		Now:       d.nowMillis(),
 		Merger:    d.mergerOrNil(),
 		Filter:    d.compactionFilter(),
-		ReadValue: d.valueReader(nil),
+		ReadValue: readValue,
 	})
 	var vlogs []*manifest.VlogMetadata
 	if err == nil {

@@ -543,7 +543,7 @@ func (r *walReplay) flush() error {
 		r.mem = nil
 		return nil
 	}
-	meta, vm, err := r.d.writeL0(r.mem, nil)
+	meta, vm, err := r.d.writeL0(r.mem, nil, r.readValue)
 	if err != nil {
 		return err
 	}

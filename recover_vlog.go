@@ -159,3 +159,16 @@ func (r *walReplay) adoptedMetadata() []*manifest.VlogMetadata {
 	}
 	return out
 }
+
+// readValue reads the value a replayed pointer locates, for a flush during
+// the replay that folds merge operands onto it. The value log may be one
+// this recovery adopted, which versions hold only from the recovery edit
+// on; pointersValid has checked the record.
+func (r *walReplay) readValue(key, ptr []byte) ([]byte, error) {
+	if p, err := vlog.DecodePointer(ptr); err == nil {
+		if a := r.adopted[p.FileNum]; a != nil && a.meta != nil {
+			return r.d.vlogs.Value(a.meta, p, key, nil)
+		}
+	}
+	return r.d.valueReader(nil)(key, ptr)
+}

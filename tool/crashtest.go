@@ -34,11 +34,9 @@ type CrashConfig struct {
 	// its store requests too, and audits the store after every kill and,
 	// once the test ends, for leaks.
 	Shared bool
-	// Merges has the stress child write merge operands too (see
-	// stressMerger). Off by default: with them the test finds a merge
-	// whose value below lies in a value log the database no longer holds
-	// (an open defect).
-	Merges bool
+	// NoMerges leaves merge operands out of the stress child's writes
+	// (see stressMerger).
+	NoMerges bool
 	// StressArgs start the stress command (see Tool.StressArgs).
 	StressArgs []string
 	Out        io.Writer
@@ -121,7 +119,7 @@ func (t *Tool) runCrashtest(args []string) int {
 	fs.IntVar(&c.Keys, "keys", 10000, "stress key space")
 	fs.IntVar(&c.Threads, "threads", 4, "stress workers")
 	fs.BoolVar(&c.Shared, "shared", false, "keep shared files in a local object store (DIR/store), kill in its requests, audit it")
-	fs.BoolVar(&c.Merges, "merges", false, "have the stress child write merge operands too")
+	fs.BoolVar(&c.NoMerges, "no-merges", false, "leave merge operands out of the stress child's writes")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return t.usageError("crashtest", err)
 	}
@@ -259,8 +257,8 @@ func runChild(c CrashConfig, dbDir, expected, storeDir string, seed uint64, even
 	if storeDir != "" {
 		args = append(args, "--store", storeDir)
 	}
-	if c.Merges {
-		args = append(args, "--merges")
+	if c.NoMerges {
+		args = append(args, "--no-merges")
 	}
 	if events != nil {
 		args = append(args, "--events")

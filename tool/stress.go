@@ -41,9 +41,9 @@ type StressConfig struct {
 	// shares files needs its store to open: give it the same Store every
 	// time.
 	Store string
-	// Merges adds merge operands to the writes (see stressMerger).
-	Merges bool
-	Out    io.Writer
+	// NoMerges leaves merge operands out of the writes (see stressMerger).
+	NoMerges bool
+	Out      io.Writer
 }
 
 // StressStats are what a stress run did.
@@ -74,7 +74,7 @@ func (t *Tool) runStress(args []string) int {
 	fs.BoolVar(&c.Events, "events", false, "print event lines for crashtest")
 	fs.BoolVar(&c.SlowIO, "slow-io", false, "sleep in flushes, compactions and file writes, to widen crash windows")
 	fs.StringVar(&c.Store, "store", "", "directory of a local object store for the database's shared files (the same every run)")
-	fs.BoolVar(&c.Merges, "merges", false, "write merge operands too")
+	fs.BoolVar(&c.NoMerges, "no-merges", false, "leave merge operands out of the writes")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return t.usageError("stress", err)
 	}
@@ -384,7 +384,7 @@ func (s *stresser) write(rng *rand.Rand, keys []int, sync bool) error {
 			// expiry through the WAL, flushes, compactions and recovery,
 			// and must read back like any other.
 			b.SetWithTTL(stressKey(k), stressValue(k, id), stressTTL)
-		case s.cfg.Merges && rng.IntN(5) == 0:
+		case !s.cfg.NoMerges && rng.IntN(5) == 0:
 			// Reads back as the Set would (stressMerger), once the
 			// engine has folded it onto what is below in the right order.
 			b.Merge(stressKey(k), stressValue(k, id))
