@@ -122,6 +122,13 @@ func (p *memPool) put(m *memTable) {
 	p.mu.Unlock()
 }
 
+// raiseMaxSeq raises maxSeq to seq (a replay, single-threaded).
+func (m *memTable) raiseMaxSeq(seq base.SeqNum) {
+	if uint64(seq) > m.maxSeq.Load() {
+		m.maxSeq.Store(uint64(seq))
+	}
+}
+
 // rangeDels returns the fragmented tombstones of the memtable (nil when it
 // has none). Tombstones newer than a reader's snapshot are filtered by the
 // reader's sequence number at lookup time.

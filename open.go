@@ -663,7 +663,7 @@ func (r *walReplay) replay(num base.FileNum) error {
 				// flushed; without one, nothing before them needs replay.
 				r.maxSeq = max(r.maxSeq, seq)
 				if r.mem != nil {
-					r.mem.maxSeq.Store(uint64(r.maxSeq))
+					r.mem.raiseMaxSeq(seq)
 				} else {
 					r.flushedSeq = max(r.flushedSeq, seq)
 				}
@@ -703,8 +703,14 @@ func (r *walReplay) replay(num base.FileNum) error {
 				}
 				r.mem.vlogs[p.FileNum] = true
 			}
+			// The memtable's largest sequence number is what its flush
+			// records as in tables, so it is that of what the replay put
+			// in it, in WAL order, never r.maxSeq: that starts at the
+			// version's largest, which an ingest's table (its mark still
+			// ahead in the WAL) may hold, and a flush claiming it would
+			// have the replay skip every write up to the mark.
 			r.maxSeq = max(r.maxSeq, seq)
-			r.mem.maxSeq.Store(uint64(r.maxSeq))
+			r.mem.raiseMaxSeq(seq)
 			seq++
 		}
 	}
