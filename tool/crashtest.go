@@ -37,6 +37,11 @@ type CrashConfig struct {
 	// NoMerges leaves merge operands out of the stress child's writes
 	// (see stressMerger).
 	NoMerges bool
+	// KeepBefore copies the database and its expected state to
+	// DIR/db.before before each child starts, so that a child that fails
+	// at open (its recovery has changed the database by then) can be run
+	// again on what it found.
+	KeepBefore bool
 	// StressArgs start the stress command (see Tool.StressArgs).
 	StressArgs []string
 	Out        io.Writer
@@ -120,6 +125,7 @@ func (t *Tool) runCrashtest(args []string) int {
 	fs.IntVar(&c.Threads, "threads", 4, "stress workers")
 	fs.BoolVar(&c.Shared, "shared", false, "keep shared files in a local object store (DIR/store), kill in its requests, audit it")
 	fs.BoolVar(&c.NoMerges, "no-merges", false, "leave merge operands out of the stress child's writes")
+	fs.BoolVar(&c.KeepBefore, "keep-before", false, "copy the database to DIR/db.before before each child (to rerun a failure at open)")
 	if _, err := parse(fs, args, 0, 0); err != nil {
 		return t.usageError("crashtest", err)
 	}
@@ -206,6 +212,13 @@ func Crashtest(c CrashConfig) (CrashStats, error) {
 		}
 		target := targets[rng.IntN(len(targets))]
 		childSeed := rng.Uint64() | 1
+		if c.KeepBefore {
+			// The copy a failure at the child's open needs: by the time
+			// it fails, its recovery has rewritten the database.
+			os.RemoveAll(dbDir + ".before")
+			copyDir(dbDir, dbDir+".before")
+			copyFile(expected, dbDir+".before.expected")
+		}
 		killed, out, err := runChild(c, dbDir, expected, storeDir, childSeed, target.events, rng)
 		st.Cycles++
 		if killed {

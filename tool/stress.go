@@ -51,6 +51,8 @@ type StressStats struct {
 	Ops, Writes, SyncWrites, Reads, Scans, Snapshots  int64
 	Flushes, Compactions, Checkpoints, RangeDeletions int64
 	StoreCheckpoints                                  int64 // of Checkpoints, those to the store
+	Ingests, BulkLoads                                int64
+	Refused                                           int64 // Sync writes refused during a bulk load
 	Verified                                          int   // keys verified at open
 }
 
@@ -93,8 +95,8 @@ func (t *Tool) runStress(args []string) int {
 		}
 		return 1
 	}
-	fmt.Fprintf(t.Stdout, "stress: %d ops: %d writes (%d with Sync), %d range deletions, %d reads, %d scans, %d snapshots, %d flushes, %d compactions, %d checkpoints (%d to the store); %d keys verified at open\n",
-		stats.Ops, stats.Writes, stats.SyncWrites, stats.RangeDeletions, stats.Reads, stats.Scans, stats.Snapshots, stats.Flushes, stats.Compactions, stats.Checkpoints, stats.StoreCheckpoints, stats.Verified)
+	fmt.Fprintf(t.Stdout, "stress: %d ops: %d writes (%d with Sync, %d refused in bulk loads), %d range deletions, %d ingests, %d bulk loads, %d reads, %d scans, %d snapshots, %d flushes, %d compactions, %d checkpoints (%d to the store); %d keys verified at open\n",
+		stats.Ops, stats.Writes, stats.SyncWrites, stats.Refused, stats.RangeDeletions, stats.Ingests, stats.BulkLoads, stats.Reads, stats.Scans, stats.Snapshots, stats.Flushes, stats.Compactions, stats.Checkpoints, stats.StoreCheckpoints, stats.Verified)
 	return 0
 }
 
@@ -143,6 +145,10 @@ type stresser struct {
 	// storeMu runs them one at a time.
 	up      *checkpoint.Uploader
 	storeMu sync.Mutex
+	// ingests numbers the external tables; bulkMu runs bulk loads one at
+	// a time.
+	ingests atomic.Int64
+	bulkMu  sync.Mutex
 
 	failMu sync.Mutex
 	failed error
@@ -218,6 +224,10 @@ func Stress(fs vfs.FS, c StressConfig) (StressStats, error) {
 		}
 	}
 	out.printf("stress: seed %d, %s\n", c.Seed, desc)
+	// A run killed in an ingest left its external table.
+	if err := fs.RemoveAll(ingestDir(c.Dir)); err != nil {
+		return StressStats{}, err
+	}
 
 	db, err := strata.Open(c.Dir, opts)
 	if err != nil {
@@ -291,6 +301,10 @@ func (s *stresser) worker(rng *rand.Rand, start time.Time) {
 			err = s.write(rng, s.distinctKeys(rng, 2+rng.IntN(7)), rng.IntN(4) == 0)
 		case x < 660:
 			err = s.deleteRange(rng)
+		case x < 675:
+			err = s.ingest(rng)
+		case x < 678:
+			err = s.bulkLoad(rng)
 		case x < 850:
 			err = s.get(rng)
 		case x < 920:
@@ -404,6 +418,9 @@ func (s *stresser) commit(b *strata.Batch, keys []int, sync bool) error {
 		o = strata.Sync
 	}
 	if err := s.db.Apply(b, o); err != nil {
+		if s.refused(keys, err) {
+			return nil
+		}
 		return fmt.Errorf("apply: %w", err)
 	}
 	ack := s.e.acks().Add(1)
