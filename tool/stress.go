@@ -423,20 +423,27 @@ func (s *stresser) commit(b *strata.Batch, keys []int, sync bool) error {
 		}
 		return fmt.Errorf("apply: %w", err)
 	}
-	ack := s.e.acks().Add(1)
 	if sync {
-		// This write's sync made every write acknowledged before it
-		// began durable.
-		s.e.raiseSynced(before)
 		s.e.syncAcks().Add(1)
 		atomic.AddInt64(&s.stats.SyncWrites, 1)
 	}
 	atomic.AddInt64(&s.stats.Writes, 1)
+	s.acked(keys, sync, before)
+	return nil
+}
+
+// acked records the acknowledgement of the pending writes of keys, made
+// durable when they were (sync), which then made every write acknowledged
+// before they began (the count before) durable too.
+func (s *stresser) acked(keys []int, sync bool, before uint64) {
+	ack := s.e.acks().Add(1)
+	if sync {
+		s.e.raiseSynced(before)
+	}
 	synced := s.e.synced().Load()
 	for _, k := range keys {
 		s.e.put(k, s.e.get(k).acked(sync, ack, synced))
 	}
-	return nil
 }
 
 // deleteRange deletes a small range of keys.

@@ -62,13 +62,8 @@ func (s *stresser) ingest(rng *rand.Rand) error {
 	if err := s.db.Ingest([]string{path}); err != nil {
 		return fmt.Errorf("ingest: %w", err)
 	}
-	ack := s.e.acks().Add(1)
-	s.e.raiseSynced(before)
 	atomic.AddInt64(&s.stats.Ingests, 1)
-	synced := s.e.synced().Load()
-	for _, k := range keys {
-		s.e.put(k, s.e.get(k).acked(true, ack, synced))
-	}
+	s.acked(keys, true, before)
 	return nil
 }
 
