@@ -46,6 +46,17 @@ func TestCrashRecovery(t *testing.T) {
 		// tables' sequence numbers are marked in the WAL, not flushed
 		// into the manifest, while the memtables stay unflushed.
 		{"wal-ingest", Options{MemTableSize: 64 << 10, ValueThreshold: 64}, crashConfig{bulk: true, ingest: true}},
+		// Values in the tree, writes piling up between ingests, and
+		// recoveries with a smaller memtable: the replay flushes before
+		// it reaches an ingest's mark, below the ingested table's
+		// sequence number.
+		{"wal-ingest-replay", Options{MemTableSize: 1 << 20, ValueThreshold: 8 << 10},
+			crashConfig{ingest: true, quiet: true, smallReopen: true}},
+		// The same with merge operands onto values separated at commit:
+		// a replay's flush folds them onto values in a value log that
+		// recovery adopts.
+		{"wal-merge-replay", Options{MemTableSize: 1 << 20, ValueThreshold: 64, Merger: ListAppend},
+			crashConfig{merge: true, quiet: true, smallReopen: true}},
 		{"no-wal-ingest", Options{MemTableSize: 64 << 10, DisableWAL: true, ValueThreshold: 100}, crashConfig{ingest: true}},
 		// Garbage collection at thresholds that keep it busy: a crash can
 		// fall in the middle of a relocation, a rewrite or a deletion.
@@ -78,6 +89,10 @@ type crashConfig struct {
 	bulk   bool // begin and end bulk loads
 	merge  bool // write merge operands (the options' Merger is ListAppend)
 	ingest bool // ingest external tables among the writes
+	// quiet leaves out flushes, compactions and range deletions (see
+	// writer.quiet); smallReopen recovers half the crashed states with a
+	// 16 KiB memtable.
+	quiet, smallReopen bool
 	// holdLogSyncs holds back the sealer's sync of each WAL a rotation
 	// retires, until an operation needs it (a Sync write, a flush): the
 	// crashes in between find the old WAL unsynced and the new one
@@ -118,7 +133,7 @@ func runCrashTest(t *testing.T, seed uint64, opts Options, cfg crashConfig, step
 	db, err := Open("db", &opts)
 	require.NoError(t, err)
 	h := &history{}
-	w := &writer{rng: rng, db: db, h: h, wal: !opts.DisableWAL, bulk: cfg.bulk, merge: cfg.merge, rotate: cfg.holdLogSyncs, ingest: cfg.ingest}
+	w := &writer{rng: rng, db: db, h: h, wal: !opts.DisableWAL, bulk: cfg.bulk, merge: cfg.merge, rotate: cfg.holdLogSyncs, ingest: cfg.ingest, quiet: cfg.quiet}
 	if held != nil {
 		w.beforeWait = held.release
 		defer held.release()
@@ -139,10 +154,17 @@ func runCrashTest(t *testing.T, seed uint64, opts Options, cfg crashConfig, step
 		}
 		where := fmt.Sprintf("seed %d step %d", seed, i)
 		clone := mem.CrashClone(crashAt(seed, i))
+		ro := opts
+		if cfg.smallReopen && rng.IntN(2) == 0 {
+			// A process restarted with a smaller memtable: the replay
+			// fills memtables, and flushes, where the crashed run did not.
+			ro.MemTableSize = 16 << 10
+			where += " (reopened with a 16 KiB memtable)"
+		}
 		if cfg.recrash {
-			checkRecoveredTwice(t, clone, opts, h, len(h.ops), rng, crashAt(seed, i+1), where)
+			checkRecoveredTwice(t, clone, ro, h, len(h.ops), rng, crashAt(seed, i+1), where)
 		} else {
-			checkRecovered(t, clone, opts, h, len(h.ops), where)
+			checkRecovered(t, clone, ro, h, len(h.ops), where)
 		}
 	}
 	if held != nil {
