@@ -106,8 +106,11 @@ func (t *Tool) runStress(args []string) int {
 // database with different settings.
 func stressOptions(rng *rand.Rand, fs vfs.FS) (*strata.Options, string) {
 	o := &strata.Options{
-		FS:                    fs,
-		MemTableSize:          int64(64<<10) << rng.IntN(4),
+		FS: fs,
+		// From the smallest memtable to 32 times it: a child that opens
+		// with a smaller one than the last replays its WAL into several
+		// memtables and flushes them as it goes, a path of its own.
+		MemTableSize:          int64(16<<10) << rng.IntN(6),
 		ValueLogFileSize:      int64(64<<10) << rng.IntN(3),
 		TargetFileSize:        int64(32<<10) << rng.IntN(3),
 		LBaseMaxBytes:         256 << 10,
@@ -311,9 +314,14 @@ func (s *stresser) worker(rng *rand.Rand, start time.Time) {
 			err = s.scan(rng)
 		case x < 975:
 			err = s.snapshot(rng)
-		case x < 988:
+		case x < 984:
 			atomic.AddInt64(&s.stats.Flushes, 1)
 			err = s.durableCall(s.db.Flush)
+		case x < 988:
+			// Refused during a bulk load, like a Sync write.
+			if err = s.durableCall(s.db.Sync); errors.Is(err, strata.ErrBulkLoadSync) {
+				err = nil
+			}
 		case x < 996:
 			atomic.AddInt64(&s.stats.Compactions, 1)
 			lo := rng.IntN(s.e.keys)
@@ -491,6 +499,33 @@ func (s *stresser) get(rng *rand.Rand) error {
 	s.locks[k].Lock()
 	defer s.locks[k].Unlock()
 	atomic.AddInt64(&s.stats.Reads, 1)
+	switch rng.IntN(4) {
+	case 0:
+		// Has answers from the key side alone where it can.
+		found, err := s.db.Has(stressKey(k))
+		if err != nil {
+			return fmt.Errorf("has: %w", err)
+		}
+		if want, _ := s.e.get(k).expectLive(); found != want {
+			s.failf("has %d: %v, expected state %s", k, found, s.e.get(k))
+		}
+		return nil
+	case 1:
+		// GetAppend appends to what dst holds.
+		dst := []byte("prefix")
+		v, err := s.db.GetAppend(stressKey(k), dst)
+		if err != nil && !errors.Is(err, strata.ErrNotFound) {
+			return fmt.Errorf("get append: %w", err)
+		}
+		if err == nil {
+			if !bytes.HasPrefix(v, []byte("prefix")) {
+				s.failf("get append %d: %q lost what dst held", k, v[:min(len(v), 16)])
+			}
+			v = v[len("prefix"):]
+		}
+		s.check("get append", k, s.e.get(k), v, err == nil)
+		return nil
+	}
 	v, err := s.db.Get(stressKey(k))
 	if err != nil && !errors.Is(err, strata.ErrNotFound) {
 		return fmt.Errorf("get: %w", err)
@@ -521,8 +556,16 @@ func (s *stresser) unlockRange(lo, hi int) {
 func (s *stresser) scan(rng *rand.Rand) error {
 	lo := rng.IntN(s.e.keys)
 	hi := min(s.e.keys, lo+1+rng.IntN(32))
+	o := &strata.IterOptions{LowerBound: stressKey(lo), UpperBound: stressKey(hi), MappedValues: rng.IntN(4) == 0}
+	if rng.IntN(4) == 0 {
+		// A prefix iterator over the ten keys that share all but the
+		// last digit.
+		lo = lo / 10 * 10
+		hi = min(s.e.keys, lo+10)
+		o = &strata.IterOptions{Prefix: stressKey(lo)[:7], MappedValues: o.MappedValues}
+	}
 	sts := s.lockRange(lo, hi)
-	it, err := s.db.NewIter(&strata.IterOptions{LowerBound: stressKey(lo), UpperBound: stressKey(hi)})
+	it, err := s.db.NewIter(o)
 	s.unlockRange(lo, hi)
 	if err != nil {
 		return fmt.Errorf("iterator: %w", err)
