@@ -57,6 +57,11 @@ func TestCrashRecovery(t *testing.T) {
 		// recovery adopts.
 		{"wal-merge-replay", Options{MemTableSize: 1 << 20, ValueThreshold: 64, Merger: ListAppend},
 			crashConfig{merge: true, quiet: true, smallReopen: true}},
+		// All of it at once, with WAL syncs held back and a second crash
+		// during the recovery (writes pile up in frozen memtables while
+		// syncs are held, hence the room for them).
+		{"wal-replay-mix", Options{MemTableSize: 1 << 20, MaxImmutableMemTables: 64, ValueThreshold: 64, Merger: ListAppend},
+			crashConfig{merge: true, ingest: true, bulk: true, quiet: true, smallReopen: true, recrash: true, holdLogSyncs: true}},
 		{"no-wal-ingest", Options{MemTableSize: 64 << 10, DisableWAL: true, ValueThreshold: 100}, crashConfig{ingest: true}},
 		// Garbage collection at thresholds that keep it busy: a crash can
 		// fall in the middle of a relocation, a rewrite or a deletion.
