@@ -240,6 +240,13 @@ func (st keyState) acked(sync bool, ack, synced uint64) keyState {
 	return st
 }
 
+// refused records that the pending write was refused: it did not happen.
+// (Its id stays taken: ids only grow.)
+func (st keyState) refused() keyState {
+	st.flags &^= flagPendingValid | flagPendingDel
+	return st
+}
+
 // accepts reports whether a read after a crash may find the key absent
 // (found false) or holding write id.
 func (st keyState) accepts(found bool, id uint32, synced uint64) bool {

@@ -454,14 +454,20 @@ func (s *stresser) acked(keys []int, sync bool, before uint64) {
 	}
 }
 
-// deleteRange deletes a small range of keys.
-func (s *stresser) deleteRange(rng *rand.Rand) error {
-	lo := rng.IntN(s.e.keys)
-	hi := min(s.e.keys, lo+1+rng.IntN(16))
-	var keys []int
+// randomRange draws a range [lo, hi) of 1 to 16 keys and lists them.
+func (s *stresser) randomRange(rng *rand.Rand) (lo, hi int, keys []int) {
+	lo = rng.IntN(s.e.keys)
+	hi = min(s.e.keys, lo+1+rng.IntN(16))
+	keys = make([]int, 0, hi-lo)
 	for k := lo; k < hi; k++ {
 		keys = append(keys, k)
 	}
+	return lo, hi, keys
+}
+
+// deleteRange deletes a small range of keys.
+func (s *stresser) deleteRange(rng *rand.Rand) error {
+	lo, hi, keys := s.randomRange(rng)
 	s.lockKeys(keys)
 	defer s.unlockKeys(keys)
 	for _, k := range keys {

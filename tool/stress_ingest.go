@@ -22,12 +22,7 @@ func ingestDir(dbDir string) string { return dbDir + ".ingest" }
 // table and ingests it. Ingest makes every write acknowledged before it
 // durable, and its own once it returns, as a Sync write does.
 func (s *stresser) ingest(rng *rand.Rand) error {
-	lo := rng.IntN(s.e.keys)
-	hi := min(s.e.keys, lo+1+rng.IntN(16))
-	keys := make([]int, 0, hi-lo)
-	for k := lo; k < hi; k++ {
-		keys = append(keys, k)
-	}
+	lo, _, keys := s.randomRange(rng)
 	keys = s.lockKeys(keys)
 	defer s.unlockKeys(keys)
 	fs := s.opts.FS
@@ -98,9 +93,7 @@ func (s *stresser) refused(keys []int, err error) bool {
 		return false
 	}
 	for _, k := range keys {
-		st := s.e.get(k)
-		st.flags &^= flagPendingValid | flagPendingDel
-		s.e.put(k, st)
+		s.e.put(k, s.e.get(k).refused())
 	}
 	atomic.AddInt64(&s.stats.Refused, 1)
 	return true
