@@ -294,8 +294,8 @@ func (w *writer) step() (pending *historyOp, err error) {
 	}
 	var op historyOp
 	r := w.rng.IntN(100)
-	if w.quiet && r >= 75 && r < 80 || w.quiet && r >= 95 {
-		r = 0
+	if w.quiet && (r >= 75 && r < 80 || r >= 95) {
+		r = 0 // a set instead of a range deletion, flush or compaction
 	}
 	switch {
 	case r < 60:
