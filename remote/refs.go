@@ -31,7 +31,10 @@ import (
 //     the object if none is left.
 //
 // A hold (holds.go) counts as a marker of its holder on each object it
-// names.
+// names. A holder moves from its hold to markers (ConvertHold: the
+// markers first, then the hold goes), so rule 3's check reads the
+// markers, then the holds, then the markers again: a conversion that
+// falls between the first two reads, and is in neither, is in the third.
 //
 // A crash between the two requests of rule 3 leaves an object without
 // markers, which nothing can refer to again (rule 2 needs a holder):
@@ -189,6 +192,13 @@ func DeleteUnheld(ctx context.Context, s Store, object string) (bool, error) {
 	// After the markers: an opener's hold (holds.go) that this List
 	// misses comes after it, and its opener's check then fails.
 	if holders, err = heldBy(ctx, s, object); err != nil || len(holders) > 0 {
+		return false, err
+	}
+	// And the markers once more: a hold converted between the two Lists
+	// above (ConvertHold puts the markers, then deletes the hold) is in
+	// neither of them, but its markers were written before the hold went,
+	// so this List sees them.
+	if holders, err = Holders(ctx, s, object); err != nil || len(holders) > 0 {
 		return false, err
 	}
 	if err := s.Delete(ctx, object); err != nil {
