@@ -754,7 +754,10 @@ func (d *DB) writeOne(kind base.Kind, key, value []byte, hasValue bool, o *Write
 	b.Reset()
 	var err error
 	if kind == base.KindSet && d.opts.DefaultTTL > 0 {
-		err = b.addSetMeta(key, value, base.EntryMeta{ExpiresAt: expiryFrom(d.opts.Clock(), d.opts.DefaultTTL)})
+		var exp int64
+		if exp, err = expiryFrom(d.opts.Clock(), d.opts.DefaultTTL); err == nil {
+			err = b.addSetMeta(key, value, base.EntryMeta{ExpiresAt: exp})
+		}
 	} else {
 		err = b.add(kind, key, value, hasValue)
 	}

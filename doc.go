@@ -30,7 +30,8 @@
 //     WAL write) stopped writes until the database is reopened.
 //   - ErrTooLarge: a key above MaxKeySize or a value above MaxValueSize.
 //   - ErrBatchTooLarge: a batch above 3 GiB, or more than a memtable holds.
-//   - ErrInvalidTTL: SetWithTTL with a TTL that is not positive.
+//   - ErrInvalidTTL: SetWithTTL with a TTL that is not positive, or one
+//     whose expiry falls at or before 1970 (a clock set before it).
 //   - ErrNoMerger: a merge operand written or read without Options.Merger.
 //   - ErrInvalidOperand: the merger's ValidateOperand refused an operand.
 //   - ErrMergerMismatch: Open with another merger than the database records.

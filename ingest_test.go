@@ -530,7 +530,9 @@ func TestIngestLayers(t *testing.T) {
 	require.NoError(t, db.Set([]byte("d"), []byte("old"), NoSync))
 	before := map[string]string{"c": "old", "d": "old"}
 
-	meta := string(base.EntryMeta{ExpiresAt: expiryFrom(clock.Now(), time.Hour)}.Append(nil))
+	expiry, err := expiryFrom(clock.Now(), time.Hour)
+	require.NoError(t, err)
+	meta := string(base.EntryMeta{ExpiresAt: expiry}.Append(nil))
 	for _, bad := range []struct {
 		name    string
 		entries []rawEntry

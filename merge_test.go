@@ -251,6 +251,73 @@ func TestSetWithTTLRejectsNonPositive(t *testing.T) {
 	require.NoError(t, db.Close())
 }
 
+// TestTTLClockBeforeEpoch: a write whose expiry would fall at or before
+// 1970 (a clock left at time.Time{}, as a test's mock clock may be) fails
+// alone with ErrInvalidTTL, by SetWithTTL or by DefaultTTL, under both
+// separation times; the database goes on, and once the clock is sane
+// again, writes with a TTL work and expire. Such an expiry used to be
+// written (a negative one encodes as a huge number that no read could
+// decode), which stopped the database at the write (separation at
+// commit) or at every flush, also after a reopen; an expiry of exactly 0
+// read as "never".
+func TestTTLClockBeforeEpoch(t *testing.T) {
+	for name, sep := range map[string]SeparationTime{"commit": SeparateAtCommit, "flush": SeparateAtFlush} {
+		t.Run(name, func(t *testing.T) {
+			var now atomic.Pointer[time.Time]
+			set := func(at time.Time) { now.Store(&at) }
+			set(time.Time{})
+			fs := vfs.NewMem()
+			opts := &Options{FS: fs, SeparationTime: sep, ValueThreshold: 16,
+				Clock: func() time.Time { return *now.Load() }}
+			db, err := Open("db", opts)
+			require.NoError(t, err)
+			big := bytes.Repeat([]byte("v"), 64) // separated
+			for _, v := range [][]byte{[]byte("v"), big} {
+				require.ErrorIs(t, db.SetWithTTL([]byte("k"), v, time.Hour, Sync), ErrInvalidTTL)
+				b := db.NewBatch()
+				require.ErrorIs(t, b.SetWithTTL([]byte("k"), v, time.Hour), ErrInvalidTTL)
+				// An hour before the epoch with a TTL of an hour: exactly 0.
+				set(time.UnixMilli(-3600_000))
+				require.ErrorIs(t, db.SetWithTTL([]byte("k"), v, time.Hour, Sync), ErrInvalidTTL)
+				set(time.Time{})
+			}
+			require.NoError(t, db.Set([]byte("other"), big, Sync), "the refused writes stopped the database")
+			require.NoError(t, db.Flush())
+			_, err = db.Get([]byte("k"))
+			require.ErrorIs(t, err, ErrNotFound)
+
+			// DefaultTTL under such a clock refuses plain sets, alone and
+			// in batches.
+			require.NoError(t, db.Close())
+			opts.DefaultTTL = time.Hour
+			db, err = Open("db", opts)
+			require.NoError(t, err)
+			require.ErrorIs(t, db.Set([]byte("d"), big, Sync), ErrInvalidTTL)
+			b := db.NewBatch()
+			require.NoError(t, b.Set([]byte("d"), big))
+			require.ErrorIs(t, db.Apply(b, Sync), ErrInvalidTTL)
+
+			// A sane clock again: TTLs work and expire.
+			set(time.UnixMilli(1_700_000_000_000))
+			require.NoError(t, db.Set([]byte("d"), big, Sync))
+			require.NoError(t, db.SetWithTTL([]byte("k"), big, time.Minute, Sync))
+			require.NoError(t, db.Flush())
+			got, err := db.Get([]byte("k"))
+			require.NoError(t, err)
+			require.Equal(t, big, got)
+			set(time.UnixMilli(1_700_000_000_000 + 2*3600_000))
+			for _, k := range []string{"k", "d"} {
+				_, err = db.Get([]byte(k))
+				require.ErrorIs(t, err, ErrNotFound, "%s expired", k)
+			}
+			v, err := db.Get([]byte("other"))
+			require.NoError(t, err)
+			require.Equal(t, big, v)
+			require.NoError(t, db.Close())
+		})
+	}
+}
+
 // TestCompactionFilter: a user's filter removes keys during compaction,
 // deciding separated ones without a value-log read, and never changes what
 // an open snapshot sees.
@@ -389,7 +456,8 @@ func TestIteratorLayers(t *testing.T) {
 	op1, op2 := string(ListElement(nil, []byte("1"))), string(ListElement(nil, []byte("2")))
 	require.NoError(t, db.SetWithTTL([]byte("f"), []byte("gone"), time.Minute, NoSync))
 	clock.Advance(2 * time.Minute)
-	expiry := expiryFrom(clock.Now(), time.Hour)
+	expiry, err := expiryFrom(clock.Now(), time.Hour)
+	require.NoError(t, err)
 	require.NoError(t, db.Set([]byte("a"), []byte("va"), NoSync))
 	require.NoError(t, db.SetWithTTL([]byte("b"), []byte(large), time.Hour, NoSync))
 	require.NoError(t, db.Set([]byte("d"), []byte("vd"), NoSync))

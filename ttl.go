@@ -20,26 +20,43 @@ import (
 //     a separated value becomes garbage of its value log like that of an
 //     overwritten one.
 
-// ErrInvalidTTL is returned for a TTL that is not positive.
-var ErrInvalidTTL = fmt.Errorf("strata: TTL must be positive")
+// ErrInvalidTTL is returned for a TTL that is not positive, or whose
+// expiry an entry cannot carry (one at or before 1970, from a clock set
+// before it).
+var ErrInvalidTTL = fmt.Errorf("strata: invalid TTL")
 
 // expiryFrom returns the expiry, in milliseconds since the Unix epoch, of a
-// write made at now with time to live ttl.
-func expiryFrom(now time.Time, ttl time.Duration) int64 {
-	return now.Add(ttl).UnixMilli()
+// write made at now with time to live ttl. It refuses an expiry an entry
+// cannot carry: at or before the epoch (0 means "never" in an entry, and a
+// negative one does not encode), as a clock before 1970 gives (a test's
+// clock left at time.Time{}), or past base.MaxExpiresAt. Refused here, the
+// write fails alone; written, such an entry would fail every read and
+// flush of it.
+func expiryFrom(now time.Time, ttl time.Duration) (int64, error) {
+	if ttl <= 0 {
+		return 0, fmt.Errorf("%w: %v is not positive", ErrInvalidTTL, ttl)
+	}
+	at := now.Add(ttl)
+	exp := at.UnixMilli()
+	if exp <= 0 || exp > base.MaxExpiresAt {
+		return 0, fmt.Errorf("%w: a write at %s with TTL %v would expire at %s, and expiries run from 1970 on (Options.Clock)",
+			ErrInvalidTTL, now.UTC().Format(time.RFC3339), ttl, at.UTC().Format(time.RFC3339))
+	}
+	return exp, nil
 }
 
 // SetWithTTL adds key=value that expires ttl after now (by the batch's
 // clock: the DB's Options.Clock for a batch from DB.NewBatch).
 func (b *Batch) SetWithTTL(key, value []byte, ttl time.Duration) error {
-	if ttl <= 0 {
-		return ErrInvalidTTL
-	}
 	clock := b.clock
 	if clock == nil {
 		clock = time.Now
 	}
-	return b.addSetMeta(key, value, base.EntryMeta{ExpiresAt: expiryFrom(clock(), ttl)})
+	exp, err := expiryFrom(clock(), ttl)
+	if err != nil {
+		return err
+	}
+	return b.addSetMeta(key, value, base.EntryMeta{ExpiresAt: exp})
 }
 
 // addSetMeta adds a SETM entry: metadata, then the value.
@@ -93,7 +110,11 @@ func (d *DB) withDefaultTTL(b, dst *Batch) (*Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	meta := base.EntryMeta{ExpiresAt: expiryFrom(d.opts.Clock(), ttl)}
+	exp, err := expiryFrom(d.opts.Clock(), ttl)
+	if err != nil {
+		return nil, err
+	}
+	meta := base.EntryMeta{ExpiresAt: exp}
 	dst.Reset()
 	for {
 		kind, key, value, ok, err := r.next()

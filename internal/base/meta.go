@@ -35,11 +35,15 @@ func (m EntryMeta) Append(dst []byte) []byte {
 
 var errBadMeta = errors.New("malformed entry metadata")
 
+// MaxExpiresAt is the largest expiry an entry carries (some 146 million
+// years after 1970); a larger one decodes as malformed.
+const MaxExpiresAt = 1 << 62
+
 // DecodeEntryMeta splits an entry value of a metadata kind into its
 // metadata and the rest (the value or the encoded pointer).
 func DecodeEntryMeta(v []byte) (EntryMeta, []byte, error) {
 	exp, n := binary.Uvarint(v)
-	if n <= 0 || exp > 1<<62 {
+	if n <= 0 || exp > MaxExpiresAt {
 		return EntryMeta{}, nil, errBadMeta
 	}
 	user, m := binary.Uvarint(v[n:])
