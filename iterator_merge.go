@@ -60,9 +60,9 @@ func (i *Iterator) mergeForward(k base.InternalKey, v []byte) bool {
 				i.err, i.valid = err, false
 				return false
 			}
-			existing = slices.Clone(val)
+			existing = base.MergeBase(slices.Clone(val))
 		} else {
-			existing = slices.Clone(p)
+			existing = base.MergeBase(slices.Clone(p))
 		}
 		break
 	}
@@ -151,6 +151,7 @@ func (i *Iterator) resolveRevMerge(r *revMerge) bool {
 			}
 			existing = slices.Clone(v)
 		}
+		existing = base.MergeBase(existing)
 	}
 	return i.setMerged(m, existing, expiresAt, r.ops)
 }

@@ -505,3 +505,61 @@ func TestIteratorLayers(t *testing.T) {
 	require.NoError(t, db.Flush())
 	check("tables")
 }
+
+// presenceMerger's merge tells whether the key had a value: "some:" or
+// "none:", then the operands.
+type presenceMerger struct{}
+
+func (presenceMerger) Name() string { return "test.presence" }
+
+func (presenceMerger) Merge(_, existing []byte, ops [][]byte) ([]byte, error) {
+	out := []byte("none:")
+	if existing != nil {
+		out = append([]byte("some:"), existing...)
+	}
+	for _, op := range ops {
+		out = append(out, op...)
+	}
+	return out, nil
+}
+
+func (presenceMerger) PartialMerge([]byte, [][]byte) ([]byte, bool) { return nil, false }
+
+// TestMergeOntoEmptyValue: an operand on an empty value merges onto a
+// value (a non-nil empty existing), not onto none, whichever path folds
+// it: Get, forward and backward iteration, a flush, a compaction.
+// Compaction and the backward iterator passed nil, so a flush changed
+// what Get returned, and the two directions disagreed.
+func TestMergeOntoEmptyValue(t *testing.T) {
+	db, err := Open("db", &Options{FS: vfs.NewMem(), Merger: presenceMerger{}})
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Set([]byte("e"), []byte{}, NoSync))
+	require.NoError(t, db.Merge([]byte("e"), []byte("x"), NoSync))
+	require.NoError(t, db.Merge([]byte("n"), []byte("y"), NoSync))
+	want := model{"e": "some:x", "n": "none:y"}
+	check := func(when string) {
+		t.Helper()
+		for k, v := range want {
+			got, err := db.Get([]byte(k))
+			require.NoError(t, err, "%s: Get %s", when, k)
+			require.Equal(t, v, string(got), "%s: Get %s", when, k)
+		}
+		got, err := readAll(t, db)
+		require.NoError(t, err)
+		require.Equal(t, want, got, "%s: forward", when)
+		it, err := db.NewIter(nil)
+		require.NoError(t, err)
+		back := model{}
+		for ok := it.Last(); ok; ok = it.Prev() {
+			back[string(it.Key())] = string(it.Value())
+		}
+		require.NoError(t, it.Close())
+		require.Equal(t, want, back, "%s: backward", when)
+	}
+	check("in the memtable")
+	require.NoError(t, db.Flush())
+	check("flushed")
+	require.NoError(t, db.Compact(nil, nil))
+	check("compacted")
+}

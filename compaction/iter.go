@@ -361,9 +361,9 @@ func (f *entryFilter) foldMerge(k base.InternalKey, stripe int) (bool, error) {
 			if err != nil {
 				return false, err
 			}
-			existing = val
+			existing = base.MergeBase(val)
 		} else {
-			existing = below.value[len(v)-len(p):]
+			existing = base.MergeBase(below.value[len(v)-len(p):])
 		}
 		break
 	}

@@ -61,3 +61,15 @@ func SplitEntry(k Kind, v []byte) (EntryMeta, []byte, error) {
 	}
 	return DecodeEntryMeta(v)
 }
+
+// MergeBase returns value as a merge's existing value: the Merger's
+// contract tells "the key had no value" (nil) from a value, empty ones
+// included, so an empty value below the operands is passed as a non-nil
+// empty slice by every path that folds operands (reads both ways,
+// flushes and compactions), which then agree.
+func MergeBase(value []byte) []byte {
+	if value == nil {
+		return []byte{}
+	}
+	return value
+}
