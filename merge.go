@@ -18,7 +18,10 @@ import (
 // a merged value carries no TTL.
 
 // Merger combines merge operands. Its methods must be safe for concurrent
-// use, deterministic, and must not retain their arguments.
+// use, deterministic, and must not retain their arguments. The database
+// takes a panic in Merge for its error, and one in PartialMerge for a
+// refusal (see guardMerger): a merger that fails on some operand fails
+// the reads of that key, not the database.
 type Merger interface {
 	// Name identifies the merger. A database records the name of the
 	// merger it is first opened with, and Open refuses another
@@ -278,4 +281,62 @@ func (c counter) Merge(_, existing []byte, operands [][]byte) ([]byte, error) {
 func (c counter) PartialMerge(_ []byte, operands [][]byte) ([]byte, bool) {
 	v, err := c.sum(nil, operands)
 	return v, err == nil
+}
+
+// guardMerger returns m as the database calls it, or nil: a panic in the
+// user's Merge becomes that merge's error, one in PartialMerge a refusal
+// to combine, and one in ValidateOperand a refused operand. A merger that
+// panics on some operand (a decoder indexing past its end) then fails the
+// reads of that key, as a Merge error does, and flushes and compactions
+// keep the key's entries unfolded, instead of killing the process from a
+// background flush that every reopen would repeat while the operand sits
+// in the WAL.
+func guardMerger(m Merger) Merger {
+	switch m.(type) {
+	case nil:
+		return nil
+	case guardedMerger, guardedValidator:
+		return m
+	}
+	g := guardedMerger{m}
+	if v, ok := m.(OperandValidator); ok {
+		return guardedValidator{g, v}
+	}
+	return g
+}
+
+type guardedMerger struct{ m Merger }
+
+func (g guardedMerger) Name() string { return g.m.Name() }
+
+func (g guardedMerger) Merge(key, existing []byte, operands [][]byte) (v []byte, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			v, err = nil, fmt.Errorf("strata: merger %q panicked: %v", g.m.Name(), r)
+		}
+	}()
+	return g.m.Merge(key, existing, operands)
+}
+
+func (g guardedMerger) PartialMerge(key []byte, operands [][]byte) (op []byte, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			op, ok = nil, false
+		}
+	}()
+	return g.m.PartialMerge(key, operands)
+}
+
+type guardedValidator struct {
+	guardedMerger
+	v OperandValidator
+}
+
+func (g guardedValidator) ValidateOperand(key, operand []byte) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("strata: merger %q panicked validating an operand: %v", g.m.Name(), r)
+		}
+	}()
+	return g.v.ValidateOperand(key, operand)
 }

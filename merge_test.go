@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -562,4 +563,99 @@ func TestMergeOntoEmptyValue(t *testing.T) {
 	check("flushed")
 	require.NoError(t, db.Compact(nil, nil))
 	check("compacted")
+}
+
+// panickyMerger appends operands, and panics, as a buggy decoder would,
+// on an operand "boom" (Merge, PartialMerge and ValidateOperand alike,
+// the last only when validates is set).
+type panickyMerger struct{ validates bool }
+
+func (panickyMerger) Name() string { return "test.panicky" }
+
+func (panickyMerger) Merge(_, existing []byte, ops [][]byte) ([]byte, error) {
+	out := slices.Clone(existing)
+	for _, op := range ops {
+		if string(op) == "boom" {
+			panic("index out of range")
+		}
+		out = append(out, op...)
+	}
+	return out, nil
+}
+
+func (m panickyMerger) PartialMerge(_ []byte, ops [][]byte) ([]byte, bool) {
+	out, _ := m.Merge(nil, nil, ops)
+	return out, true
+}
+
+type validatingPanickyMerger struct{ panickyMerger }
+
+func (validatingPanickyMerger) ValidateOperand(_, op []byte) error {
+	if string(op) == "boom" {
+		panic("index out of range")
+	}
+	return nil
+}
+
+// TestUserCallbackPanics: a Merger or CompactionFilter that panics on
+// some key or operand fails that key's reads (or keeps the key), never
+// the process nor the database: a panic in a flush or compaction used to
+// kill the process from the background goroutine, and every reopen
+// replayed the operand from the WAL into the same panic.
+func TestUserCallbackPanics(t *testing.T) {
+	t.Run("merger", func(t *testing.T) {
+		fs := vfs.NewMem()
+		opts := &Options{FS: fs, Merger: panickyMerger{}}
+		db, err := Open("db", opts)
+		require.NoError(t, err)
+		require.NoError(t, db.Set([]byte("k"), []byte("a"), NoSync))
+		require.NoError(t, db.Merge([]byte("k"), []byte("boom"), Sync))
+		require.NoError(t, db.Merge([]byte("ok"), []byte("x"), NoSync))
+		require.NoError(t, db.Merge([]byte("ok"), []byte("y"), Sync))
+		_, err = db.Get([]byte("k"))
+		require.ErrorContains(t, err, "panicked")
+		require.NoError(t, db.Flush(), "a flush folding the operand")
+		require.NoError(t, db.Compact(nil, nil))
+		_, err = db.Get([]byte("k"))
+		require.ErrorContains(t, err, "panicked")
+		require.NoError(t, db.Close())
+		db, err = Open("db", opts)
+		require.NoError(t, err, "reopen")
+		defer db.Close()
+		v, err := db.Get([]byte("ok"))
+		require.NoError(t, err)
+		require.Equal(t, "xy", string(v))
+		// A Set shadows the operand: the key reads again.
+		require.NoError(t, db.Set([]byte("k"), []byte("b"), NoSync))
+		require.NoError(t, db.Compact(nil, nil))
+		v, err = db.Get([]byte("k"))
+		require.NoError(t, err)
+		require.Equal(t, "b", string(v))
+		require.NoError(t, db.Set([]byte("z"), []byte("z"), Sync), "writes go on")
+	})
+	t.Run("validator", func(t *testing.T) {
+		db, err := Open("db", &Options{FS: vfs.NewMem(), Merger: validatingPanickyMerger{}})
+		require.NoError(t, err)
+		defer db.Close()
+		require.ErrorIs(t, db.Merge([]byte("k"), []byte("boom"), Sync), ErrInvalidOperand)
+		require.NoError(t, db.Merge([]byte("k"), []byte("fine"), Sync))
+	})
+	t.Run("filter", func(t *testing.T) {
+		db, err := Open("db", &Options{FS: vfs.NewMem(), CompactionFilter: func(key, _ []byte, _ bool) bool {
+			if string(key) == "bad" {
+				panic("user filter bug")
+			}
+			return string(key) == "drop"
+		}})
+		require.NoError(t, err)
+		defer db.Close()
+		for _, k := range []string{"bad", "drop", "keep"} {
+			require.NoError(t, db.Set([]byte(k), []byte("v"), NoSync))
+		}
+		require.NoError(t, db.Flush())
+		require.NoError(t, db.Compact(nil, nil))
+		got, err := readAll(t, db)
+		require.NoError(t, err)
+		require.Equal(t, model{"bad": "v", "keep": "v"}, got, "the panicking filter keeps its key")
+	})
 }

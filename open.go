@@ -37,6 +37,7 @@ func Open(dirname string, opts *Options) (db *DB, err error) {
 	}
 	o := opts.EnsureDefaults()
 	o.EventListener = o.EventListener.withLogger(o.Logger)
+	o.Merger = guardMerger(o.Merger)
 	if remote.Destroying(o.FS, dirname) {
 		return nil, fmt.Errorf("%w: %s", ErrDestroying, dirname)
 	}

@@ -75,8 +75,8 @@ type Options struct {
 	// (so a snapshot's view never changes); returning true deletes the key.
 	// value is the inline value, or nil when the value is in a value log
 	// (separated is then true: the filter decides without reading it). It
-	// must be safe for concurrent use and must not retain value. Default:
-	// none.
+	// must be safe for concurrent use and must not retain value. A panic
+	// in it keeps the key, and is logged. Default: none.
 	CompactionFilter CompactionFilter
 
 	// Merger combines the operands DB.Merge writes with a key's value (see

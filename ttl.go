@@ -2,6 +2,7 @@ package strata
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/strata-db/strata/compaction"
@@ -141,8 +142,25 @@ func (d *DB) withDefaultTTL(b, dst *Batch) (*Batch, error) {
 // is deleted (see Options.CompactionFilter).
 type CompactionFilter func(key, value []byte, separated bool) (remove bool)
 
-// userFilter adapts Options.CompactionFilter to compaction's hook.
-type userFilter struct{ f CompactionFilter }
+// userFilter adapts Options.CompactionFilter to compaction's hook. A
+// panic in the user's filter keeps the key (and is logged): the filter
+// is asked again by later compactions, and a key kept is never a wrong
+// value, while a panic would kill the process from a background flush.
+type userFilter struct {
+	f   CompactionFilter
+	log *slog.Logger
+}
+
+// filter calls the user's filter, keeping the key on a panic.
+func (u userFilter) filter(key, value []byte, separated bool) (remove bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			u.log.Error("compaction filter panicked; key kept", "key", fmt.Sprintf("%q", key), "panic", fmt.Sprint(r))
+			remove = false
+		}
+	}()
+	return u.f(key, value, separated)
+}
 
 func (u userFilter) Filter(k base.InternalKey, value []byte) (compaction.Decision, []byte) {
 	_, v, err := base.SplitEntry(k.Kind(), value)
@@ -153,7 +171,7 @@ func (u userFilter) Filter(k base.InternalKey, value []byte) (compaction.Decisio
 	if sep {
 		v = nil
 	}
-	if u.f(k.UserKey, v, sep) {
+	if u.filter(k.UserKey, v, sep) {
 		return compaction.Remove, nil
 	}
 	return compaction.Keep, nil
@@ -164,5 +182,5 @@ func (d *DB) compactionFilter() compaction.Filter {
 	if d.opts.CompactionFilter == nil {
 		return nil
 	}
-	return userFilter{d.opts.CompactionFilter}
+	return userFilter{d.opts.CompactionFilter, d.opts.Logger}
 }
