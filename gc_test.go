@@ -337,3 +337,47 @@ func TestReadAcrossRewrite(t *testing.T) {
 		})
 	}
 }
+
+// flakyPolicy panics on its first calls, then decides as its inner policy.
+type flakyPolicy struct {
+	inner  gc.Policy
+	panics atomic.Int32 // calls left that panic
+}
+
+func (p *flakyPolicy) Name() string { return "flaky" }
+
+func (p *flakyPolicy) Decide(v *manifest.Version, l gc.Ledger) gc.Decision {
+	if p.panics.Add(-1) >= 0 {
+		panic("policy bug")
+	}
+	return p.inner.Decide(v, l)
+}
+
+// TestGCPolicyPanics: a policy that panics (GC policies are pluggable,
+// and a policy under research may have bugs) decides nothing in that
+// pass; writes, reads and later passes go on, and once it decides again
+// it collects. A panic used to kill the process from the background.
+func TestGCPolicyPanics(t *testing.T) {
+	p := &flakyPolicy{inner: gc.ReverseLookup(0.5)}
+	p.panics.Store(3)
+	db, err := Open("db", &Options{FS: vfs.NewMem(), MemTableSize: 64 << 10, ValueThreshold: 256,
+		ValueLogFileSize: 64 << 10, GCPolicy: p})
+	require.NoError(t, err)
+	defer db.Close()
+	for r := 0; r < 4; r++ {
+		for i := 0; i < 500; i++ {
+			require.NoError(t, db.Set(gcKey(i), gcValue(i, r), NoSync))
+		}
+		require.NoError(t, db.Flush())
+	}
+	waitGCIdle(t, db)
+	require.Negative(t, p.panics.Load(), "the policy panicked and was asked again")
+	require.NoError(t, db.Compact(nil, nil))
+	waitGCIdle(t, db)
+	require.Positive(t, db.Metrics().GC.DeletedFiles)
+	for i := 0; i < 500; i++ {
+		got, err := db.Get(gcKey(i))
+		require.NoError(t, err)
+		require.Equal(t, gcValue(i, 3), got)
+	}
+}

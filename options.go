@@ -64,7 +64,9 @@ type Options struct {
 	// 90% garbage (or, while space amplification is above 1.5, the most
 	// garbage-laden ones) are rewritten in place, moving the live values
 	// out. gc.Passive() only deletes; gc.Rewrite() and gc.Cost(budget) are
-	// the alternatives.
+	// the alternatives. A policy that panics decides nothing in that pass
+	// (the panic is logged), and its deletions are carried out only where
+	// the ledger agrees the value log is dead.
 	GCPolicy gc.Policy
 	// DisableGC turns value-log garbage collection off entirely: no value
 	// log is ever deleted (for measuring what collection saves).

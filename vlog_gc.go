@@ -131,6 +131,20 @@ func (d *DB) collectGarbage() {
 	}
 }
 
+// decideGC asks the policy what to delete and collect. A policy that
+// panics (a bug in a policy under research) decides nothing this pass,
+// and the panic is logged: collection waits, the database goes on.
+func (d *DB) decideGC(v *manifest.Version, l gc.Ledger) (dec gc.Decision) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.opts.Logger.Error("gc policy panicked; nothing deleted or collected in this pass",
+				"policy", d.opts.GCPolicy.Name(), "panic", fmt.Sprint(r))
+			dec = gc.Decision{}
+		}
+	}()
+	return d.opts.GCPolicy.Decide(v, l)
+}
+
 // collectGarbageLocked is one pass. d.mu held (released while the manifest
 // is written).
 func (d *DB) collectGarbageLocked(events *[]gcEvent) error {
@@ -144,7 +158,7 @@ func (d *DB) collectGarbageLocked(events *[]gcEvent) error {
 		start := time.Now()
 		v := d.vs.Current()
 		l := d.ledgerLocked(v)
-		dec := d.opts.GCPolicy.Decide(v, l)
+		dec := d.decideGC(v, l)
 		info := &GCInfo{Policy: d.opts.GCPolicy.Name(), SpaceAmp: l.SpaceAmp()}
 
 		// The policy is trusted to decide, not to be right: a deletion is
