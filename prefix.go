@@ -35,7 +35,9 @@ import (
 type PrefixExtractor struct {
 	Name string
 	// Len returns the length of key's prefix, at most len(key); a negative
-	// length: the key has no prefix.
+	// length: the key has no prefix. A table in which Len panics for a key
+	// goes without a prefix filter (scans by prefix read it whatever), and
+	// a prefix for which it panics is scanned without filters.
 	Len func(key []byte) int
 }
 
@@ -83,9 +85,17 @@ func prefixBounds(prefix, lower, upper []byte) ([]byte, []byte) {
 
 // prefixFilter returns the name of the extractor under which prefix is a
 // whole prefix, whose filters an iterator over it may ask, or "".
-func (o *Options) prefixFilter(prefix []byte) string {
+func (o *Options) prefixFilter(prefix []byte) (name string) {
 	p := o.PrefixExtractor
-	if prefix == nil || p == nil || p.Len(prefix) != len(prefix) {
+	if prefix == nil || p == nil {
+		return ""
+	}
+	defer func() {
+		if recover() != nil {
+			name = "" // Len panicked: read without the filters
+		}
+	}()
+	if p.Len(prefix) != len(prefix) {
 		return ""
 	}
 	return p.Name

@@ -154,3 +154,41 @@ func TestPrefixExtractorValidate(t *testing.T) {
 	require.Equal(t, -1, FixedPrefix(4).Len([]byte("abc")))
 	require.Equal(t, 4, FixedPrefix(4).Len([]byte("abcde")))
 }
+
+// TestPrefixExtractorPanics: an extractor whose Len panics on some key
+// (user code meeting a key it did not expect) costs the table that holds
+// the key its prefix filter, not the flush nor the process; scans by
+// prefix still find every key, and a Len that panics on the prefix
+// itself makes the scan read without filters.
+func TestPrefixExtractorPanics(t *testing.T) {
+	p := FixedPrefix(4)
+	fixed := p.Len
+	p.Len = func(key []byte) int {
+		if key[0] == 'x' {
+			_ = key[100] // a decoder indexing past the end
+		}
+		return fixed(key)
+	}
+	db, err := Open("db", &Options{FS: vfs.NewMem(), PrefixExtractor: p, DisableAutomaticCompactions: true})
+	require.NoError(t, err)
+	defer db.Close()
+	for table := range 4 {
+		for i := range 3 {
+			require.NoError(t, db.Set(fmt.Appendf(nil, "p%03d:%d", table, i), []byte("v"), NoSync))
+		}
+		if table == 1 {
+			require.NoError(t, db.Set([]byte("x"), []byte("v"), NoSync))
+		}
+		require.NoError(t, db.Flush())
+	}
+	for table := range 4 {
+		want := []string{fmt.Sprintf("p%03d:0", table), fmt.Sprintf("p%03d:1", table), fmt.Sprintf("p%03d:2", table)}
+		require.Equal(t, want, scanKeys(t, db, &IterOptions{Prefix: fmt.Appendf(nil, "p%03d", table)}))
+	}
+	m0 := db.Metrics().PrefixFilter
+	require.Equal(t, []string{"x"}, scanKeys(t, db, &IterOptions{Prefix: []byte("x")}))
+	require.Equal(t, m0, db.Metrics().PrefixFilter, "a prefix Len panics on reads without filters")
+	require.NoError(t, db.Compact(nil, nil))
+	require.Equal(t, []string{"p002:0", "p002:1", "p002:2"}, scanKeys(t, db, &IterOptions{Prefix: []byte("p002")}))
+	require.NoError(t, db.Set([]byte("z"), []byte("v"), Sync), "writes go on")
+}

@@ -159,7 +159,7 @@ func NewWriter(f vfs.File, o WriterOptions) *Writer {
 // addPrefix adds the filter hash of userKey's prefix, once per run of keys
 // that share it (keys arrive in order, so a prefix's keys are adjacent).
 func (w *Writer) addPrefix(userKey []byte) {
-	n := w.o.PrefixLen(userKey)
+	n := w.prefixLen(userKey)
 	if n < 0 || n > len(userKey) {
 		return
 	}
@@ -169,6 +169,20 @@ func (w *Writer) addPrefix(userKey []byte) {
 	}
 	w.hashes = append(w.hashes, prefixFilterHash(p))
 	w.lastPrefix, w.hasPrefix = append(w.lastPrefix[:0], p...), true
+}
+
+// prefixLen is the user's PrefixLen of userKey. If it panics (user code,
+// asked about a key it did not expect), the table gives up its prefix
+// filter: it no longer records the extractor, so readers never skip it
+// by prefix, and no more prefixes are added. The table is still whole.
+func (w *Writer) prefixLen(userKey []byte) (n int) {
+	defer func() {
+		if r := recover(); r != nil {
+			delete(w.props.User, PropPrefixExtractor)
+			w.o.PrefixLen, n = nil, -1
+		}
+	}()
+	return w.o.PrefixLen(userKey)
 }
 
 func (w *Writer) fail(err error) error {
