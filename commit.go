@@ -640,7 +640,8 @@ func (d *DB) rotateMemTable(need int) error {
 	d.mu.Lock()
 	old := d.mem
 	old.sealTicket = ticket
-	if !old.Empty() {
+	keep := old.holdsRecords()
+	if keep {
 		d.imm = append(d.imm, old)
 		d.chargeFrozen(old)
 	}
@@ -653,7 +654,7 @@ func (d *DB) rotateMemTable(need int) error {
 	}
 	d.updateReadStateLocked()
 	d.mu.Unlock()
-	if old.Empty() {
+	if !keep {
 		old.unref() // dropped, not frozen: the DB's reference goes
 		if old.logNum != 0 {
 			// Nothing in it was ever needed; its WAL holds no records.

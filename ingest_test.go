@@ -968,3 +968,44 @@ func TestIngestPresyncOfRetiredWAL(t *testing.T) {
 	require.NoError(t, db.Set([]byte("d"), []byte("d"), Sync))
 	checkAfterCrash(t, fs, map[string]bool{"a": true, "b": true, "x1": true, "x2": true, "d": true})
 }
+
+// TestIngestMarkInEmptyMemTable: an ingest into an empty memtable leaves
+// its mark alone in the WAL; a write larger than the memtable then
+// rotates the still empty memtable. That rotation deleted the WAL with
+// the mark, so the manifest's last sequence number stayed below the
+// ingest's and the next WAL's writes followed a gap: the database would
+// not open, after a crash or a clean Close, and every write after the
+// ingest was out of reach. The memtable is now frozen and flushed.
+func TestIngestMarkInEmptyMemTable(t *testing.T) {
+	fs := vfs.NewMem()
+	opts := &Options{FS: fs, MemTableSize: 64 << 10, DisableAutomaticCompactions: true, DisableGC: true}
+	db, err := Open("db", opts)
+	require.NoError(t, err)
+	require.NoError(t, db.Set([]byte("a"), []byte("before"), Sync))
+	require.NoError(t, db.Flush())
+	w, err := NewTableWriter("ext.sst", &TableWriterOptions{FS: fs})
+	require.NoError(t, err)
+	require.NoError(t, w.Set([]byte("m"), []byte("ingested")))
+	require.NoError(t, w.Close())
+	require.NoError(t, db.Ingest([]string{"ext.sst"}))
+	big := bytes.Repeat([]byte("x"), 200<<10) // larger than the memtable
+	require.NoError(t, db.Set([]byte("b"), big, Sync))
+	require.NoError(t, db.Set([]byte("c"), []byte("after"), Sync))
+	crashed := fs.CrashClone(vfs.CrashOptions{})
+	require.NoError(t, db.Close())
+
+	for round, rfs := range []vfs.FS{fs, crashed} {
+		db, err = Open("db", &Options{FS: rfs, MemTableSize: 64 << 10})
+		require.NoError(t, err, "reopen round %d", round)
+		got, err := db.Get([]byte("c"))
+		require.NoError(t, err, "acknowledged Sync write lost")
+		require.Equal(t, "after", string(got))
+		got, err = db.Get([]byte("b"))
+		require.NoError(t, err, "acknowledged Sync write lost")
+		require.Equal(t, big, got)
+		got, err = db.Get([]byte("m"))
+		require.NoError(t, err)
+		require.Equal(t, "ingested", string(got))
+		require.NoError(t, db.Close())
+	}
+}

@@ -122,6 +122,16 @@ func (p *memPool) put(m *memTable) {
 	p.mu.Unlock()
 }
 
+// holdsRecords reports whether m's WAL holds records that the manifest
+// does not cover yet: m's entries, or, in an empty memtable, the mark of
+// an ingest (which raised maxSeq, and which no entry carries). Such a
+// memtable is frozen and flushed, even empty, so that its flush records
+// the ingest's sequence numbers before the WAL goes; deleting the WAL
+// instead left the next WAL's writes after a gap that replay refuses.
+func (m *memTable) holdsRecords() bool {
+	return !m.Empty() || m.maxSeq.Load() != 0
+}
+
 // raiseMaxSeq raises maxSeq to seq (a replay, single-threaded).
 func (m *memTable) raiseMaxSeq(seq base.SeqNum) {
 	if uint64(seq) > m.maxSeq.Load() {
