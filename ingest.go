@@ -526,7 +526,14 @@ func (d *DB) ingestLeader(p *ingestPrep) error {
 	}
 	c := &d.commit
 	marked := c.wal != nil && !c.bulk
-	if !marked || d.mem.overlaps(p.spans) {
+	// A checkpoint in progress flushes, then pins the version: an ingest
+	// that skipped the flush in between would be in the checkpoint while
+	// writes acknowledged before it, still in a memtable, are not. So
+	// while one runs, every memtable is flushed first.
+	d.mu.Lock()
+	checkpointing := d.checkpoints > 0
+	d.mu.Unlock()
+	if !marked || checkpointing || d.mem.overlaps(p.spans) {
 		if err := d.flushAllLeader(); err != nil {
 			return err
 		}
