@@ -2,6 +2,8 @@ package strata
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"os"
 
 	"github.com/strata-db/strata/internal/base"
@@ -118,26 +120,45 @@ func (r *walReplay) adopt(num base.FileNum) (*adoptedVlog, error) {
 	}
 	defer rd.Close()
 	meta := &manifest.VlogMetadata{FileNum: num, Size: uint64(st.Size())}
-	if rd.Finished() {
-		a.finished = true
-	} else {
-		a.records = make(map[uint64]uint32)
-	}
-	// Count (and, for an unfinished file, list) the records that verify; a
-	// scan stops at the first that does not, the torn tail.
+	a.finished = rd.Finished()
+	// Count and list the records that verify; a scan stops at the first
+	// that does not, the torn tail.
+	a.records = make(map[uint64]uint32)
 	sc := rd.NewScanner()
 	for sc.Next() {
 		p := sc.Pointer()
 		meta.Records++
 		meta.ValueBytes += uint64(p.ValueLen)
-		if a.records != nil {
-			a.records[p.Offset] = p.Length
+		a.records[p.Offset] = p.Length
+	}
+	if err := sc.Err(); err != nil {
+		// A scan ends a torn tail without an error; its error is a read
+		// that failed (which must fail the recovery, not pass for a torn
+		// tail: the replay would stop there and drop every write after
+		// it, synced ones too), or a record of a finished file that does
+		// not verify.
+		if !a.finished || !errors.Is(err, base.ErrCorruption) {
+			return nil, err
 		}
+		// A footer, and a record before it that does not verify: the
+		// crash came while Finish synced the file, and the footer reached
+		// the disk while an earlier page did not (a filesystem may write
+		// a file's pages in any order). Nothing synced points past the
+		// bad record (a Sync write syncs the value log first), so the
+		// file is an unfinished one, cut where its valid records end.
+		d.opts.Logger.Warn("strata: recovery found a value log whose footer outlived a record before it; adopted as unfinished",
+			"file", base.MakeFilename(base.FileTypeVlog, num), "records end", sc.Offset(), "error", err.Error())
+		if !d.opts.ReadOnly {
+			if err := d.cutValueLog(name, sc.Offset()); err != nil {
+				return nil, err
+			}
+			meta.Size = sc.Offset()
+		}
+		a.finished = false
 	}
-	if err := sc.Err(); err != nil && a.finished {
-		return nil, err
-	}
-	if !a.finished {
+	if a.finished {
+		a.records = nil
+	} else {
 		// Without a footer the file's records end where the scan
 		// stopped: the ledger counts them exactly (a torn tail after
 		// them is neither live nor garbage records).
@@ -147,6 +168,42 @@ func (r *walReplay) adopt(num base.FileNum) (*adoptedVlog, error) {
 	d.opts.Logger.Info("strata: recovery adopted a value log the manifest did not list yet",
 		"file", base.MakeFilename(base.FileTypeVlog, num), "bytes", meta.Size, "records", meta.Records, "finished", a.finished)
 	return a, nil
+}
+
+// cutValueLog replaces the value log at name by its first n bytes, its
+// valid records: the copy is written and synced under a temporary name,
+// then renamed over the file and the directory synced. A crash in between
+// leaves the file as it was (and a temporary file that Open removes), and
+// recovery cuts it again.
+func (d *DB) cutValueLog(name string, n uint64) error {
+	src, err := d.fs.Open(name)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tmp := d.path(base.FileTypeTemp, d.vs.NewFileNum())
+	dst, err := d.fs.Create(tmp)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(dst, io.NewSectionReader(src, 0, int64(n)))
+	if err == nil {
+		err = dst.Sync()
+	}
+	if cerr := dst.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = d.fs.Rename(tmp, name)
+	}
+	if err == nil {
+		err = manifest.SyncDir(d.fs, d.dirname)
+	}
+	if err != nil {
+		d.fs.Remove(tmp)
+		return fmt.Errorf("strata: recovery: cut value log %s: %w", name, err)
+	}
+	return nil
 }
 
 // adoptedMetadata returns the adopted value logs for the recovery edit.
