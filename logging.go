@@ -4,8 +4,6 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"time"
-
-	"github.com/strata-db/strata/vfs"
 )
 
 // What the DB logs (through Options.Logger), and at which level:
@@ -93,15 +91,6 @@ func call[T any](f func(T), v T) {
 	if f != nil {
 		f(v)
 	}
-}
-
-// fileSize returns f's size, or -1 when it cannot be had.
-func fileSize(f vfs.File) int64 {
-	st, err := f.Stat()
-	if err != nil {
-		return -1
-	}
-	return st.Size()
 }
 
 // logReplayed logs a WAL replayed to its end: the batches applied, and

@@ -573,7 +573,13 @@ func (r *walReplay) replay(num base.FileNum) error {
 		rec, err := rd.Next()
 		if err == io.EOF {
 			// Bytes past the valid prefix: a write the crash interrupted.
-			end, size := rd.Offset(), fileSize(f)
+			// The size must be known: a torn last WAL must not be taken
+			// for a whole one (see tailTorn).
+			st, err := f.Stat()
+			if err != nil {
+				return fmt.Errorf("strata: stat WAL %s: %w", name, err)
+			}
+			end, size := rd.Offset(), st.Size()
 			torn := size > end
 			d.logReplayed(name, batches, end, size)
 			if num == r.logs[len(r.logs)-1] {
@@ -728,10 +734,8 @@ func (r *walReplay) replay(num base.FileNum) error {
 func (r *walReplay) checkNothingSyncedLater(num base.FileNum, rd *record.Reader, offset int64, what string) error {
 	d := r.d
 	name := base.MakeFilename(base.FileTypeLog, num)
-	for {
-		if _, err := rd.Next(); err != nil {
-			break
-		}
+	if err := readToEnd(rd); err != nil {
+		return fmt.Errorf("strata: read WAL %s past offset %d: %w", name, offset, err)
 	}
 	if s := rd.SyncedOffset(); s > offset {
 		return base.CorruptionErrorf(name, offset, "WAL replay would stop here (%s), but a later chunk says the WAL was synced to offset %d", what, s)
@@ -746,17 +750,32 @@ func (r *walReplay) checkNothingSyncedLater(num base.FileNum, rd *record.Reader,
 			return fmt.Errorf("strata: open WAL %s: %w", lname, err)
 		}
 		lr := record.NewReader(f, lname)
-		for {
-			if _, err := lr.Next(); err != nil {
-				break
-			}
-		}
+		err = readToEnd(lr)
 		f.Close()
+		if err != nil {
+			return fmt.Errorf("strata: read WAL %s: %w", lname, err)
+		}
 		if lr.SyncedOffset() > 0 {
 			return base.CorruptionErrorf(name, offset, "WAL replay would stop here (%s), but the later WAL %s holds writes synced after it", what, lname)
 		}
 	}
 	return nil
+}
+
+// readToEnd reads rd's records to the end of the log's valid prefix, so
+// that its SyncedOffset covers every valid chunk. An error other than the
+// end (a read that failed, or corruption: a damaged chunk that a later
+// one says was synced) is returned: a check that could not read the log
+// cannot say that nothing in it was synced.
+func readToEnd(rd *record.Reader) error {
+	for {
+		if _, err := rd.Next(); err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // deleteUnreferencedFiles removes what a crash or an old run left behind:
