@@ -97,8 +97,10 @@ type Options struct {
 	DefaultTTL time.Duration
 
 	// DisableWAL turns the write-ahead log off. Writes are then durable only
-	// once flushed (Flush, Close, or a full memtable); Sync has no effect.
-	// Stream processors that make their own checkpoints use this.
+	// once flushed (Flush, DB.Sync, Close, or a full memtable); a write's
+	// Sync has no effect, and a crash loses an acknowledged Sync write that
+	// was not flushed. Stream processors that make their own checkpoints
+	// use this.
 	DisableWAL bool
 
 	// BlockSize is the target uncompressed size in bytes of SSTable data
