@@ -983,3 +983,71 @@ func requireNoProblems(t *testing.T, fs vfs.FS, store checkpoint.Store, what str
 	require.NoError(t, err, what)
 	require.Empty(t, rep.Problems, "%s: %v", what, rep.Problems)
 }
+
+// TestUnionCheckpointMovesSharedPiece: a table of checkpoint 1 straddles
+// the bound of a split into two instances (c, d); their union e holds it
+// twice, as two virtual tables, and checkpoints into the registry whose
+// segment holds the table just as that upload empties the segment
+// (checkpoint 1 retired). The piece moved twice, the first copy taking
+// every reference and the older checkpoints pointed at the second, which
+// had none: every upload of e failed its registry check, for good. Now
+// it moves once; e's checkpoints and c's and d's restore.
+func TestUnionCheckpointMovesSharedPiece(t *testing.T) {
+	ctx := t.Context()
+	fs := vfs.NewMem()
+	opts := func() *Options {
+		return &Options{FS: fs, ValueThreshold: -1, TargetFileSize: 4 << 10, MemTableSize: 64 << 10,
+			DisableAutomaticCompactions: true, DisableGC: true}
+	}
+	key := func(i int) []byte { return fmt.Appendf(nil, "k%04d", i) }
+	a, err := Open("a", opts())
+	require.NoError(t, err)
+	for i := range 300 {
+		require.NoError(t, a.Set(key(i), fmt.Appendf(nil, "%s%d", strings.Repeat("v", 100), i), NoSync))
+	}
+	require.NoError(t, a.Compact(nil, nil))
+	want := scanRange(t, a, key(100), key(200))
+	store, err := checkpoint.NewLocalStoreFS(fs, "store")
+	require.NoError(t, err)
+	upload := func(db *DB) checkpoint.Stats {
+		t.Helper()
+		u, err := checkpoint.NewUploader(store, nil) // KeepLast 3, one registry
+		require.NoError(t, err)
+		st, err := db.CheckpointToStore(ctx, u)
+		require.NoError(t, err)
+		return st
+	}
+	st1 := upload(a)
+	require.NoError(t, a.Close())
+	mid := key(151)
+	c, err := OpenRangeFromStore(ctx, store, []uint64{st1.ID}, key(100), mid, "c", opts())
+	require.NoError(t, err)
+	defer c.Close()
+	d, err := OpenRangeFromStore(ctx, store, []uint64{st1.ID}, mid, key(200), "d", opts())
+	require.NoError(t, err)
+	defer d.Close()
+	stc, std := upload(c), upload(d)
+	e, err := OpenRangeFromStore(ctx, store, []uint64{stc.ID, std.ID}, nil, nil, "e", opts())
+	require.NoError(t, err)
+	defer e.Close()
+	require.Equal(t, want, scanRange(t, e, nil, nil))
+	for round := range 2 {
+		ste := upload(e)
+		r, err := OpenFromStore(ctx, store, ste.ID, fmt.Sprintf("e%d", ste.ID), opts())
+		require.NoError(t, err)
+		require.Equal(t, want, scanRange(t, r, nil, nil))
+		require.NoError(t, r.Close())
+		if round > 0 {
+			continue
+		}
+		// c's and d's checkpoints (still retained) name the moved piece.
+		for _, st := range []checkpoint.Stats{stc, std} {
+			dir := fmt.Sprintf("restored%d", st.ID)
+			require.NoError(t, checkpoint.Restore(ctx, store, st.ID, fs, dir, nil))
+			r, err := Open(dir, opts())
+			require.NoError(t, err)
+			require.NotEmpty(t, scanRange(t, r, nil, nil))
+			require.NoError(t, r.Close())
+		}
+	}
+}

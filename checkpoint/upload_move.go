@@ -144,21 +144,23 @@ func smallSegmentsToMerge(r *registry, files []*localFile, opts *UploadOptions, 
 // segments that the checkpoint does not use (files the database has
 // deleted since), copied from the store into segments of their own: they
 // die as the older checkpoints that use them are dropped.
+//
+// A piece moves once, even when the checkpoint names it twice (two
+// virtual tables of one table, in a database opened from the union of
+// checkpoints that each hold a part of it): the first file that names it
+// moves it with all its references, and record points the others at its
+// new place, as it does the older checkpoints.
 func planWrites(r *registry, files []*localFile, emptied map[string]bool) []*localFile {
 	var writes []*localFile
+	moved := map[pieceRef]bool{}
 	for _, f := range files {
-		if f.stored && emptied[f.ref.Object] {
+		if f.stored && emptied[f.ref.Object] && !moved[f.ref] {
+			moved[f.ref] = true
 			f.moveFrom, f.stored, f.reupload = f.ref, false, true
 			f.remote = f.shared != nil
 		}
 		if !f.stored {
 			writes = append(writes, f)
-		}
-	}
-	moved := map[pieceRef]bool{}
-	for _, f := range writes {
-		if f.reupload {
-			moved[f.moveFrom] = true
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(emptied)) {

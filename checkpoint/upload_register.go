@@ -71,6 +71,13 @@ func (up *upload) record() error {
 		stats.ComposedBytes += o.composed
 	}
 	next.repoint(relocated)
+	// A file of this checkpoint that names a piece another of its files
+	// moved (see planWrites) follows it too.
+	for _, f := range up.files {
+		if to, ok := relocated[f.ref]; ok && f.stored {
+			f.ref = to
+		}
+	}
 	return nil
 }
 

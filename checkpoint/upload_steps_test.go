@@ -419,3 +419,51 @@ func TestSweepChoice(t *testing.T) {
 		})
 	}
 }
+
+// TestMoveOnePieceNamedTwice: a version with two files that are one
+// piece (virtual tables of one table, as a union of range checkpoints
+// makes), in a segment the upload empties: the piece moves once, both
+// files and the older checkpoint name its new place, and the registry
+// the upload builds is consistent.
+func TestMoveOnePieceNamedTwice(t *testing.T) {
+	seg := "data/00000000000000000001-0000-aaaaaaaa"
+	r := &registry{NextID: 2, Objects: map[string]*regObject{
+		seg: testObject(true, groupTables, 100,
+			regPiece{File: "000004.sst", Size: 10, Checksum: 0x44, Refs: 1},
+			regPiece{File: "000009.sst", Size: 90, Checksum: 0x99, Refs: 0}),
+	}, Checkpoints: []regCheckpoint{{ID: 1, Manifest: &Manifest{ID: 1, Files: []FileRef{{Name: "000004.sst", Size: 10, Checksum: 0x44}}}, Pieces: []pieceRef{{seg, 0}}}}}
+	r.object = registryName
+	require.NoError(t, r.check())
+	next := r.clone()
+	next.NextID++
+	a := &localFile{name: "000020.sst", size: 10, group: groupTables, shared: &manifest.SharedRef{Object: seg, Offset: 0}}
+	b := &localFile{name: "000021.sst", size: 10, group: groupTables, shared: &manifest.SharedRef{Object: seg, Offset: 0}}
+	files := []*localFile{a, b}
+	u := &Uploader{opts: UploadOptions{KeepLast: 3}, reg: defaultRegistry, sums: map[fileKey]uint64{}}
+	u.opts, _ = u.opts.withDefaults()
+	up := &upload{u: u, id: 2, next: next, files: files}
+	up.retire()
+	require.Empty(t, matchShared(next, files))
+	require.NoError(t, matchStored(next, files, func(*localFile) (uint64, error) { panic("no") }))
+	up.chooseWrites()
+	require.Len(t, up.writes, 1, "the piece moves once")
+	up.objs = u.planObjects(up.id, up.writes)
+	for _, o := range up.objs {
+		o.sums = make([]uint64, len(o.files))
+		for i, f := range o.files {
+			o.sums[i] = f.checksum // the bytes copied are the piece's
+		}
+	}
+	require.NoError(t, up.record())
+	// register, less the manifest
+	ck := regCheckpoint{ID: up.id, Manifest: &Manifest{ID: up.id}}
+	for _, f := range files {
+		ck.Pieces = append(ck.Pieces, f.ref)
+		ck.Manifest.Files = append(ck.Manifest.Files, FileRef{Name: f.name, Size: f.size, Checksum: f.checksum})
+	}
+	next.Checkpoints = append(next.Checkpoints, ck)
+	dropUnused(next, up.dropped)
+	require.NoError(t, next.check())
+	require.Equal(t, a.ref, b.ref)
+	require.Equal(t, a.ref, next.Checkpoints[0].Pieces[0], "the older checkpoint follows the piece")
+}
