@@ -153,10 +153,15 @@ func countList(t *testing.T, db *DB, want int, when string) {
 // after that point was synced. When a later WAL's chunks say it was synced
 // (a WAL sync waits for every older WAL's), the older WAL was complete on
 // the disk, so its torn end is damage: Open fails with ErrCorruption
-// instead of dropping the later, synced writes.
+// instead of dropping the later, synced writes. A later WAL that cannot
+// be read fails Open too (the check read it up to any error, so an
+// unreadable one passed for one with nothing synced).
 func TestReplayDamagedOlderWALWithSyncedLater(t *testing.T) {
-	for _, syncedLater := range []bool{false, true} {
-		t.Run(fmt.Sprintf("synced-later=%t", syncedLater), func(t *testing.T) {
+	for _, tc := range []struct {
+		name                    string
+		syncedLater, unreadable bool
+	}{{"synced-later=false", false, false}, {"synced-later=true", true, false}, {"synced-later-unreadable", true, true}} {
+		t.Run(tc.name, func(t *testing.T) {
 			fs := vfs.NewMem()
 			db, err := Open("db", &Options{FS: fs})
 			require.NoError(t, err)
@@ -166,7 +171,8 @@ func TestReplayDamagedOlderWALWithSyncedLater(t *testing.T) {
 			// The older WAL: base, a1, a2 and half of a batch (torn).
 			writeWAL(t, fs, walNum, 1, true, "base", "a1", "a2")
 			// The newer WAL: b1, a sync, b2 (whose chunk records the sync).
-			f, err := fs.Create(fs.PathJoin("db", base.MakeFilename(base.FileTypeLog, walNum+100)))
+			later := base.MakeFilename(base.FileTypeLog, walNum+100)
+			f, err := fs.Create(fs.PathJoin("db", later))
 			require.NoError(t, err)
 			w := record.NewWriter(f)
 			for i, k := range []string{"b1", "b2"} {
@@ -175,7 +181,7 @@ func TestReplayDamagedOlderWALWithSyncedLater(t *testing.T) {
 				b.setSeq(base.SeqNum(5 + i))
 				_, err := w.WriteRecord(b.repr)
 				require.NoError(t, err)
-				if i == 0 && syncedLater {
+				if i == 0 && tc.syncedLater {
 					require.NoError(t, w.Sync())
 				}
 			}
@@ -183,8 +189,14 @@ func TestReplayDamagedOlderWALWithSyncedLater(t *testing.T) {
 			require.NoError(t, f.Sync())
 			require.NoError(t, f.Close())
 
+			if tc.unreadable {
+				_, err = Open("db", &Options{FS: failingFS(fs, func(op vfs.Op) bool {
+					return op.Kind == vfs.OpRead && strings.HasSuffix(op.Path, later)
+				})})
+				require.ErrorIs(t, err, vfs.ErrInjected)
+			}
 			db, err = Open("db", &Options{FS: fs})
-			if syncedLater {
+			if tc.syncedLater {
 				require.ErrorIs(t, err, ErrCorruption)
 				require.Contains(t, err.Error(), "holds writes synced after it")
 				return
