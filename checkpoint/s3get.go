@@ -27,7 +27,7 @@ type s3Reader struct {
 	off  int64 // the first byte of the Get
 	pos  int64 // the next byte to return
 	end  int64 // past the last byte; < 0: not known yet
-	size int64 // the object's size from a HEAD; < 0: not known
+	size int64 // the object's size, from a HEAD or the first answer; < 0: not known
 
 	etag   string
 	tries  int           // requests made, all answers together
@@ -74,8 +74,15 @@ func (r *s3Reader) request() error {
 		resp.Body.Close()
 		return err
 	}
-	if r.etag == "" {
-		r.etag = resp.Header.Get("ETag")
+	etag := resp.Header.Get("ETag")
+	switch {
+	case r.etag == "":
+		r.etag = etag
+	case etag != "" && etag != r.etag:
+		// A server that ignored If-Match: the bytes would be another
+		// version's, spliced onto the first's.
+		resp.Body.Close()
+		return fmt.Errorf("the object was replaced while it was read (its ETag is %s, not %s)", etag, r.etag)
 	}
 	r.body, r.from = resp.Body, r.pos
 	return nil
@@ -109,6 +116,9 @@ func (r *s3Reader) check(resp *http.Response, ranged bool) error {
 		if r.end < 0 {
 			r.end = last + 1
 		}
+		if r.size < 0 {
+			r.size = total // -1 if it does not say
+		}
 	case http.StatusOK:
 		// The whole object: right only if that is what was asked for.
 		if r.pos != 0 {
@@ -116,6 +126,11 @@ func (r *s3Reader) check(resp *http.Response, ranged bool) error {
 		}
 		if r.end < 0 {
 			r.end = resp.ContentLength // -1 if it does not say
+		}
+		if r.size < 0 {
+			// The object's size, which a resumed read's answer must
+			// repeat.
+			r.size = resp.ContentLength
 		}
 	default:
 		return bad("not a status of a read")

@@ -301,7 +301,12 @@ func classify(err error) retryCause {
 		return causeConnection
 	case errors.As(err, &op) && op.Op == "dial":
 		return causeConnection
-	case strings.Contains(err.Error(), "connection reset"):
+	case errors.Is(err, net.ErrClosed):
+		// A connection the server closed (its idle timeout) as the
+		// request was sent on it: net/http reports "use of closed
+		// network connection" for a request with a body.
+		return causeConnection
+	case strings.Contains(err.Error(), "connection reset"), strings.Contains(err.Error(), "server closed idle connection"):
 		// As the SDKs do: some layers (TLS, HTTP/2) report a reset
 		// only in words.
 		return causeConnection

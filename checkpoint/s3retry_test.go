@@ -141,6 +141,8 @@ func TestS3Classify(t *testing.T) {
 		{wrapped(io.EOF), causeConnection},
 		{io.ErrUnexpectedEOF, causeConnection},
 		{wrapped(errors.New("read tcp: connection reset by peer")), causeConnection},
+		{wrapped(&net.OpError{Op: "write", Net: "tcp", Err: net.ErrClosed}), causeConnection},
+		{wrapped(errors.New("http: server closed idle connection")), causeConnection},
 		{wrapped(&net.DNSError{Err: "no such host", Name: "x", IsNotFound: true}), causeNone},
 		{wrapped(&net.DNSError{Err: "server misbehaving", Name: "x", IsTemporary: true}), causeConnection},
 		{wrapped(timeoutError{}), causeTimeout},

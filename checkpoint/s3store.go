@@ -284,8 +284,13 @@ func (s *S3Store) List(ctx context.Context, prefix string) ([]ObjectInfo, error)
 				out = append(out, ObjectInfo{Name: name, Size: c.Size})
 			}
 		}
-		if !res.IsTruncated || res.NextContinuationToken == "" {
+		if !res.IsTruncated {
 			break
+		}
+		if res.NextContinuationToken == "" {
+			// Keys follow that no request can reach: the list would be
+			// returned short, as if complete.
+			return nil, fmt.Errorf("checkpoint: list %q: the answer is truncated but gives no continuation token", prefix)
 		}
 		token = res.NextContinuationToken
 	}

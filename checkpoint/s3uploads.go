@@ -79,8 +79,11 @@ func (s *S3Store) ListPartialUploads(ctx context.Context, prefix string) ([]Part
 			}
 			out = append(out, PartialUpload{Name: name, ID: u.UploadId, Initiated: at})
 		}
-		if !res.IsTruncated || res.NextKeyMarker == "" {
+		if !res.IsTruncated {
 			break
+		}
+		if res.NextKeyMarker == "" {
+			return nil, fmt.Errorf("checkpoint: list the partial uploads of %q: the answer is truncated but gives no next marker", prefix)
 		}
 		keyMarker, idMarker = res.NextKeyMarker, res.NextUploadIdMarker
 	}
