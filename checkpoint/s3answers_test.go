@@ -2,11 +2,14 @@ package checkpoint
 
 import (
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -108,4 +111,87 @@ func TestS3ListTruncatedWithoutToken(t *testing.T) {
 	require.ErrorContains(t, err, "truncated")
 	_, err = s.ListPartialUploads(context.Background(), "")
 	require.ErrorContains(t, err, "truncated")
+}
+
+// TestS3ComposeCompletionAnswerLost: the completion of a composition
+// takes effect, but its answer is lost with the connection; the retry
+// finds the upload gone (NoSuchUpload). The object is whole, and was
+// reported as a failure. Now the object's size and multipart ETag say
+// whether the first attempt made it; an upload someone else aborted
+// still fails.
+func TestS3ComposeCompletionAnswerLost(t *testing.T) {
+	for _, abortedBySomeoneElse := range []bool{false, true} {
+		t.Run(fmt.Sprintf("aborted=%t", abortedBySomeoneElse), func(t *testing.T) {
+			const src = 6 << 20
+			partETag := fmt.Sprintf("%x", md5.Sum([]byte("the copied part")))
+			var mu sync.Mutex
+			type object struct {
+				size int64
+				etag string
+			}
+			objects := map[string]object{"/b/src": {src, `"src"`}}
+			uploads := map[string]bool{}
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				defer mu.Unlock()
+				q := r.URL.Query()
+				switch {
+				case r.Method == http.MethodHead:
+					o, ok := objects[r.URL.Path]
+					if !ok {
+						w.WriteHeader(404)
+						return
+					}
+					w.Header().Set("Content-Length", fmt.Sprint(o.size))
+					w.Header().Set("ETag", o.etag)
+				case r.Method == http.MethodPost && q.Has("uploads"):
+					uploads["u1"] = true
+					fmt.Fprint(w, `<InitiateMultipartUploadResult><UploadId>u1</UploadId></InitiateMultipartUploadResult>`)
+				case r.Method == http.MethodPut && q.Has("uploadId"):
+					io.Copy(io.Discard, r.Body)
+					fmt.Fprintf(w, `<CopyPartResult><ETag>"%s"</ETag></CopyPartResult>`, partETag)
+				case r.Method == http.MethodPost && q.Has("uploadId"):
+					io.Copy(io.Discard, r.Body)
+					if !uploads[q.Get("uploadId")] {
+						w.WriteHeader(404)
+						fmt.Fprint(w, `<Error><Code>NoSuchUpload</Code><Message>gone</Message></Error>`)
+						return
+					}
+					delete(uploads, q.Get("uploadId"))
+					if abortedBySomeoneElse {
+						// Gone before the completion came: a retryable
+						// answer, then the retry finds no upload.
+						w.WriteHeader(500)
+						fmt.Fprint(w, `<Error><Code>InternalError</Code></Error>`)
+						return
+					}
+					sum, _ := hex.DecodeString(partETag)
+					objects[r.URL.Path] = object{src, fmt.Sprintf(`"%x-1"`, md5.Sum(sum))}
+					panic(http.ErrAbortHandler) // the answer is lost
+				case r.Method == http.MethodDelete && q.Has("uploadId"):
+					if !uploads[q.Get("uploadId")] {
+						w.WriteHeader(404)
+						fmt.Fprint(w, `<Error><Code>NoSuchUpload</Code></Error>`)
+						return
+					}
+					delete(uploads, q.Get("uploadId"))
+					w.WriteHeader(204)
+				default:
+					t.Errorf("unexpected %s %s", r.Method, r.URL)
+					w.WriteHeader(400)
+				}
+			}))
+			defer srv.Close()
+			_, err := answersStore(t, srv.URL).Compose(context.Background(), "dst", []Part{{Object: "src", Offset: 0, Length: src}})
+			mu.Lock()
+			_, exists := objects["/b/dst"]
+			mu.Unlock()
+			require.Equal(t, !abortedBySomeoneElse, exists)
+			if abortedBySomeoneElse {
+				require.Error(t, err)
+			} else {
+				require.NoError(t, err, "the composition took effect")
+			}
+		})
+	}
 }

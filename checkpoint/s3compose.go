@@ -3,12 +3,16 @@ package checkpoint
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
+	"encoding/hex"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 )
 
 // S3's multipart limits: every part but the last holds at least
@@ -179,14 +183,25 @@ func (s *S3Store) Compose(ctx context.Context, name string, parts []Part) (int64
 	}{Parts: done}); err != nil {
 		return 0, fmt.Errorf("checkpoint: compose %s: %w", name, err)
 	}
-	// A completion retried after its answer was lost finds the upload
-	// gone (NoSuchUpload) and fails, although the object may be whole:
-	// the caller sees an error for an object that exists, as it would
-	// have without retries.
 	complete := &putBody{buf: body.Bytes(), size: int64(body.Len())}
 	err = s.call(ctx, &s3Request{method: http.MethodPost, key: key, query: url.Values{"uploadId": {id}}, body: complete, slowAnswer: true}, func(resp *http.Response) error {
 		return decodeS3Answer(resp, &struct{ ETag string }{})
 	})
+	var se *S3Error
+	if err != nil && errors.As(err, &se) && se.Code == "NoSuchUpload" {
+		// A completion retried after its answer was lost finds the
+		// upload gone: the first attempt may have made the object. It
+		// did if the object has the size and the ETag (S3's, of a
+		// multipart object: of its parts' ETags) this upload makes.
+		etags := make([]string, len(done))
+		for i, p := range done {
+			etags[i] = p.ETag
+		}
+		n, etag, herr := s.head(ctx, name)
+		if want, ok := multipartETag(etags); herr == nil && ok && n == size && etag == want {
+			err = nil
+		}
+	}
 	if err != nil {
 		return 0, fmt.Errorf("checkpoint: compose %s: complete: %w", name, err)
 	}
@@ -200,6 +215,22 @@ func (s *S3Store) Compose(ctx context.Context, name string, parts []Part) (int64
 		return 0, fmt.Errorf("checkpoint: compose %s: the object holds %d bytes, expected %d (%v)", name, n, size, err)
 	}
 	return copied, nil
+}
+
+// multipartETag returns the ETag S3 gives the object a multipart upload
+// makes from parts of those ETags: the MD5 of the concatenated MD5s of the
+// parts (their ETags), in hex, a dash and the number of parts, quoted; ok
+// is false if a part's ETag is not an MD5.
+func multipartETag(parts []string) (etag string, ok bool) {
+	h := md5.New()
+	for _, p := range parts {
+		sum, err := hex.DecodeString(strings.Trim(p, `"`))
+		if err != nil || len(sum) != md5.Size {
+			return "", false
+		}
+		h.Write(sum)
+	}
+	return fmt.Sprintf(`"%x-%d"`, h.Sum(nil), len(parts)), true
 }
 
 // decodeS3Answer decodes the XML body of a 2xx answer into v. S3 may

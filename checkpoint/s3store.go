@@ -226,18 +226,26 @@ func (s *S3Store) Get(ctx context.Context, name string, off, length int64) (io.R
 }
 
 func (s *S3Store) size(ctx context.Context, name string) (int64, error) {
+	n, _, err := s.head(ctx, name)
+	return n, err
+}
+
+// head returns the size and the ETag of object name.
+func (s *S3Store) head(ctx context.Context, name string) (int64, string, error) {
 	var n int64
+	var etag string
 	err := s.call(ctx, &s3Request{method: http.MethodHead, key: s.key(name)}, func(resp *http.Response) error {
 		var err error
 		if n, err = strconv.ParseInt(resp.Header.Get("Content-Length"), 10, 64); err != nil {
 			return fmt.Errorf("no size in the server's answer")
 		}
+		etag = resp.Header.Get("ETag")
 		return nil
 	})
 	if err != nil {
-		return 0, s.notFound(name, "get", err)
+		return 0, "", s.notFound(name, "get", err)
 	}
-	return n, nil
+	return n, etag, nil
 }
 
 func (s *S3Store) notFound(name, op string, err error) error {
