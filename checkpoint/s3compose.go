@@ -137,10 +137,6 @@ func (s *S3Store) Compose(ctx context.Context, name string, parts []Part) (int64
 			_ = s.call(context.WithoutCancel(ctx), &s3Request{method: http.MethodDelete, key: key, query: url.Values{"uploadId": {id}}}, nil)
 		}
 	}()
-	type donePart struct {
-		PartNumber int
-		ETag       string
-	}
 	var done []donePart
 	for i, p := range plan {
 		q := url.Values{"partNumber": {strconv.Itoa(i + 1)}, "uploadId": {id}}
@@ -193,12 +189,8 @@ func (s *S3Store) Compose(ctx context.Context, name string, parts []Part) (int64
 		// upload gone: the first attempt may have made the object. It
 		// did if the object has the size and the ETag (S3's, of a
 		// multipart object: of its parts' ETags) this upload makes.
-		etags := make([]string, len(done))
-		for i, p := range done {
-			etags[i] = p.ETag
-		}
 		n, etag, herr := s.head(ctx, name)
-		if want, ok := multipartETag(etags); herr == nil && ok && n == size && etag == want {
+		if want, ok := multipartETag(done); herr == nil && ok && n == size && etag == want {
 			err = nil
 		}
 	}
@@ -217,14 +209,20 @@ func (s *S3Store) Compose(ctx context.Context, name string, parts []Part) (int64
 	return copied, nil
 }
 
+// donePart is a part of a multipart upload, as its completion lists it.
+type donePart struct {
+	PartNumber int
+	ETag       string
+}
+
 // multipartETag returns the ETag S3 gives the object a multipart upload
-// makes from parts of those ETags: the MD5 of the concatenated MD5s of the
-// parts (their ETags), in hex, a dash and the number of parts, quoted; ok
-// is false if a part's ETag is not an MD5.
-func multipartETag(parts []string) (etag string, ok bool) {
+// of parts makes: the MD5 of the concatenated MD5s of the parts (their
+// ETags), in hex, a dash and the number of parts, quoted; ok is false if
+// a part's ETag is not an MD5.
+func multipartETag(parts []donePart) (etag string, ok bool) {
 	h := md5.New()
 	for _, p := range parts {
-		sum, err := hex.DecodeString(strings.Trim(p, `"`))
+		sum, err := hex.DecodeString(strings.Trim(p.ETag, `"`))
 		if err != nil || len(sum) != md5.Size {
 			return "", false
 		}
