@@ -64,16 +64,7 @@ func TestHoldConversionRacesDeletion(t *testing.T) {
 
 	// a, without shared files: its checkpoint's objects are data/ objects
 	// the registry alone marks.
-	aOpts := &Options{FS: fs, MemTableSize: 64 << 10, ValueThreshold: 256, ValueLogFileSize: 128 << 10, TargetFileSize: 32 << 10}
-	a, err := Open("a", aOpts)
-	require.NoError(t, err)
-	want := fillShared(t, a, 1500)
-	require.NoError(t, a.Compact(nil, nil))
-	u, err := checkpoint.NewUploader(store, nil)
-	require.NoError(t, err)
-	st, err := a.CheckpointToStore(ctx, u)
-	require.NoError(t, err)
-	require.NoError(t, a.Close())
+	want, st := checkpointLocal(t, fs, store, 1500, true)
 
 	gate := &convertGate{Store: store, open: make(chan struct{})}
 	b, err := OpenFromStore(ctx, gate, st.ID, "b", &Options{FS: fs, SharedCacheSize: 1, SharedFromLevel: 1})

@@ -69,6 +69,27 @@ func fillShared(t *testing.T, db *DB, n int) model {
 	return want
 }
 
+// checkpointLocal fills a database "a" in fs without shared files with n
+// keys (fillShared), compacts it if asked, checkpoints it into store with
+// a default Uploader and closes it: a checkpoint whose objects are data
+// objects the registry alone marks. It returns a's model and the
+// checkpoint.
+func checkpointLocal(t *testing.T, fs vfs.FS, store checkpoint.Store, n int, compact bool) (model, checkpoint.Stats) {
+	t.Helper()
+	a, err := Open("a", &Options{FS: fs, MemTableSize: 64 << 10, ValueThreshold: 256, ValueLogFileSize: 128 << 10, TargetFileSize: 32 << 10})
+	require.NoError(t, err)
+	want := fillShared(t, a, n)
+	if compact {
+		require.NoError(t, a.Compact(nil, nil))
+	}
+	u, err := checkpoint.NewUploader(store, nil)
+	require.NoError(t, err)
+	st, err := a.CheckpointToStore(t.Context(), u)
+	require.NoError(t, err)
+	require.NoError(t, a.Close())
+	return want, st
+}
+
 func sharedValue(i, round int) []byte {
 	return []byte(fmt.Sprintf("%06d-%d-%s", i, round, string(make([]byte, 100+(i%7)*100))))
 }
@@ -364,15 +385,7 @@ func TestCheckpointMovesPiecesOfSharedFiles(t *testing.T) {
 	inner, err := checkpoint.NewLocalStoreFS(fs, "store")
 	require.NoError(t, err)
 	store := plainStore{inner}
-	a, err := Open("a", &Options{FS: fs, MemTableSize: 64 << 10, ValueThreshold: 256, ValueLogFileSize: 128 << 10, TargetFileSize: 32 << 10})
-	require.NoError(t, err)
-	want := fillShared(t, a, 1000)
-	require.NoError(t, a.Compact(nil, nil))
-	ua, err := checkpoint.NewUploader(store, nil)
-	require.NoError(t, err)
-	st, err := a.CheckpointToStore(ctx, ua)
-	require.NoError(t, err)
-	require.NoError(t, a.Close())
+	want, st := checkpointLocal(t, fs, store, 1000, true)
 
 	// b rewrites its tables; its value logs stay in the checkpoint's
 	// segment, which its own checkpoint (the first one retired) leaves
@@ -399,14 +412,7 @@ func TestOpenFromStoreOfObjectsWithoutMarkers(t *testing.T) {
 	fs := vfs.NewMem()
 	store, err := checkpoint.NewLocalStoreFS(fs, "store")
 	require.NoError(t, err)
-	a, err := Open("a", &Options{FS: fs, MemTableSize: 64 << 10, ValueThreshold: 256, ValueLogFileSize: 128 << 10, TargetFileSize: 32 << 10})
-	require.NoError(t, err)
-	want := fillShared(t, a, 1000)
-	u, err := checkpoint.NewUploader(store, nil)
-	require.NoError(t, err)
-	st, err := a.CheckpointToStore(ctx, u)
-	require.NoError(t, err)
-	require.NoError(t, a.Close())
+	want, st := checkpointLocal(t, fs, store, 1000, false)
 	// As an older build left it: no marker, and a registry that does
 	// not say its objects have one.
 	marked, err := remote.Marked(ctx, store)
