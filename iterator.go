@@ -568,12 +568,23 @@ func (i *Iterator) Prev() bool {
 }
 
 // Valid reports whether the iterator is positioned at a key.
-func (i *Iterator) Valid() bool { return i.valid }
+func (i *Iterator) Valid() bool { return i.valid && !i.dbClosed() }
+
+// dbClosed reports whether the DB was closed under a valid iterator, and
+// if so makes it invalid with an error matching ErrClosed, as its next
+// positioning call would: Valid, Key, Value and Error then agree.
+func (i *Iterator) dbClosed() bool {
+	if i.db.closed.Load() && !i.closed {
+		i.setClosedErr()
+		return true
+	}
+	return false
+}
 
 // Key returns the current key, valid until the next positioning call, or
 // nil when the iterator is invalid.
 func (i *Iterator) Key() []byte {
-	if !i.valid {
+	if !i.valid || i.dbClosed() {
 		return nil
 	}
 	return i.key
@@ -594,13 +605,12 @@ func (i *Iterator) Value() []byte {
 	if !i.valid {
 		return nil
 	}
-	if !i.isPtr {
-		return i.value
-	}
-	if i.db.closed.Load() {
-		i.setClosedErr()
+	if i.dbClosed() {
 		i.value = nil
 		return nil
+	}
+	if !i.isPtr {
+		return i.value
 	}
 	v, err := i.fetch(i.value)
 	if err != nil {
@@ -666,7 +676,10 @@ type iterVlog struct {
 
 // Error returns the error that made the last positioning call (or Value)
 // fail, if any; ErrClosed after Close.
-func (i *Iterator) Error() error { return i.err }
+func (i *Iterator) Error() error {
+	i.dbClosed()
+	return i.err
+}
 
 // Close releases the iterator and returns the error Error holds, if any,
 // or else an error closing what it read: a scan that stopped early because
@@ -676,6 +689,7 @@ func (i *Iterator) Close() error {
 	if i.closed {
 		return ErrClosed
 	}
+	i.dbClosed()
 	iterErr := i.err
 	i.closed = true
 	i.valid = false

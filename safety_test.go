@@ -392,10 +392,29 @@ func TestIteratorAfterClose(t *testing.T) {
 	require.Equal(t, big, used.Value())
 	require.True(t, used.Next()) // positioned, value not read
 	snap := db.NewSnapshot()
+	// An iterator on an inline value, and one at its end, make no call
+	// between DB.Close and the checks: Valid, Key, Value, Error and Close
+	// must still see the DB closed.
+	require.NoError(t, db.Set([]byte("inline"), []byte("v"), nil))
+	inline, err := db.NewIter(nil)
+	require.NoError(t, err)
+	require.True(t, inline.SeekGE([]byte("inline")))
+	require.Equal(t, []byte("v"), inline.Value())
+	ended, err := db.NewIter(nil)
+	require.NoError(t, err)
+	require.False(t, ended.SeekGE([]byte("z")))
+	require.NoError(t, ended.Error())
 
 	err = db.Close()
 	require.Error(t, err)
-	require.Contains(t, err.Error(), "2 iterators and 1 snapshots still open")
+	require.Contains(t, err.Error(), "4 iterators and 1 snapshots still open")
+
+	require.False(t, inline.Valid())
+	require.Nil(t, inline.Key())
+	require.Nil(t, inline.Value())
+	require.ErrorIs(t, inline.Error(), ErrClosed)
+	require.ErrorIs(t, inline.Close(), ErrClosed)
+	require.ErrorIs(t, ended.Close(), ErrClosed, "an iterator at its end closed after DB.Close")
 
 	require.Nil(t, used.Value())
 	require.ErrorIs(t, used.Error(), ErrClosed)
