@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync/atomic"
@@ -180,15 +181,15 @@ func clipToRange(db *DB, start, end []byte) error {
 		b.DeleteRange([]byte{}, start)
 	}
 	if end != nil {
-		it, err := db.NewIter(&IterOptions{LowerBound: end})
-		if err != nil {
+		// The range deletion's end comes from the tables' bounds, not
+		// from an iterator: an iterator resolves merge operands, and keys
+		// outside the range may hold operands the caller has no Merger
+		// for. Flush first so that every key is in a table.
+		if err := db.Flush(); err != nil {
 			return err
 		}
-		if it.Last() {
-			b.DeleteRange(end, append(append([]byte(nil), it.Key()...), 0))
-		}
-		if err := it.Close(); err != nil {
-			return err
+		if last, ok := largestUserKey(db); ok && bytes.Compare(last, end) >= 0 {
+			b.DeleteRange(end, append(last, 0))
 		}
 	}
 	if b.Len() == 0 {
@@ -198,6 +199,24 @@ func clipToRange(db *DB, start, end []byte) error {
 		return err
 	}
 	return db.Flush()
+}
+
+// largestUserKey returns a copy of the largest user key that bounds the
+// tables of db's current version; ok is false when it has none.
+func largestUserKey(db *DB) (last []byte, ok bool) {
+	rs := db.loadReadState()
+	if rs == nil {
+		return nil, false
+	}
+	defer rs.unref()
+	for _, files := range rs.version.Levels {
+		for _, f := range files {
+			if !ok || bytes.Compare(f.Largest.UserKey, last) > 0 {
+				last, ok = f.Largest.UserKey, true
+			}
+		}
+	}
+	return append([]byte(nil), last...), ok
 }
 
 // IngestRange adds to d the keys in [start, end) (nil: no bound) of

@@ -220,3 +220,32 @@ func scanRange(t *testing.T, db *DB, start, end []byte) map[string]string {
 	require.NoError(t, it.Close())
 	return out
 }
+
+// TestRestoreRangeMergeOutside: RestoreRangeFromStore without a Merger
+// succeeds when only keys outside the range hold merge operands; they are
+// deleted by the clip, never read.
+func TestRestoreRangeMergeOutside(t *testing.T) {
+	ctx := context.Background()
+	fs := vfs.NewMem()
+	src, err := Open("src", &Options{FS: fs, Merger: ListAppend})
+	require.NoError(t, err)
+	require.NoError(t, src.Set([]byte("a"), []byte("va"), Sync))
+	require.NoError(t, src.Merge([]byte("z"), ListElement(nil, []byte("x")), Sync))
+	store, err := checkpoint.NewLocalStoreFS(fs, "store")
+	require.NoError(t, err)
+	u, err := checkpoint.NewUploader(store, nil)
+	require.NoError(t, err)
+	st, err := src.CheckpointToStore(ctx, u)
+	require.NoError(t, err)
+	require.NoError(t, src.Close())
+
+	require.NoError(t, RestoreRangeFromStore(ctx, store, st.ID, []byte("a"), []byte("b"), "part", &Options{FS: fs}))
+	db, err := Open("part", &Options{FS: fs})
+	require.NoError(t, err)
+	defer db.Close()
+	v, err := db.Get([]byte("a"))
+	require.NoError(t, err)
+	require.Equal(t, "va", string(v))
+	_, err = db.Get([]byte("z"))
+	require.ErrorIs(t, err, ErrNotFound)
+}
