@@ -847,9 +847,16 @@ func TestIngestDuringRotations(t *testing.T) {
 	stop := make(chan struct{})
 	errs := make(chan error, writers)
 	var synced [writers][]string
+	// Each writer says when its first (Sync) write is acknowledged, and
+	// the ingests start only then: on a loaded machine the ingests could
+	// otherwise all finish before a writer ran at all.
+	started := make(chan struct{}, writers)
 	for g := range writers {
 		go func() {
 			for i := 0; ; i++ {
+				if i == 1 {
+					started <- struct{}{}
+				}
 				select {
 				case <-stop:
 					errs <- nil
@@ -874,6 +881,13 @@ func TestIngestDuringRotations(t *testing.T) {
 	rounds := 40
 	if testing.Short() {
 		rounds = 15
+	}
+	for range writers {
+		select {
+		case <-started:
+		case err := <-errs:
+			t.Fatal(err)
+		}
 	}
 	want := map[string]bool{}
 	for round := range rounds {
