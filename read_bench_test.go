@@ -114,6 +114,23 @@ func BenchmarkReadPath(b *testing.B) {
 		}
 		cpu.Stop(b)
 	})
+	// Keys between stored ones (the last byte differs), in every table's
+	// range: what a table's Bloom filter is for.
+	b.Run("get-absent-inside", func(b *testing.B) {
+		rng := rand.New(rand.NewPCG(3, 4))
+		var kb [16]byte
+		b.ReportAllocs()
+		b.ResetTimer()
+		cpu := cputime.Start()
+		for i := 0; i < b.N; i++ {
+			k := readBenchKey(kb[:], rng.Uint64N(uint64(n)))
+			k[15] = '1'
+			if _, err := db.Get(k); err != ErrNotFound {
+				b.Fatal(err)
+			}
+		}
+		cpu.Stop(b)
+	})
 	// Into a reused buffer, as kvbench reads.
 	b.Run("get-append", func(b *testing.B) {
 		rng := rand.New(rand.NewPCG(3, 4))

@@ -1,6 +1,9 @@
 package sstable
 
 import (
+	"math/rand/v2"
+	"sync/atomic"
+
 	"github.com/cespare/xxhash/v2"
 )
 
@@ -101,4 +104,57 @@ func (f *bloomFilter) mayContain(h uint64) bool {
 		a *= filterProbeMul
 	}
 	return true
+}
+
+// filterUse decides whether a Reader's point lookups probe its Bloom
+// filter. A probe pays off only when it rejects a key the table does not
+// hold; when nearly every key looked up is in the table (reads of keys
+// that exist, in the table at the bottom of the tree that holds most of
+// them), the probe is a cache miss on a large filter for nothing:
+// measured on the project's 2-core VM, readrandom of 4,000,000 x 1 KiB
+// spent 0.17 µs of its 1.75 µs per read in mayContain. RocksDB offers
+// optimize_filters_for_hits for this, an option its user must choose;
+// filterUse learns it from the lookups themselves.
+//
+// One lookup in filterSampleEvery, picked at random (by the runtime's
+// per-thread generator, not by the key: a few hot keys none of which was
+// picked would otherwise never be counted), always probes and is counted,
+// with whether the filter rejected the key. Every filterWindow counted
+// probes the Reader decides: it skips the filter for the other lookups
+// while fewer than one counted probe in filterSkipBelow was rejected, and
+// probes again as soon as a window shows more rejections. A skipped probe
+// changes only the cost of a lookup, never its result: the index and the
+// block say whether the key is there.
+type filterUse struct {
+	counted, rejected atomic.Uint32
+	skip              atomic.Bool
+}
+
+const (
+	filterSampleEvery = 64 // a power of two
+	filterWindow      = 256
+	filterSkipBelow   = 16
+)
+
+// sample reports whether this lookup is one that filterUse counts.
+func sample() bool { return rand.Uint32()&(filterSampleEvery-1) == 0 }
+
+// record counts a sampled probe's outcome and decides at the end of each
+// window.
+func (u *filterUse) record(rejected bool) {
+	if rejected {
+		u.rejected.Add(1)
+	}
+	if u.counted.Add(1) != filterWindow {
+		return
+	}
+	r := u.rejected.Swap(0)
+	u.counted.Store(0)
+	u.skip.Store(skipFilter(filterWindow, int(r)))
+}
+
+// skipFilter is the decision: skip when fewer than one probe in
+// filterSkipBelow of a window was rejected.
+func skipFilter(counted, rejected int) bool {
+	return rejected*filterSkipBelow < counted
 }

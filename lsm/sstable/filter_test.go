@@ -118,3 +118,89 @@ func TestTableFilter(t *testing.T) {
 		}
 	}
 }
+
+func TestSkipFilterDecision(t *testing.T) {
+	for _, c := range []struct {
+		counted, rejected int
+		skip              bool
+	}{
+		{256, 0, true},   // every key looked up is in the table
+		{256, 15, true},  // under one in 16 rejected
+		{256, 16, false}, // one in 16: the probes pay
+		{256, 200, false},
+		{256, 256, false}, // every key absent
+	} {
+		if got := skipFilter(c.counted, c.rejected); got != c.skip {
+			t.Errorf("skipFilter(%d, %d) = %v, want %v", c.counted, c.rejected, got, c.skip)
+		}
+	}
+}
+
+// TestFilterUseAdapts: a Reader whose lookups all find their keys stops
+// probing its filter; once lookups of absent keys come, it probes again
+// within a window. Results are right throughout.
+func TestFilterUseAdapts(t *testing.T) {
+	f := newTestFile(t)
+	w := NewWriter(f, WriterOptions{})
+	const n = 2000
+	key := func(i int) []byte { return fmt.Appendf(nil, "key-%06d", i) }
+	for i := range n {
+		if err := w.Add(base.MakeInternalKey(key(i), 1, base.KindSet), fmt.Appendf(nil, "v%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r := openTable(t, f.reopen(t), ReaderOptions{})
+	if r.fuse.skip.Load() {
+		t.Fatal("a new Reader skips its filter")
+	}
+	// filterWindow sampled lookups take about filterWindow*filterSampleEvery
+	// lookups; four times that leaves no doubt.
+	const lookups = 4 * filterWindow * filterSampleEvery
+	for j := range lookups {
+		i := j % n
+		v, _, _, ok, err := r.Get(key(i), base.SeqNumMax)
+		if !ok || err != nil || string(v) != fmt.Sprintf("v%d", i) {
+			t.Fatalf("Get(%q) = %q, %v, %v", key(i), v, ok, err)
+		}
+	}
+	if !r.fuse.skip.Load() {
+		t.Fatal("the filter is still probed after lookups that all hit")
+	}
+	// Skipped, the filter is read only by the sampled lookups: with every
+	// bit cleared (it rejects every key), the others still find their
+	// keys. One lookup in filterSampleEvery is sampled (31 of 2,000
+	// expected); 10% is far beyond chance.
+	// A fresh window, so that the sampled rejections do not end one.
+	saved := r.filter.data
+	r.filter.data = make([]byte, len(saved))
+	r.fuse.counted.Store(0)
+	r.fuse.rejected.Store(0)
+	lost := 0
+	for i := range n {
+		v, _, _, ok, err := r.Get(key(i), base.SeqNumMax)
+		if err != nil || (ok && string(v) != fmt.Sprintf("v%d", i)) {
+			t.Fatalf("Get(%q) = %q, %v, %v", key(i), v, ok, err)
+		}
+		if !ok {
+			lost++
+		}
+	}
+	r.filter.data = saved
+	if lost > n/10 {
+		t.Fatalf("%d of %d lookups consulted the skipped filter", lost, n)
+	}
+	// One absent key over and over (a hot key the sampling must not
+	// miss): never found, and the filter comes back.
+	for range lookups {
+		k := []byte("key-000100-absent")
+		if _, _, _, ok, err := r.Get(k, base.SeqNumMax); ok || err != nil {
+			t.Fatalf("Get(%q) = %v, %v", k, ok, err)
+		}
+	}
+	if r.fuse.skip.Load() {
+		t.Fatal("the filter is still skipped after lookups that all miss")
+	}
+}

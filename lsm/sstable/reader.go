@@ -64,6 +64,7 @@ type Reader struct {
 	index     indexArray
 	hasFilter bool
 	filter    bloomFilter
+	fuse      filterUse // whether Get probes filter
 	props     Properties
 	rangeDels []base.RangeTombstone
 	meta      metaIndex
@@ -530,8 +531,16 @@ var blockIterPool = sync.Pool{New: func() any { return new(blockIter) }}
 func (r *Reader) Get(userKey []byte, snap base.SeqNum) (value []byte, kind base.Kind, seq base.SeqNum, found bool, err error) {
 	snap = min(snap, base.SeqNumMax)
 	trailer := uint64(base.MakeTrailer(snap, base.KindMax))
-	if r.hasFilter && !r.filter.mayContain(filterHash(userKey)) {
-		return nil, 0, 0, false, nil
+	if r.hasFilter {
+		if counted := sample(); counted || !r.fuse.skip.Load() {
+			rejected := !r.filter.mayContain(filterHash(userKey))
+			if counted {
+				r.fuse.record(rejected)
+			}
+			if rejected {
+				return nil, 0, 0, false, nil
+			}
+		}
 	}
 	// The block and restart points to search: all of the block's restart
 	// points unless the learned index narrows them.
