@@ -106,10 +106,7 @@ func TestIngestRangeRoundTrip(t *testing.T) {
 
 	store, err := checkpoint.NewLocalStoreFS(fs, "store")
 	require.NoError(t, err)
-	u, err := checkpoint.NewUploader(store, nil)
-	require.NoError(t, err)
-	st, err := src.CheckpointToStore(ctx, u)
-	require.NoError(t, err)
+	st := uploadCheckpoint(t, src, store)
 	srcLive := scanRange(t, src, start, end)
 
 	// The destination holds keys of its own: outside the range (among
@@ -233,10 +230,7 @@ func TestRestoreRangeMergeOutside(t *testing.T) {
 	require.NoError(t, src.Merge([]byte("z"), ListElement(nil, []byte("x")), Sync))
 	store, err := checkpoint.NewLocalStoreFS(fs, "store")
 	require.NoError(t, err)
-	u, err := checkpoint.NewUploader(store, nil)
-	require.NoError(t, err)
-	st, err := src.CheckpointToStore(ctx, u)
-	require.NoError(t, err)
+	st := uploadCheckpoint(t, src, store)
 	require.NoError(t, src.Close())
 
 	require.NoError(t, RestoreRangeFromStore(ctx, store, st.ID, []byte("a"), []byte("b"), "part", &Options{FS: fs}))

@@ -1009,14 +1009,7 @@ func TestUnionCheckpointMovesSharedPiece(t *testing.T) {
 	want := scanRange(t, a, key(100), key(200))
 	store, err := checkpoint.NewLocalStoreFS(fs, "store")
 	require.NoError(t, err)
-	upload := func(db *DB) checkpoint.Stats {
-		t.Helper()
-		u, err := checkpoint.NewUploader(store, nil) // KeepLast 3, one registry
-		require.NoError(t, err)
-		st, err := db.CheckpointToStore(ctx, u)
-		require.NoError(t, err)
-		return st
-	}
+	upload := func(db *DB) checkpoint.Stats { return uploadCheckpoint(t, db, store) }
 	st1 := upload(a)
 	require.NoError(t, a.Close())
 	mid := key(151)

@@ -82,12 +82,20 @@ func checkpointLocal(t *testing.T, fs vfs.FS, store checkpoint.Store, n int, com
 	if compact {
 		require.NoError(t, a.Compact(nil, nil))
 	}
-	u, err := checkpoint.NewUploader(store, nil)
-	require.NoError(t, err)
-	st, err := a.CheckpointToStore(t.Context(), u)
-	require.NoError(t, err)
+	st := uploadCheckpoint(t, a, store)
 	require.NoError(t, a.Close())
 	return want, st
+}
+
+// uploadCheckpoint checkpoints db into store through an Uploader of the
+// default options (KeepLast 3, one registry).
+func uploadCheckpoint(t *testing.T, db *DB, store checkpoint.Store) checkpoint.Stats {
+	t.Helper()
+	u, err := checkpoint.NewUploader(store, nil)
+	require.NoError(t, err)
+	st, err := db.CheckpointToStore(t.Context(), u)
+	require.NoError(t, err)
+	return st
 }
 
 func sharedValue(i, round int) []byte {
