@@ -188,9 +188,15 @@ func clipToRange(db *DB, start, end []byte) error {
 		if err := db.Flush(); err != nil {
 			return err
 		}
-		if last, ok := largestUserKey(db); ok && bytes.Compare(last, end) >= 0 {
-			b.DeleteRange(end, append(last, 0))
+		rs := db.loadReadState()
+		if rs == nil {
+			return ErrClosed
 		}
+		_, last, ok := rs.version.KeyRange()
+		if ok && bytes.Compare(last, end) >= 0 {
+			b.DeleteRange(end, append(append([]byte(nil), last...), 0))
+		}
+		rs.unref()
 	}
 	if b.Len() == 0 {
 		return nil
@@ -199,24 +205,6 @@ func clipToRange(db *DB, start, end []byte) error {
 		return err
 	}
 	return db.Flush()
-}
-
-// largestUserKey returns a copy of the largest user key that bounds the
-// tables of db's current version; ok is false when it has none.
-func largestUserKey(db *DB) (last []byte, ok bool) {
-	rs := db.loadReadState()
-	if rs == nil {
-		return nil, false
-	}
-	defer rs.unref()
-	for _, files := range rs.version.Levels {
-		for _, f := range files {
-			if !ok || bytes.Compare(f.Largest.UserKey, last) > 0 {
-				last, ok = f.Largest.UserKey, true
-			}
-		}
-	}
-	return append([]byte(nil), last...), ok
 }
 
 // IngestRange adds to d the keys in [start, end) (nil: no bound) of

@@ -930,16 +930,7 @@ func (d *DB) tuneFirstMemtable(recovered *memTable) {
 			return
 		}
 	}
-	var lo, hi []byte
-	d.vs.Current().Files(func(_ int, f *manifest.FileMetadata) {
-		if lo == nil || base.Compare(f.Smallest.UserKey, lo) < 0 {
-			lo = f.Smallest.UserKey
-		}
-		if hi == nil || base.Compare(f.Largest.UserKey, hi) > 0 {
-			hi = f.Largest.UserKey
-		}
-	})
-	if lo != nil {
+	if lo, hi, ok := d.vs.Current().KeyRange(); ok {
 		d.mem.TuneLinks(memtable.KeyPrefix(lo), memtable.KeyPrefix(hi))
 	}
 }

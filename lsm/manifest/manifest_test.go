@@ -96,6 +96,12 @@ func TestApply(t *testing.T) {
 	require.Equal(t, 0, v.FindFile(1, []byte("b")))
 	require.Equal(t, -1, v.FindFile(1, []byte("e")))
 	require.Equal(t, []base.FileNum{3}, nums(v.Overlaps(1, []byte("o"), nil)))
+	lo, hi, ok := v.KeyRange()
+	require.True(t, ok)
+	require.Equal(t, "a", string(lo))
+	require.Equal(t, "p", string(hi))
+	_, _, ok = (&Version{}).KeyRange()
+	require.False(t, ok, "a version without tables has no key range")
 
 	_, err = Apply(v, &VersionEdit{DeletedFiles: []DeletedFile{{Level: 2, FileNum: 3}}})
 	require.ErrorContains(t, err, "does not hold it")

@@ -156,6 +156,22 @@ func (v *Version) Files(fn func(level int, f *FileMetadata)) {
 	}
 }
 
+// KeyRange returns the smallest and the largest user key bounding the
+// version's tables (the metadata's own slices); ok is false when it has
+// none.
+func (v *Version) KeyRange() (smallest, largest []byte, ok bool) {
+	v.Files(func(_ int, f *FileMetadata) {
+		if !ok || base.Compare(f.Smallest.UserKey, smallest) < 0 {
+			smallest = f.Smallest.UserKey
+		}
+		if !ok || base.Compare(f.Largest.UserKey, largest) > 0 {
+			largest = f.Largest.UserKey
+		}
+		ok = true
+	})
+	return smallest, largest, ok
+}
+
 // Overlaps returns the files of level whose bounds intersect the user key
 // range [start, end] (inclusive; nil means unbounded).
 func (v *Version) Overlaps(level int, start, end []byte) []*FileMetadata {
