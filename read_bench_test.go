@@ -88,49 +88,36 @@ func buildReadBench(b *testing.B) (*DB, int) {
 
 func BenchmarkReadPath(b *testing.B) {
 	db, n := buildReadBench(b)
-	b.Run("get", func(b *testing.B) {
-		rng := rand.New(rand.NewPCG(3, 4))
-		var kb [16]byte
-		b.ReportAllocs()
-		b.ResetTimer()
-		cpu := cputime.Start()
-		for i := 0; i < b.N; i++ {
-			if _, err := db.Get(readBenchKey(kb[:], rng.Uint64N(uint64(n)))); err != nil {
-				b.Fatal(err)
-			}
-		}
-		cpu.Stop(b)
-	})
-	b.Run("get-absent", func(b *testing.B) {
-		rng := rand.New(rand.NewPCG(3, 4))
-		var kb [16]byte
-		b.ReportAllocs()
-		b.ResetTimer()
-		cpu := cputime.Start()
-		for i := 0; i < b.N; i++ {
-			if _, err := db.Get(readBenchKey(kb[:], uint64(n)+rng.Uint64N(uint64(n)))); err != ErrNotFound {
-				b.Fatal(err)
-			}
-		}
-		cpu.Stop(b)
-	})
-	// Keys between stored ones (the last byte differs), in every table's
-	// range: what a table's Bloom filter is for.
-	b.Run("get-absent-inside", func(b *testing.B) {
-		rng := rand.New(rand.NewPCG(3, 4))
-		var kb [16]byte
-		b.ReportAllocs()
-		b.ResetTimer()
-		cpu := cputime.Start()
-		for i := 0; i < b.N; i++ {
-			k := readBenchKey(kb[:], rng.Uint64N(uint64(n)))
+	// Keys stored, keys past the last one, and keys between stored ones
+	// (the last byte differs), in every table's range: what a table's
+	// Bloom filter is for.
+	for _, c := range []struct {
+		name string
+		key  func(kb []byte, rng *rand.Rand) []byte
+		want error
+	}{
+		{"get", func(kb []byte, rng *rand.Rand) []byte { return readBenchKey(kb, rng.Uint64N(uint64(n))) }, nil},
+		{"get-absent", func(kb []byte, rng *rand.Rand) []byte { return readBenchKey(kb, uint64(n)+rng.Uint64N(uint64(n))) }, ErrNotFound},
+		{"get-absent-inside", func(kb []byte, rng *rand.Rand) []byte {
+			k := readBenchKey(kb, rng.Uint64N(uint64(n)))
 			k[15] = '1'
-			if _, err := db.Get(k); err != ErrNotFound {
-				b.Fatal(err)
+			return k
+		}, ErrNotFound},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(3, 4))
+			var kb [16]byte
+			b.ReportAllocs()
+			b.ResetTimer()
+			cpu := cputime.Start()
+			for i := 0; i < b.N; i++ {
+				if _, err := db.Get(c.key(kb[:], rng)); err != c.want {
+					b.Fatal(err)
+				}
 			}
-		}
-		cpu.Stop(b)
-	})
+			cpu.Stop(b)
+		})
+	}
 	// Into a reused buffer, as kvbench reads.
 	b.Run("get-append", func(b *testing.B) {
 		rng := rand.New(rand.NewPCG(3, 4))
