@@ -47,8 +47,9 @@ type Iterator struct {
 	// it). readAhead serves forward scans per value log.
 	isPtr     bool
 	readAhead map[base.FileNum]iterVlog
-	// pastKey: after a forward merge, the internal iterator is already on
-	// the entry after the current key's (see iterator_merge.go).
+	// pastKey: after a forward merge (see iterator_merge.go) or a look
+	// ahead (see lookAhead), the internal iterator is already past the
+	// current key's newest entry.
 	pastKey  bool
 	mergeOps [][]byte
 	rev      revMerge
@@ -70,6 +71,10 @@ type Iterator struct {
 	// mappedValues: Value may return slices of value-log mappings (see
 	// IterOptions.MappedValues).
 	mappedValues bool
+	// ptrBuf holds the current row's value pointer once lookAhead has
+	// stepped past its entry; ahead is the next row's record, if known.
+	ptrBuf []byte
+	ahead  vlog.Ahead
 }
 
 // NewIter returns an iterator over the current state of the DB.
@@ -289,6 +294,8 @@ func (i *Iterator) checkKind(k base.InternalKey) bool {
 func (i *Iterator) findNext(skip bool) bool {
 	i.dir = 1
 	i.pastKey = false
+	i.ahead = vlog.Ahead{}
+	scanning := skip // called by Next: a scan is under way
 	for ok := i.iter.Valid(); ok; ok = i.iter.Next() {
 		k := i.iter.Key()
 		if i.upper != nil && base.Compare(k.UserKey, i.upper) >= 0 {
@@ -322,11 +329,44 @@ func (i *Iterator) findNext(skip bool) bool {
 		i.expiresAt, i.merged = expiryOf(k, v), false
 		i.valid = true
 		i.countRow()
+		if scanning && i.isPtr {
+			i.lookAhead()
+		}
 		return true
 	}
 	i.valid = false
 	i.err = i.iter.Error()
 	return false
+}
+
+// lookAhead steps a forward scan's internal iterator past the current
+// row, whose value is a pointer, onto the next entry, and when that entry
+// is the newest visible one of the next key and a pointer into a mapped
+// value log, notes where its record is (ahead): Value then prefetches it
+// while it verifies this row's value, so the next row does not wait for
+// memory (see vlog.Reader.AppendValueAhead). Next goes on from there as
+// after a merge (pastKey); the step is one Next would take anyway, and a
+// failed step shows when Next is called. The pointer is copied first: the
+// step may leave the block it lies in.
+func (i *Iterator) lookAhead() {
+	i.ptrBuf = append(i.ptrBuf[:0], i.value...)
+	i.value = i.ptrBuf
+	i.pastKey = true
+	if !i.iter.Next() {
+		return
+	}
+	k := i.iter.Key()
+	if !k.Kind().IsPointer() || k.SeqNum() > i.snap || base.Equal(k.UserKey, i.key) ||
+		(i.upper != nil && base.Compare(k.UserKey, i.upper) >= 0) {
+		return
+	}
+	p, err := vlog.DecodePointer(payload(k, i.iter.Value()))
+	if err != nil {
+		return // Next reports it, if the entry is the next row
+	}
+	if rv, ok := i.readAhead[p.FileNum]; ok && rv.ra == nil {
+		i.ahead = rv.h.Reader.Ahead(p)
+	}
 }
 
 func (i *Iterator) countRow() {
@@ -370,6 +410,7 @@ const (
 func (i *Iterator) findPrev() bool {
 	i.dir = -1
 	i.pastKey = false
+	i.ahead = vlog.Ahead{}
 	found, started := false, false
 	r := &i.rev
 	for ok := i.iter.Valid(); ok; ok = i.iter.Prev() {
@@ -546,7 +587,8 @@ func (i *Iterator) Next() bool {
 		// The internal iterator sits before the current key's entries.
 		i.iter.SeekGE(i.key)
 	case i.pastKey:
-		// A merge read the key's entries: it sits on the next key's.
+		// A merge read the key's entries, or lookAhead stepped past the
+		// current one: it sits after the current key's newest entry.
 	default:
 		i.iter.Next()
 	}
@@ -653,11 +695,11 @@ func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 		// with mappedValues, returned in the mapping, which the handle
 		// keeps until Close.
 		if i.mappedValues {
-			if v, ok, err := rv.h.Reader.MappedValue(p, i.key); ok {
+			if v, ok, err := rv.h.Reader.MappedValueAhead(p, i.key, i.ahead); ok {
 				return v, err
 			}
 		}
-		v, err := rv.h.Reader.AppendValue(i.liveBuf[:0], p, i.key)
+		v, err := rv.h.Reader.AppendValueAhead(i.liveBuf[:0], p, i.key, i.ahead)
 		if err != nil {
 			return nil, err
 		}

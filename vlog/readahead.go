@@ -56,7 +56,7 @@ func (ra *ReadAhead) Get(p Pointer, key []byte) ([]byte, error) {
 		return nil, err
 	}
 	if r.mapped != nil {
-		v, err := r.readMapped(ra.val[:0], p, key)
+		v, err := r.readMapped(ra.val[:0], p, key, nil)
 		if err != nil {
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/prefetch"
 	"github.com/strata-db/strata/vfs"
 )
 
@@ -204,7 +205,7 @@ func (r *Reader) Get(p Pointer, key []byte) ([]byte, error) {
 		return nil, err
 	}
 	if r.mapped != nil {
-		return r.readMapped(nil, p, key)
+		return r.readMapped(nil, p, key, nil)
 	}
 	if rec := r.cache.Get(r.cacheID, r.fileNum, p.Offset); rec != nil {
 		return r.cachedValue(rec, p, key)
@@ -225,11 +226,41 @@ func (r *Reader) Get(p Pointer, key []byte) ([]byte, error) {
 // verifies it. With dst nil the result is a fresh slice of the value's
 // length; through a mapping, the value is copied once, straight into it.
 func (r *Reader) AppendValue(dst []byte, p Pointer, key []byte) ([]byte, error) {
+	return r.AppendValueAhead(dst, p, key, Ahead{})
+}
+
+// Ahead is a record a scan will read next, located by Reader.Ahead in a
+// value log's mapping; AppendValueAhead and MappedValueAhead prefetch it.
+// The zero Ahead locates nothing.
+type Ahead struct{ rec []byte }
+
+// Located reports whether a locates a record.
+func (a Ahead) Located() bool { return len(a.rec) > 0 }
+
+// Ahead locates the record p points to in the Reader's mapping, for a
+// read of another record to prefetch; the zero Ahead when the Reader does
+// not map its file or p is not a pointer into its records. Nothing is
+// read: a prefetch is a hint that cannot fault, so an Ahead stays harmless
+// after the Reader closes.
+func (r *Reader) Ahead(p Pointer) Ahead {
+	if r.mapped == nil || r.checkPointer(p) != nil {
+		return Ahead{}
+	}
+	return Ahead{r.mapped[p.Offset:p.End():p.End()]}
+}
+
+// AppendValueAhead is AppendValue that, through a mapping, prefetches next
+// while it verifies the value. A forward scan's values lie at random
+// places in the value logs (they are in write order, the scan in key
+// order), so each row waits for its record to come in from memory, and
+// then checksums it with the memory idle; started here, the next row's
+// loads overlap this row's work instead of stalling the next row.
+func (r *Reader) AppendValueAhead(dst []byte, p Pointer, key []byte, next Ahead) ([]byte, error) {
 	if err := r.checkPointer(p); err != nil {
 		return nil, err
 	}
 	if r.mapped != nil {
-		return r.readMapped(dst, p, key)
+		return r.readMapped(dst, p, key, next.rec)
 	}
 	v, err := r.Get(p, key)
 	if err != nil {
@@ -250,20 +281,26 @@ func (r *Reader) AppendValue(dst []byte, p Pointer, key []byte) ([]byte, error) 
 // caught then. A fault while the record is verified is a corruption
 // error, as for every mapped read.
 func (r *Reader) MappedValue(p Pointer, key []byte) (v []byte, ok bool, err error) {
+	return r.MappedValueAhead(p, key, Ahead{})
+}
+
+// MappedValueAhead is MappedValue that prefetches next while it verifies
+// the value (see AppendValueAhead).
+func (r *Reader) MappedValueAhead(p Pointer, key []byte, next Ahead) (v []byte, ok bool, err error) {
 	if r.mapped == nil {
 		return nil, false, nil
 	}
 	if err := r.checkPointer(p); err != nil {
 		return nil, true, err
 	}
-	v, err = r.verifyMapped(p, key)
+	v, err = r.verifyMapped(p, key, next.rec)
 	if err == vfs.ErrMappedFault {
 		return nil, true, base.CorruptionErrorf(r.name, int64(p.Offset), "%v (reading %s of a file of %d bytes)", err, p, r.size)
 	}
 	return v, true, err
 }
 
-func (r *Reader) verifyMapped(p Pointer, key []byte) (v []byte, err error) {
+func (r *Reader) verifyMapped(p Pointer, key []byte, next []byte) (v []byte, err error) {
 	old := vfs.BeginMapped()
 	defer vfs.EndMapped(old, &err)
 	rec := r.mapped[p.Offset:p.End():p.End()]
@@ -272,14 +309,17 @@ func (r *Reader) verifyMapped(p Pointer, key []byte) (v []byte, err error) {
 	if touchLines(rec) == touchNever {
 		return nil, errTouchNever
 	}
-	return r.verify(rec, p, key)
+	if err := r.checkSum(rec, p, crcAhead(0, rec[recordChecksumLen:], next)); err != nil {
+		return nil, err
+	}
+	return r.match(rec, p, key)
 }
 
 // readMapped verifies the record p locates in the mapping and appends its
 // value to dst. p has been checked against the file. A fault while the
 // mapping is read (the file shrank under it) is corruption of the file.
-func (r *Reader) readMapped(dst []byte, p Pointer, key []byte) ([]byte, error) {
-	out, err := r.copyMapped(dst, p, key)
+func (r *Reader) readMapped(dst []byte, p Pointer, key []byte, next []byte) ([]byte, error) {
+	out, err := r.copyMapped(dst, p, key, next)
 	if err == vfs.ErrMappedFault {
 		return nil, base.CorruptionErrorf(r.name, int64(p.Offset), "%v (reading %s of a file of %d bytes)", err, p, r.size)
 	}
@@ -295,7 +335,7 @@ func (r *Reader) readMapped(dst []byte, p Pointer, key []byte) ([]byte, error) {
 // verify's, the front of the record in the mapping and the value in the
 // copy (the mapped file does not change); only a record whose checksum
 // verifies is decoded and matched against p and key.
-func (r *Reader) copyMapped(dst []byte, p Pointer, key []byte) (out []byte, err error) {
+func (r *Reader) copyMapped(dst []byte, p Pointer, key []byte, next []byte) (out []byte, err error) {
 	old := vfs.BeginMapped()
 	defer vfs.EndMapped(old, &err)
 	rec := r.mapped[p.Offset:p.End():p.End()]
@@ -306,7 +346,7 @@ func (r *Reader) copyMapped(dst []byte, p Pointer, key []byte) (out []byte, err 
 	vstart := len(rec) - int(p.ValueLen)
 	// A nil dst grows to exactly the value without being zeroed first.
 	out = append(dst, rec[vstart:]...)
-	sum := crc32.Update(crc(rec[recordChecksumLen:vstart]), castagnoli, out[len(dst):])
+	sum := crcAhead(crc(rec[recordChecksumLen:vstart]), out[len(dst):], next)
 	if err := r.checkSum(rec, p, sum); err != nil {
 		return nil, err
 	}
@@ -317,6 +357,34 @@ func (r *Reader) copyMapped(dst []byte, p Pointer, key []byte) (out []byte, err 
 		out = []byte{} // an empty value is still a value
 	}
 	return out, nil
+}
+
+// aheadChunk is how many bytes crcAhead checksums between two prefetches:
+// small enough to spread the prefetches of a record over the checksum
+// (issued at once they fill the processor's miss buffers and stall it),
+// large enough that the checksum runs at full speed.
+const aheadChunk = 1024
+
+// crcAhead extends sum over b, a chunk at a time, and prefetches an equal
+// share of next after each chunk.
+func crcAhead(sum uint32, b, next []byte) uint32 {
+	if len(next) == 0 {
+		return crc32.Update(sum, castagnoli, b)
+	}
+	chunks := max(1, (len(b)+aheadChunk-1)/aheadChunk)
+	share := (len(next) + chunks - 1) / chunks
+	for len(b) > 0 {
+		n := min(aheadChunk, len(b))
+		sum = crc32.Update(sum, castagnoli, b[:n])
+		b = b[n:]
+		if len(b) == 0 {
+			share = len(next) // the last chunk takes what is left
+		}
+		m := min(share, len(next))
+		prefetch.Lines(next[:m])
+		next = next[m:]
+	}
+	return sum
 }
 
 // touchLines loads one byte of every 64-byte cache line of b and returns

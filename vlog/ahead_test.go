@@ -1,0 +1,84 @@
+package vlog
+
+import (
+	"hash/crc32"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestCRCAhead: the checksum crcAhead computes a chunk at a time, with
+// prefetches between the chunks, is the checksum of the whole, for values
+// and next records of every length around the chunk size.
+func TestCRCAhead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	buf := make([]byte, 5*aheadChunk+100)
+	for i := range buf {
+		buf[i] = byte(rng.Uint32())
+	}
+	lens := []int{0, 1, 63, 64, 65, aheadChunk - 1, aheadChunk, aheadChunk + 1, 3*aheadChunk + 17, 5 * aheadChunk}
+	for _, n := range lens {
+		for _, m := range lens {
+			b, next := buf[:n], buf[len(buf)-m:]
+			for _, seed := range []uint32{0, 0xdeadbeef} {
+				want := crc32.Update(seed, castagnoli, b)
+				require.Equal(t, want, crcAhead(seed, b, next), "value of %d bytes, next %d", n, m)
+			}
+		}
+	}
+}
+
+// TestMappedAhead: reads that prefetch another record return what reads
+// that do not return, for next records in the same file, in another, the
+// record itself, or none; a pointer that does not fit the file, or a file
+// not mapped, locates nothing; a corrupt record still fails.
+func TestMappedAhead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 11))
+	recs := genRecords(rng, 200, true)
+	data, ptrs := buildFile(t, recs, true)
+	r, _ := openMapped(t, data, ReaderOptions{})
+	other, _ := openMapped(t, data, ReaderOptions{})
+	require.True(t, r.Mapped())
+
+	for i, p := range ptrs {
+		for _, next := range []Ahead{{}, r.Ahead(ptrs[(i+1)%len(ptrs)]), other.Ahead(ptrs[rng.IntN(len(ptrs))]), r.Ahead(p)} {
+			v, err := r.AppendValueAhead([]byte("x"), p, recs[i].key, next)
+			require.NoError(t, err)
+			require.Equal(t, append([]byte("x"), recs[i].value...), v)
+			v, ok, err := r.MappedValueAhead(p, recs[i].key, next)
+			require.NoError(t, err)
+			require.True(t, ok)
+			require.Equal(t, recs[i].value, v)
+		}
+		require.True(t, r.Ahead(p).Located())
+	}
+
+	last := ptrs[len(ptrs)-1]
+	past := last
+	past.Offset = last.End() + 1<<20
+	require.False(t, r.Ahead(past).Located(), "a pointer past the records")
+	wrong := last
+	wrong.FileNum++
+	require.False(t, r.Ahead(wrong).Located(), "a pointer into another file")
+	unmapped, _, err := openBytes(data, ReaderOptions{Map: true})
+	require.NoError(t, err)
+	require.False(t, unmapped.Ahead(last).Located(), "a Reader without a mapping")
+	v, err := unmapped.AppendValueAhead(nil, last, recs[len(recs)-1].key, r.Ahead(ptrs[0]))
+	require.NoError(t, err)
+	require.Equal(t, recs[len(recs)-1].value, v)
+
+	// A damaged record fails, whatever it prefetches.
+	i := 7
+	for len(recs[i].value) == 0 {
+		i++
+	}
+	p := ptrs[i]
+	bad := append([]byte(nil), data...)
+	bad[p.End()-1] ^= 0x10
+	br, _ := openMapped(t, bad, ReaderOptions{})
+	_, err = br.AppendValueAhead(nil, p, recs[i].key, br.Ahead(ptrs[i+1]))
+	requireCorruption(t, err, int64(p.Offset))
+	_, _, err = br.MappedValueAhead(p, recs[i].key, br.Ahead(ptrs[i+1]))
+	requireCorruption(t, err, int64(p.Offset))
+}
