@@ -364,7 +364,21 @@ func (i *Iterator) lookAhead() {
 	if err != nil {
 		return // Next reports it, if the entry is the next row
 	}
-	if rv, ok := i.readAhead[p.FileNum]; ok && rv.ra == nil {
+	rv, ok := i.readAhead[p.FileNum]
+	if !ok {
+		// A value log the scan has not read yet: open it now if the scan
+		// reads values (it has opened one), as reading the next row's
+		// value would; a scan of keys alone opens none. Failing to open
+		// it is for that read to report.
+		m := i.rs.version.Vlogs[p.FileNum]
+		if len(i.readAhead) == 0 || m == nil {
+			return
+		}
+		if rv, err = i.vlog(m); err != nil {
+			return
+		}
+	}
+	if rv.ra == nil {
 		i.ahead = rv.h.Reader.Ahead(p)
 	}
 }
@@ -674,20 +688,9 @@ func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 		i.liveBuf = v
 		return v, nil
 	}
-	rv, ok := i.readAhead[p.FileNum]
-	if !ok {
-		h, err := i.db.vlogs.Acquire(m)
-		if err != nil {
-			return nil, err
-		}
-		if i.readAhead == nil {
-			i.readAhead = make(map[base.FileNum]iterVlog)
-		}
-		rv = iterVlog{h: h}
-		if !h.Reader.Mapped() {
-			rv.ra = h.Reader.NewReadAhead(i.db.opts.ValueLogReadAhead)
-		}
-		i.readAhead[p.FileNum] = rv
+	rv, err := i.vlog(m)
+	if err != nil {
+		return nil, err
 	}
 	if rv.ra == nil {
 		// A mapped value log needs no read-ahead: the value is verified in
@@ -707,6 +710,27 @@ func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 		return v, nil
 	}
 	return rv.ra.Get(p, i.key)
+}
+
+// vlog returns the value log m describes, opened for the iterator's reads
+// the first time and held until Close.
+func (i *Iterator) vlog(m *manifest.VlogMetadata) (iterVlog, error) {
+	if rv, ok := i.readAhead[m.FileNum]; ok {
+		return rv, nil
+	}
+	h, err := i.db.vlogs.Acquire(m)
+	if err != nil {
+		return iterVlog{}, err
+	}
+	if i.readAhead == nil {
+		i.readAhead = make(map[base.FileNum]iterVlog)
+	}
+	rv := iterVlog{h: h}
+	if !h.Reader.Mapped() {
+		rv.ra = h.Reader.NewReadAhead(i.db.opts.ValueLogReadAhead)
+	}
+	i.readAhead[m.FileNum] = rv
+	return rv, nil
 }
 
 // iterVlog is a value log an iterator reads, held open until it closes;

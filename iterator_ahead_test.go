@@ -37,8 +37,8 @@ func aheadVal(i, gen int) []byte {
 // without it returns, whatever the next entry is: an older version of the
 // same key, a version newer than the snapshot, a deletion, an inline
 // value, a key past the upper bound, a record in a value log the iterator
-// has not opened yet; with Value read on every row or on some, and with
-// Next and Prev mixed.
+// has not opened yet; with Value read on every row, on some or on none
+// (then no value log is opened), and with Next and Prev mixed.
 func TestIteratorLookAhead(t *testing.T) {
 	db, err := Open(t.TempDir(), &Options{ValueThreshold: 64, ValueLogFileSize: 64 << 10, MemTableSize: 256 << 10})
 	require.NoError(t, err)
@@ -87,21 +87,24 @@ func TestIteratorLookAhead(t *testing.T) {
 		for _, upper := range [][]byte{nil, aheadKey(450)} {
 			keys := sortedKeys(c.model, upper)
 			name := fmt.Sprintf("%s/upper=%s", c.name, upper)
-			// Every row, then every third row's value.
-			for _, every := range []int{1, 3} {
+			// Every row's value, every third row's, none.
+			for _, every := range []int{1, 3, 0} {
 				it, err := c.iter(&IterOptions{UpperBound: upper})
 				require.NoError(t, err)
 				j := 0
 				for ok := it.First(); ok; ok = it.Next() {
 					require.Less(t, j, len(keys), name)
 					require.Equal(t, keys[j], string(it.Key()), name)
-					if j%every == 0 {
+					if every > 0 && j%every == 0 {
 						require.Equal(t, c.model[keys[j]], string(it.Value()), "%s: %s", name, keys[j])
 					}
 					if it.ahead.Located() {
 						ahead++
 					}
 					j++
+				}
+				if every == 0 {
+					require.Empty(t, it.readAhead, "%s: a scan of keys opened value logs", name)
 				}
 				require.NoError(t, it.Close(), name)
 				require.Equal(t, len(keys), j, name)
@@ -137,6 +140,35 @@ func TestIteratorLookAhead(t *testing.T) {
 	// The value logs are mapped on this filesystem: most rows found their
 	// successor's record.
 	require.Greater(t, ahead, n, "rows that located the next row's record")
+}
+
+// TestIteratorLookAheadEveryRow: a scan that reads values locates every
+// next row's record, also in value logs it has not read from yet (the
+// values were written in random order to many small logs); the row a
+// seek lands on has no row before it to locate it.
+func TestIteratorLookAheadEveryRow(t *testing.T) {
+	db, err := Open(t.TempDir(), &Options{ValueThreshold: 64, ValueLogFileSize: 64 << 10, MemTableSize: 1 << 20})
+	require.NoError(t, err)
+	defer db.Close()
+	const n = 3000
+	for _, i := range rand.New(rand.NewPCG(3, 3)).Perm(n) {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("k%05d", i)), aheadVal(i*7, 0), nil))
+	}
+	require.NoError(t, db.Flush())
+	require.Greater(t, db.Metrics().ValueLogs.Files, 10)
+	it, err := db.NewIter(nil)
+	require.NoError(t, err)
+	located, j := 0, 0
+	for ok := it.First(); ok; ok = it.Next() {
+		require.Equal(t, string(aheadVal(j*7, 0)), string(it.Value()), "row %d", j)
+		if it.ahead.Located() {
+			located++
+		}
+		j++
+	}
+	require.NoError(t, it.Close())
+	require.Equal(t, n, j)
+	require.Equal(t, n-2, located, "rows that located the next row's record (all but the first and the last)")
 }
 
 // TestIteratorLookAheadCorrupt: a corrupt record fails the row it belongs
