@@ -109,6 +109,11 @@ func TestMappedCorruption(t *testing.T) {
 	requireCorruption(t, err, int64(p.Offset))
 	_, err = r.NewReadAhead(0).Get(p, recs[i].key)
 	requireCorruption(t, err, int64(p.Offset))
+	// Whatever a read prefetches, the record still fails.
+	_, err = r.AppendValueAhead(nil, p, recs[i].key, r.Ahead(ptrs[i+1]))
+	requireCorruption(t, err, int64(p.Offset))
+	_, _, err = r.MappedValueAhead(p, recs[i].key, r.Ahead(ptrs[i+1]))
+	requireCorruption(t, err, int64(p.Offset))
 	_, err = r.Get(ptrs[i-1], []byte("another key"))
 	requireCorruption(t, err, int64(ptrs[i-1].Offset))
 }
