@@ -366,17 +366,19 @@ func (i *Iterator) lookAhead() {
 	}
 	rv, ok := i.readAhead[p.FileNum]
 	if !ok {
-		// A value log the scan has not read yet: open it now if the scan
-		// reads values (it has opened one), as reading the next row's
-		// value would; a scan of keys alone opens none. Failing to open
-		// it is for that read to report.
+		// A value log the scan has not read from yet: hold it now if the
+		// scan reads values (it holds one) and the log is open; a look
+		// ahead opens no file (a value log in an object store takes a
+		// round trip), and a scan of keys alone holds none.
 		m := i.rs.version.Vlogs[p.FileNum]
 		if len(i.readAhead) == 0 || m == nil {
 			return
 		}
-		if rv, err = i.vlog(m); err != nil {
+		h, open := i.db.vlogs.AcquireOpen(m)
+		if !open {
 			return
 		}
+		rv = i.keepVlog(p.FileNum, h)
 	}
 	if rv.ra == nil {
 		i.ahead = rv.h.Reader.Ahead(p)
@@ -722,6 +724,11 @@ func (i *Iterator) vlog(m *manifest.VlogMetadata) (iterVlog, error) {
 	if err != nil {
 		return iterVlog{}, err
 	}
+	return i.keepVlog(m.FileNum, h), nil
+}
+
+// keepVlog holds h, value log num, for the iterator's reads until Close.
+func (i *Iterator) keepVlog(num base.FileNum, h vlog.Handle) iterVlog {
 	if i.readAhead == nil {
 		i.readAhead = make(map[base.FileNum]iterVlog)
 	}
@@ -729,8 +736,8 @@ func (i *Iterator) vlog(m *manifest.VlogMetadata) (iterVlog, error) {
 	if !h.Reader.Mapped() {
 		rv.ra = h.Reader.NewReadAhead(i.db.opts.ValueLogReadAhead)
 	}
-	i.readAhead[m.FileNum] = rv
-	return rv, nil
+	i.readAhead[num] = rv
+	return rv
 }
 
 // iterVlog is a value log an iterator reads, held open until it closes;

@@ -64,6 +64,16 @@ func (rc *ReaderCache) Acquire(m *manifest.VlogMetadata) (Handle, error) {
 	return rc.acquire(m, nil)
 }
 
+// AcquireOpen is Acquire of a value log that is open already; ok is false,
+// and nothing is opened, when it is not.
+func (rc *ReaderCache) AcquireOpen(m *manifest.VlogMetadata) (h Handle, ok bool) {
+	fh := rc.files.GetOpen(filecache.Key{Type: base.FileTypeVlog, Num: m.FileNum})
+	if fh == nil {
+		return Handle{}, false
+	}
+	return Handle{fh: fh, Reader: fh.Reader().(*Reader)}, true
+}
+
 // acquire is Acquire; if it opens the file, it first hints next, the
 // record the caller reads next, to the file (vfs.Prefetch): a value log
 // in an object store then fetches the record's bytes in the round trip

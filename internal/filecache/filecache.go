@@ -135,6 +135,23 @@ func (c *Cache) Get(key Key, open Opener) (*Handle, error) {
 	return h, nil
 }
 
+// GetOpen returns the reader of key with a reference the caller must
+// Release if it is open in the cache, and nil otherwise: it never opens a
+// file nor waits for one being opened.
+func (c *Cache) GetOpen(key Key) *Handle {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	h := c.files[key]
+	if c.closed || h == nil || !h.opened.Load() {
+		return nil
+	}
+	h.refs.Add(1)
+	if !h.used.Load() {
+		h.used.Store(true)
+	}
+	return h
+}
+
 // Release drops references; the last one closes the reader.
 func (c *Cache) Release(hs ...*Handle) {
 	for _, h := range hs {

@@ -120,3 +120,51 @@ func TestEvictWhileInUse(t *testing.T) {
 	c.Close()
 	require.Zero(t, open.Load())
 }
+
+// TestGetOpen: GetOpen returns only a reader that is open, with a
+// reference that keeps it open past eviction, and never opens one: not
+// for a key the cache lacks, nor for one being opened, after a failed
+// open, or after Close.
+func TestGetOpen(t *testing.T) {
+	var open, opens atomic.Int32
+	c := New(4)
+	k := key(base.FileTypeVlog, 1)
+	require.Nil(t, c.GetOpen(k), "a key never opened")
+
+	// While another Get opens it.
+	started, release := make(chan struct{}), make(chan struct{})
+	done := make(chan *Handle)
+	go func() {
+		h, err := c.Get(k, func() (io.Closer, error) {
+			close(started)
+			<-release
+			return opener(&open, &opens)()
+		})
+		require.NoError(t, err)
+		done <- h
+	}()
+	<-started
+	require.Nil(t, c.GetOpen(k), "a reader being opened")
+	close(release)
+	c.Release(<-done)
+	require.EqualValues(t, 1, opens.Load())
+
+	h := c.GetOpen(k)
+	require.NotNil(t, h)
+	require.EqualValues(t, 1, opens.Load(), "GetOpen opened a reader")
+	c.Evict(k)
+	require.False(t, h.Reader().(*fakeReader).closed.Load(), "evicted under its reference")
+	require.Nil(t, c.GetOpen(k), "an evicted key")
+	c.Release(h)
+	require.Zero(t, open.Load())
+
+	_, err := c.Get(k, func() (io.Closer, error) { return nil, errors.New("no") })
+	require.Error(t, err)
+	require.Nil(t, c.GetOpen(k), "after a failed open")
+
+	h2, err := c.Get(k, opener(&open, &opens))
+	require.NoError(t, err)
+	c.Release(h2)
+	c.Close()
+	require.Nil(t, c.GetOpen(k), "after Close")
+}
