@@ -136,6 +136,13 @@
 // never a crash. Unfinished files, and files of the
 // in-memory and fault-injecting filesystems, are read with ReadAt.
 //
+// A scan knows the record it reads next (Reader.Ahead locates it in a
+// mapping) and reads the current one with AppendValueAhead or
+// MappedValueAhead, which checksum the value a chunk at a time and
+// prefetch a share of the next record after each chunk: its loads then
+// overlap this record's checksum instead of stalling the next read, and,
+// spread out, they do not fill the processor's miss buffers at once.
+//
 // The Writer writes 2 MiB pieces at 2 MiB-aligned offsets, which
 // filesystems with large folios (ext4, xfs) cache as huge pages; the
 // mapping of a finished file then maps them whole, so reads of values at
