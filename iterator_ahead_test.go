@@ -38,7 +38,8 @@ func aheadVal(i, gen int) []byte {
 // same key, a version newer than the snapshot, a deletion, an inline
 // value, a key past the upper bound, a record in a value log the iterator
 // has not opened yet; with Value read on every row, on some or on none
-// (then no value log is opened), and with Next and Prev mixed.
+// (then no value log is opened), copied or in place, and with Next and
+// Prev mixed.
 func TestIteratorLookAhead(t *testing.T) {
 	db, err := Open(t.TempDir(), &Options{ValueThreshold: 64, ValueLogFileSize: 64 << 10, MemTableSize: 256 << 10})
 	require.NoError(t, err)
@@ -88,14 +89,15 @@ func TestIteratorLookAhead(t *testing.T) {
 			keys := sortedKeys(c.model, upper)
 			name := fmt.Sprintf("%s/upper=%s", c.name, upper)
 			// Every row's value, every third row's, none.
-			for _, every := range []int{1, 3, 0} {
-				it, err := c.iter(&IterOptions{UpperBound: upper})
+			for _, every := range []int{1, 3, 0, -1} {
+				// -1: every row's value, in place (MappedValues).
+				it, err := c.iter(&IterOptions{UpperBound: upper, MappedValues: every < 0})
 				require.NoError(t, err)
 				j := 0
 				for ok := it.First(); ok; ok = it.Next() {
 					require.Less(t, j, len(keys), name)
 					require.Equal(t, keys[j], string(it.Key()), name)
-					if every > 0 && j%every == 0 {
+					if every < 0 || every > 0 && j%every == 0 {
 						require.Equal(t, c.model[keys[j]], string(it.Value()), "%s: %s", name, keys[j])
 					}
 					if it.ahead.Located() {
