@@ -309,10 +309,7 @@ func (r *Reader) verifyMapped(p Pointer, key []byte, next []byte) (v []byte, err
 	if touchLines(rec) == touchNever {
 		return nil, errTouchNever
 	}
-	if err := r.checkSum(rec, p, crcAhead(0, rec[recordChecksumLen:], next)); err != nil {
-		return nil, err
-	}
-	return r.match(rec, p, key)
+	return r.verifyAhead(rec, p, key, next)
 }
 
 // readMapped verifies the record p locates in the mapping and appends its
@@ -408,7 +405,13 @@ var errTouchNever = errors.New("vlog: impossible cache-line sum")
 // verify checks rec, the p.Length bytes read at p.Offset, against p and
 // key, and returns the value.
 func (r *Reader) verify(rec []byte, p Pointer, key []byte) ([]byte, error) {
-	if err := r.checkSum(rec, p, crc(rec[recordChecksumLen:])); err != nil {
+	return r.verifyAhead(rec, p, key, nil)
+}
+
+// verifyAhead is verify that prefetches next while it checksums rec (see
+// crcAhead).
+func (r *Reader) verifyAhead(rec []byte, p Pointer, key []byte, next []byte) ([]byte, error) {
+	if err := r.checkSum(rec, p, crcAhead(0, rec[recordChecksumLen:], next)); err != nil {
 		return nil, err
 	}
 	return r.match(rec, p, key)

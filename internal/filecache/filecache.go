@@ -83,11 +83,7 @@ func (c *Cache) Get(key Key, open Opener) (*Handle, error) {
 	}
 	h := c.files[key]
 	if h != nil {
-		h.refs.Add(1)
-		if !h.used.Load() {
-			// Only the first hit since the clock hand passed writes.
-			h.used.Store(true)
-		}
+		h.hit()
 	}
 	c.mu.RUnlock()
 	if h != nil && h.opened.Load() {
@@ -145,11 +141,17 @@ func (c *Cache) GetOpen(key Key) *Handle {
 	if c.closed || h == nil || !h.opened.Load() {
 		return nil
 	}
+	h.hit()
+	return h
+}
+
+// hit takes a reference to h, found in the cache, and marks it used.
+func (h *Handle) hit() {
 	h.refs.Add(1)
 	if !h.used.Load() {
+		// Only the first hit since the clock hand passed writes.
 		h.used.Store(true)
 	}
-	return h
 }
 
 // Release drops references; the last one closes the reader.
