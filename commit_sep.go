@@ -7,6 +7,7 @@ import (
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/memtable"
+	"github.com/strata-db/strata/vfs"
 	"github.com/strata-db/strata/vlog"
 )
 
@@ -224,6 +225,10 @@ func (d *DB) appendCommitValue(key, value []byte) (vlog.Pointer, error) {
 		// pointers into it torn, which they may be, being unsynced.
 		c.activeDirSynced = false
 		c.active = vlog.NewLiveWriter(f, num)
+		// The file rolls once it reaches ValueLogFileSize; the last group
+		// may take it past, and what lies beyond the window is read with
+		// pread.
+		c.active.Map(d.opts.ValueLogFileSize + vfs.MapAlign)
 		d.live.add(c.active)
 	}
 	if c.pinned != d.mem {

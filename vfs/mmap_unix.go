@@ -18,9 +18,11 @@ import (
 //
 // The mapping shares the page cache: it allocates nothing, and its pages
 // count in the process's resident set only while the kernel keeps them.
-// The caller must only map a file that is never written again, and must
+// The caller must only map a file that is never written again, or one
+// only appended to, of which it reads the bytes already written (size
+// may exceed the file's: pages past its end fault when read). It must
 // expect a fault (SIGBUS) if the file shrinks under the mapping; see
-// ReadMapped.
+// BeginMapped.
 func MapFile(f File, size int64) (data []byte, ok bool, err error) {
 	if size <= 0 || strconv.IntSize < 64 || size > math.MaxInt {
 		return nil, false, nil

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,11 +19,37 @@ import (
 // from the buffer, the file, or both (a record straddling the last write),
 // while readers run concurrently with the writer; after Finish the file
 // reads back through a Reader and the LiveWriter refuses.
+//
+// On the disk filesystem the file is mapped (Map) with a window of 4 MiB
+// that the 10 MB of records outgrow: the records the flusher has written
+// inside it are read through the mapping, the others as in memory.
 func TestLiveWriterReads(t *testing.T) {
-	fs := vfs.NewMem()
-	f, err := fs.Create("000009.vlog")
+	t.Run("mem", func(t *testing.T) { testLiveWriterReads(t, vfs.NewMem(), "", 0) })
+	t.Run("mapped", func(t *testing.T) {
+		var mapped atomic.Int64
+		testHookMappedRead = func() { mapped.Add(1) }
+		defer func() { testHookMappedRead = nil }()
+		testLiveWriterReads(t, vfs.Default, t.TempDir(), 3<<20)
+		require.Positive(t, mapped.Load())
+	})
+}
+
+// liveFile creates value log 9 in dir of fs and a LiveWriter for it,
+// mapped with a window of window bytes (none if 0).
+func liveFile(t *testing.T, fs vfs.FS, dir string, window int64) (*LiveWriter, string) {
+	name := filepath.Join(dir, "000009.vlog")
+	f, err := fs.Create(name)
 	require.NoError(t, err)
 	lw := NewLiveWriter(f, 9)
+	lw.Map(window)
+	if _, isMem := fs.(*vfs.MemFS); !isMem && window > 0 {
+		require.NotNil(t, lw.mapped, "a file of the disk filesystem maps")
+	}
+	return lw, name
+}
+
+func testLiveWriterReads(t *testing.T, fs vfs.FS, dir string, window int64) {
+	lw, name := liveFile(t, fs, dir, window)
 	type rec struct {
 		key, value []byte
 		p          Pointer
@@ -91,7 +119,7 @@ func TestLiveWriterReads(t *testing.T) {
 	require.NoError(t, readErr)
 
 	// A wrong key or a pointer past the end is corruption, not a value.
-	_, err = lw.Get(recs[3].p, []byte("other"), nil)
+	_, err := lw.Get(recs[3].p, []byte("other"), nil)
 	require.ErrorIs(t, err, base.ErrCorruption)
 	bad := recs[len(recs)-1].p
 	bad.Offset += 1 << 20
@@ -104,7 +132,8 @@ func TestLiveWriterReads(t *testing.T) {
 	require.Same(t, meta, lw.Finished())
 	_, err = lw.Get(recs[0].p, recs[0].key, nil)
 	require.True(t, errors.Is(err, errFinished))
-	rf, err := fs.Open("000009.vlog")
+	require.Nil(t, lw.mapped, "unmapped once finished")
+	rf, err := fs.Open(name)
 	require.NoError(t, err)
 	r, err := NewReader(rf, 9, int64(meta.Size), ReaderOptions{})
 	require.NoError(t, err)
@@ -122,55 +151,58 @@ func TestLiveWriterReads(t *testing.T) {
 // file is finished (or abandoned), never a read of a closed file.
 func TestLiveWriterReadsRacingEnd(t *testing.T) {
 	for _, abort := range []bool{false, true} {
-		t.Run(map[bool]string{false: "finish", true: "abort"}[abort], func(t *testing.T) {
-			fs := vfs.NewMem()
-			f, err := fs.Create("000009.vlog")
-			require.NoError(t, err)
-			lw := NewLiveWriter(f, 9)
-			var ps []Pointer
-			for i := range 2000 { // 4 MiB: records in the file and in buffers
-				p, err := lw.Add([]byte(fmt.Sprintf("key%04d", i)), bytes.Repeat([]byte{byte(i)}, 2048))
-				require.NoError(t, err)
-				ps = append(ps, p)
-			}
-			var wg sync.WaitGroup
-			errs := make(chan error, 4)
-			start := make(chan struct{})
-			for g := range 4 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					for j := 0; ; j++ {
-						i := (j*7919 + g*31) % len(ps)
-						got, err := lw.Get(ps[i], []byte(fmt.Sprintf("key%04d", i)), nil)
-						if errors.Is(err, errFinished) || errors.Is(err, errAborted) {
-							return
+		for _, mapped := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/mapped=%v", map[bool]string{false: "finish", true: "abort"}[abort], mapped), func(t *testing.T) {
+				fs, dir := vfs.FS(vfs.NewMem()), ""
+				if mapped {
+					fs, dir = vfs.Default, t.TempDir()
+				}
+				lw, _ := liveFile(t, fs, dir, 8<<20)
+				var ps []Pointer
+				for i := range 2000 { // 4 MiB: records in the file and in buffers
+					p, err := lw.Add([]byte(fmt.Sprintf("key%04d", i)), bytes.Repeat([]byte{byte(i)}, 2048))
+					require.NoError(t, err)
+					ps = append(ps, p)
+				}
+				var wg sync.WaitGroup
+				errs := make(chan error, 4)
+				start := make(chan struct{})
+				for g := range 4 {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						for j := 0; ; j++ {
+							i := (j*7919 + g*31) % len(ps)
+							got, err := lw.Get(ps[i], []byte(fmt.Sprintf("key%04d", i)), nil)
+							if errors.Is(err, errFinished) || errors.Is(err, errAborted) {
+								return
+							}
+							if err == nil && !bytes.Equal(got, bytes.Repeat([]byte{byte(i)}, 2048)) {
+								err = fmt.Errorf("wrong value for key%04d", i)
+							}
+							if err != nil {
+								errs <- err
+								return
+							}
 						}
-						if err == nil && !bytes.Equal(got, bytes.Repeat([]byte{byte(i)}, 2048)) {
-							err = fmt.Errorf("wrong value for key%04d", i)
-						}
-						if err != nil {
-							errs <- err
-							return
-						}
-					}
-				}()
-			}
-			close(start)
-			time.Sleep(time.Millisecond)
-			if abort {
-				lw.Abort()
-			} else {
-				_, err := lw.Finish()
-				require.NoError(t, err)
-			}
-			wg.Wait()
-			close(errs)
-			for err := range errs {
-				require.NoError(t, err)
-			}
-		})
+					}()
+				}
+				close(start)
+				time.Sleep(time.Millisecond)
+				if abort {
+					lw.Abort()
+				} else {
+					_, err := lw.Finish()
+					require.NoError(t, err)
+				}
+				wg.Wait()
+				close(errs)
+				for err := range errs {
+					require.NoError(t, err)
+				}
+			})
+		}
 	}
 }
 
