@@ -412,10 +412,18 @@ func (i *Iterator) countRow() {
 // same throughput (21-27k ops/s before, 29-32k after). Without the
 // condition a lone scan paid: a yield wakes the idle processor, which
 // takes the goroutine over with cold caches (seekrandom of 4 KiB values,
-// one thread, fell from 0.79-0.89M to 0.49-0.60M rows/s).
+// one thread, fell from 0.79-0.89M to 0.49-0.60M rows/s). Yielding that
+// often cost the scans themselves: a scan of 50 rows (4 KiB values) went
+// to the back of the run queue three times, behind other scans that then
+// refilled the caches. Checking every 64 rows, yielding after 50 us, the
+// same workload after a fill of its keys (kvbench fillrandom,ycsb-e) ran
+// 1.24-1.40M rows/s instead of 1.16-1.18M, its scans' p50 at 61-71 us
+// instead of 150-162 us, p99 at 0.66-0.78 ms instead of 0.45-0.50 ms
+// (Badger's: 2.1-2.3 ms), p99.9 about the same (1.6-1.9 ms); not yielding
+// within such scans at all put p99.9 back at 22-24 ms.
 const (
-	yieldCheckRows = 16
-	yieldInterval  = int64(10 * time.Microsecond)
+	yieldCheckRows = 64
+	yieldInterval  = int64(50 * time.Microsecond)
 )
 
 // findPrev moves backward from the internal iterator's position to the
