@@ -333,6 +333,7 @@ func (t *thread) flushTicks() {
 // benchmark needs, samples throughput, and merges what the workers
 // measured.
 func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, name string, benchIndex int, st *keyState, progress Progress) (runResult, error) {
+	empty := ReadsExisting(name) && st.live.Load() == 0
 	w := planWorkload(spec, name, st)
 	var done atomic.Int64
 	threads := make([]*thread, w.threads)
@@ -409,6 +410,9 @@ func runBenchmark(ctx context.Context, spec *Spec, engName string, eng Engine, n
 		if t.note != "" {
 			res.Note = t.note
 		}
+	}
+	if empty {
+		res.Note = noKeysNote
 	}
 	close(stopBackground)
 	bgWG.Wait()

@@ -68,6 +68,36 @@ func TestRunStrataSmall(t *testing.T) {
 	require.Equal(t, []string{"write", "scan"}, []string{e.PerOp[0].Op, e.PerOp[1].Op})
 	require.Nil(t, fill.PerOp, "one kind of operation: no split")
 	require.Nil(t, rr.PerOp)
+	require.NotContains(t, rr.Note, noKeysNote, "fills ran before")
+}
+
+// TestRunNotesReadsOfNothing: a benchmark that reads existing keys, run
+// before anything wrote one, says so; the same after a fill does not.
+func TestRunNotesReadsOfNothing(t *testing.T) {
+	for _, c := range []struct {
+		benchmarks []string
+		noted      string
+	}{
+		{[]string{YCSBE}, YCSBE},
+		{[]string{ReadRandom, FillSeq, SeekRandom}, ReadRandom},
+		{[]string{FillSeq, YCSBE}, ""},
+	} {
+		spec := DefaultSpec()
+		spec.Engines = []string{"strata"}
+		spec.Benchmarks = c.benchmarks
+		spec.Num, spec.Reads = 500, 200
+		spec.Dir = t.TempDir()
+		rep, err := Run(context.Background(), spec, nil)
+		require.NoError(t, err)
+		require.Len(t, rep.Results, len(c.benchmarks))
+		for _, r := range rep.Results {
+			if r.Benchmark == c.noted {
+				require.Contains(t, r.Note, noKeysNote, "%v: %s", c.benchmarks, r.Benchmark)
+			} else {
+				require.NotContains(t, r.Note, noKeysNote, "%v: %s", c.benchmarks, r.Benchmark)
+			}
+		}
+	}
 }
 
 func TestSpecNormalize(t *testing.T) {

@@ -42,6 +42,22 @@ func WritesData(benchmark string) bool {
 	return true
 }
 
+// ReadsExisting reports whether a benchmark reads keys that earlier
+// benchmarks of the run are meant to have written: run on an empty
+// database, its reads miss and its scans find only the keys it inserts
+// itself (YCSB loads before it runs; here a fill does).
+func ReadsExisting(benchmark string) bool {
+	switch benchmark {
+	case ReadRandom, ReadSeq, SeekRandom, ReadWhileWriting, Overwrite, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF:
+		return true
+	}
+	return false
+}
+
+// noKeysNote is the note of a benchmark that reads existing keys and ran
+// with none written before it.
+const noKeysNote = "no keys were written before it in this run: its reads miss and its scans find only the keys it inserts (run fillrandom or fillseq first, as YCSB loads before it runs)"
+
 // AllBenchmarks lists the benchmarks in the order they are documented.
 var AllBenchmarks = []string{FillSeq, FillRandom, Overwrite, ReadRandom, ReadSeq, SeekRandom,
 	ReadWhileWriting, DeleteRandom, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF,
