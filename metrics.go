@@ -140,7 +140,8 @@ type Metrics struct {
 		BytesWritten uint64
 		// Reads counts the value-log records read for Get, Snapshot.Get,
 		// iterators' values and merges since Open (compactions' reads are
-		// Compact.ValueLogReads). Has never adds to it.
+		// Compact.ValueLogReads). Has never adds to it. An open iterator
+		// adds its reads every 64 rows and when it closes.
 		Reads uint64
 		Open  int // readers open
 		List  []ValueLogMetrics
