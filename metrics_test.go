@@ -1,6 +1,8 @@
 package strata
 
 import (
+	"bytes"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -126,4 +128,42 @@ func TestMetricsTrackWork(t *testing.T) {
 	require.Equal(t, uint64(3), m.Latency.IterSeek.Count)
 	require.Positive(t, m.Latency.Get.Percentile(0.5))
 	require.Contains(t, m.String(), "iter seek      3")
+}
+
+// TestIteratorCountsValueLogReads: a scan's values count in
+// Metrics.ValueLogs.Reads, every 64 rows while it runs and the rest when
+// it closes; rows whose values are not read, and inline values, do not.
+func TestIteratorCountsValueLogReads(t *testing.T) {
+	db, err := Open("db", &Options{FS: vfs.NewMem(), ValueThreshold: 64})
+	require.NoError(t, err)
+	defer db.Close()
+	big := bytes.Repeat([]byte("v"), 1000)
+	for i := 0; i < 300; i++ {
+		v := big
+		if i%3 == 0 {
+			v = []byte("small") // inline
+		}
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("k%03d", i)), v, NoSync))
+	}
+	require.NoError(t, db.Flush())
+	before := db.Metrics().ValueLogs.Reads
+	it, err := db.NewIter(nil)
+	require.NoError(t, err)
+	read := uint64(0)
+	for ok := it.First(); ok; ok = it.Next() {
+		if i := len(it.Key()); i > 0 && it.Key()[i-1]%2 == 0 {
+			continue // key not read: no value read
+		}
+		if len(it.Value()) == len(big) {
+			read++
+		}
+		if read == 80 {
+			break
+		}
+	}
+	mid := db.Metrics().ValueLogs.Reads - before
+	require.LessOrEqual(t, mid, read)
+	require.Greater(t, mid+64, read, "counted while the scan runs")
+	require.NoError(t, it.Close())
+	require.Equal(t, before+read, db.Metrics().ValueLogs.Reads)
 }

@@ -517,8 +517,7 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 	// change. The rest is copied from the buffers, in file order: fileEnd
 	// is loaded after the view, so a buffer the view lacks is in the file.
 	var m int
-	fe := l.fileEnd.Load()
-	if p.Offset < fe {
+	if fe := l.fileEnd.Load(); p.Offset < fe {
 		m = int(min(uint64(p.Length), fe-p.Offset))
 	}
 	if m == len(rec) {
