@@ -48,7 +48,7 @@ func WritesData(benchmark string) bool {
 // itself (YCSB loads before it runs; here a fill does).
 func ReadsExisting(benchmark string) bool {
 	switch benchmark {
-	case ReadRandom, ReadSeq, SeekRandom, ReadWhileWriting, Overwrite, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF:
+	case ReadRandom, ReadSeq, SeekRandom, ReadWhileWriting, YCSBA, YCSBB, YCSBC, YCSBD, YCSBE, YCSBF:
 		return true
 	}
 	return false
