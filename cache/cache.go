@@ -3,9 +3,9 @@ package cache
 import (
 	"runtime"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/stripe"
 )
 
 // EntryOverhead is the fixed number of bytes charged for each cached block
@@ -48,17 +48,12 @@ type counterStripe struct {
 	_            [48]byte
 }
 
-// stripe returns the counter stripe of the calling goroutine, chosen by
-// the address of a variable on its stack: goroutines have disjoint stacks,
-// so goroutines running at once mostly pick different stripes, even when
-// they read the same hot block (which a stripe chosen by key would not
-// spread), and the choice costs no shared state (math/rand/v2 costs 5-10
-// ns here). The address is only hashed, never dereferenced; if the stack
-// moves, the goroutine just changes stripe.
+// stripe returns the counter stripe of the calling goroutine (see
+// stripe.Of): goroutines running at once mostly pick different stripes,
+// even when they read the same hot block (which a stripe chosen by key
+// would not spread).
 func (c *Cache) stripe() *counterStripe {
-	var local byte
-	a := uint64(uintptr(unsafe.Pointer(&local)))
-	return &c.counters[(a*0x9E3779B97F4A7C15)>>(64-counterStripeBits)]
+	return &c.counters[stripe.Of(counterStripeBits)]
 }
 
 // idSeq hands out cache IDs. It is shared by all caches, so an ID is unique

@@ -5,9 +5,9 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/stripe"
 )
 
 // AdaptiveOptions configures an AdaptiveThreshold. The zero value of each
@@ -154,15 +154,9 @@ type bucketStats struct {
 	writes, writeBytes, reads atomic.Uint64
 }
 
-// stripe returns the stripe of the calling goroutine, chosen by the address
-// of a variable on its stack (as the block cache picks its counter
-// stripes): goroutines have disjoint stacks, so goroutines running at once
-// mostly pick different stripes, at no shared cost. The address is only
-// hashed, never dereferenced.
+// stripe returns the stripe of the calling goroutine (see stripe.Of).
 func (a *AdaptiveThreshold) stripe() *statStripe {
-	var local byte
-	h := uint64(uintptr(unsafe.Pointer(&local))) * 0x9E3779B97F4A7C15
-	return &a.stripes[h>>(64-statStripeBits)]
+	return &a.stripes[stripe.Of(statStripeBits)]
 }
 
 // NewAdaptiveThreshold returns an AdaptiveThreshold starting at o.Initial.

@@ -6,10 +6,10 @@ import (
 	"math"
 	"math/bits"
 	"sync/atomic"
-	"unsafe"
 
 	"github.com/strata-db/strata/index/learned"
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/stripe"
 )
 
 // MetaLearnedName is the meta block holding the table's learned index, or
@@ -387,13 +387,9 @@ type learnedStripe struct {
 	_                                            [8]byte
 }
 
-// stripe returns the stripe of the calling goroutine, chosen by the
-// address of a variable on its stack (as the block cache picks its
-// counter stripes); the address is only hashed, never dereferenced.
+// stripe returns the stripe of the calling goroutine (see stripe.Of).
 func (s *LearnedStats) stripe() *learnedStripe {
-	var local byte
-	a := uint64(uintptr(unsafe.Pointer(&local)))
-	return &s.stripes[(a*0x9E3779B97F4A7C15)>>(64-learnedStripeBits)]
+	return &s.stripes[stripe.Of(learnedStripeBits)]
 }
 
 func (s *LearnedStats) hit() {
