@@ -12,6 +12,7 @@ import (
 	"github.com/strata-db/strata/compaction"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/internal/filecache"
+	"github.com/strata-db/strata/internal/stripe"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/lsm/record"
 	"github.com/strata-db/strata/vfs"
@@ -222,7 +223,7 @@ type dbStats struct {
 	compactVlogReads atomic.Uint64
 	// vlogReads counts the value-log records reads fetched: Get, snapshots'
 	// Get, iterators' values and merges (not compactions).
-	vlogReads atomic.Uint64
+	vlogReads stripe.Counter
 	// prefixChecked and prefixSkipped count the tables iterators with a
 	// prefix asked the Bloom filter about, and those it ruled out.
 	prefixChecked   atomic.Uint64
