@@ -159,7 +159,7 @@ func (d *DB) expiryLoop(stop <-chan struct{}) {
 func (d *DB) openMappings(stop <-chan struct{}) {
 	defer d.bgWG.Done()
 	rs := d.loadReadState()
-	if rs == nil {
+	if rs.readState == nil {
 		return
 	}
 	defer rs.unref()

@@ -189,7 +189,7 @@ func clipToRange(db *DB, start, end []byte) error {
 			return err
 		}
 		rs := db.loadReadState()
-		if rs == nil {
+		if rs.readState == nil {
 			return ErrClosed
 		}
 		_, last, ok := rs.version.KeyRange()

@@ -435,13 +435,13 @@ func (d *DB) buildRepointBatch(w *commitWriter) error {
 	rw.batch.Reset()
 	w.batch = &rw.batch
 	rs := d.loadReadState()
-	if rs == nil {
+	if rs.readState == nil {
 		return ErrClosed
 	}
 	defer rs.unref()
 	snap := base.SeqNum(d.visibleSeq.Load())
 	for _, it := range rw.items {
-		metaBytes, err := d.lookup(rs, it.key, snap, it.old)
+		metaBytes, err := d.lookup(rs.readState, it.key, snap, it.old)
 		if err == errPointerMoved {
 			continue
 		}

@@ -51,11 +51,11 @@ func (d *DB) getAt(key []byte, snap base.SeqNum, current bool) ([]byte, error) {
 // getAtInto is getAt appending the value to dst (nil: a fresh slice).
 func (d *DB) getAtInto(key []byte, snap base.SeqNum, current bool, dst []byte) ([]byte, error) {
 	rs, snap := d.acquireRead(snap, current)
-	if rs == nil {
+	if rs.readState == nil {
 		return nil, ErrClosed
 	}
 	defer rs.unref()
-	v, err := d.lookupInto(rs, key, snap, nil, dst, false)
+	v, err := d.lookupInto(rs.readState, key, snap, nil, dst, false)
 	if err == errNeedsMerge {
 		if v, err = d.getMerged(key, snap, current); err == nil && dst != nil {
 			v = append(dst, v...)
@@ -69,7 +69,7 @@ func (d *DB) getAtInto(key []byte, snap base.SeqNum, current bool, dst []byte) (
 // reference (nil once the DB is closed), and the sequence number it reads
 // at: snap, or with current the newest visible write, loaded after the
 // read state (see currentSeq).
-func (d *DB) acquireRead(snap base.SeqNum, current bool) (*readState, base.SeqNum) {
+func (d *DB) acquireRead(snap base.SeqNum, current bool) (readRef, base.SeqNum) {
 	if testHookBeforeReadState != nil {
 		testHookBeforeReadState()
 	}
@@ -77,7 +77,7 @@ func (d *DB) acquireRead(snap base.SeqNum, current bool) (*readState, base.SeqNu
 	if testHookAfterReadState != nil {
 		testHookAfterReadState()
 	}
-	if rs != nil && current {
+	if rs.readState != nil && current {
 		snap = d.currentSeq()
 	}
 	return rs, snap

@@ -41,11 +41,11 @@ func (s *Snapshot) Has(key []byte) (bool, error) {
 // number (acquireRead), the same lookup, in its key-only mode.
 func (d *DB) hasAt(key []byte, snap base.SeqNum, current bool) (bool, error) {
 	rs, snap := d.acquireRead(snap, current)
-	if rs == nil {
+	if rs.readState == nil {
 		return false, ErrClosed
 	}
 	defer rs.unref()
-	_, err := d.lookupInto(rs, key, snap, nil, nil, true)
+	_, err := d.lookupInto(rs.readState, key, snap, nil, nil, true)
 	switch {
 	case err == nil:
 		return true, nil

@@ -29,7 +29,7 @@ import (
 // error that matches ErrClosed and says the DB was closed.
 type Iterator struct {
 	db     *DB
-	rs     *readState
+	rs     readRef
 	snap   base.SeqNum
 	iter   base.InternalIterator
 	dels   *rangedel.Set
@@ -116,7 +116,7 @@ func (d *DB) newIter(o *IterOptions, snap base.SeqNum, current bool) (*Iterator,
 		it.mappedValues = o.MappedValues
 	}
 	rs, snap := d.acquireRead(snap, current)
-	if rs == nil {
+	if rs.readState == nil {
 		return nil, ErrClosed
 	}
 	it.snap = snap
@@ -802,7 +802,7 @@ func (i *Iterator) Close() error {
 	}
 	i.readAhead = nil
 	i.rs.unref()
-	i.rs = nil
+	i.rs = readRef{}
 	if iterErr != nil {
 		return iterErr
 	}

@@ -131,7 +131,7 @@ func (d *DB) rewriteVlog(v *manifest.Version, m *manifest.VlogMetadata) error {
 
 	// Step 1 and 2: copy the records still live.
 	rs := d.loadReadState()
-	if rs == nil {
+	if rs.readState == nil {
 		return ErrClosed
 	}
 	var items []repointItem
@@ -145,7 +145,7 @@ func (d *DB) rewriteVlog(v *manifest.Version, m *manifest.VlogMetadata) error {
 		}
 		old := sc.Pointer()
 		ptrBuf = old.Encode(ptrBuf[:0])
-		_, err := d.lookup(rs, sc.Key(), base.SeqNum(d.visibleSeq.Load()), ptrBuf)
+		_, err := d.lookup(rs.readState, sc.Key(), base.SeqNum(d.visibleSeq.Load()), ptrBuf)
 		if err == errPointerMoved {
 			continue
 		}
