@@ -120,7 +120,7 @@ func (t *openTable) Close() error { return t.reader.Close() }
 
 // tableHandle is an open table with a reference to it; release it.
 type tableHandle struct {
-	fh *filecache.Handle
+	fh filecache.Ref
 	*openTable
 }
 
@@ -235,7 +235,7 @@ type tableIter struct {
 
 func (i *tableIter) Close() error {
 	err := i.InternalIterator.Close()
-	if i.h.fh != nil {
+	if i.h.openTable != nil {
 		i.tc.release(i.h)
 		i.h = tableHandle{}
 	}

@@ -54,7 +54,7 @@ func NewReaderCache(fs vfs.FS, dirname string, c *cache.Cache, files *filecache.
 
 // Handle is an open value log with a reference to it: Release it.
 type Handle struct {
-	fh     *filecache.Handle
+	fh     filecache.Ref
 	Reader *Reader
 }
 
@@ -67,8 +67,8 @@ func (rc *ReaderCache) Acquire(m *manifest.VlogMetadata) (Handle, error) {
 // AcquireOpen is Acquire of a value log that is open already; ok is false,
 // and nothing is opened, when it is not.
 func (rc *ReaderCache) AcquireOpen(m *manifest.VlogMetadata) (h Handle, ok bool) {
-	fh := rc.files.GetOpen(filecache.Key{Type: base.FileTypeVlog, Num: m.FileNum})
-	if fh == nil {
+	fh, ok := rc.files.GetOpen(filecache.Key{Type: base.FileTypeVlog, Num: m.FileNum})
+	if !ok {
 		return Handle{}, false
 	}
 	return Handle{fh: fh, Reader: fh.Reader().(*Reader)}, true
@@ -95,9 +95,7 @@ func (rc *ReaderCache) acquire(m *manifest.VlogMetadata, next *Pointer) (Handle,
 
 // Release drops the reference of h.
 func (rc *ReaderCache) Release(h Handle) {
-	if h.fh != nil {
-		rc.files.Release(h.fh)
-	}
+	rc.files.Release(h.fh) // a zero Ref is ignored
 }
 
 func (rc *ReaderCache) open(m *manifest.VlogMetadata, next *Pointer) (*Reader, error) {

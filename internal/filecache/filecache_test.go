@@ -3,6 +3,7 @@ package filecache
 import (
 	"errors"
 	"io"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -129,11 +130,12 @@ func TestGetOpen(t *testing.T) {
 	var open, opens atomic.Int32
 	c := New(4)
 	k := key(base.FileTypeVlog, 1)
-	require.Nil(t, c.GetOpen(k), "a key never opened")
+	_, ok := c.GetOpen(k)
+	require.False(t, ok, "a key never opened")
 
 	// While another Get opens it.
 	started, release := make(chan struct{}), make(chan struct{})
-	done := make(chan *Handle)
+	done := make(chan Ref)
 	go func() {
 		h, err := c.Get(k, func() (io.Closer, error) {
 			close(started)
@@ -144,27 +146,93 @@ func TestGetOpen(t *testing.T) {
 		done <- h
 	}()
 	<-started
-	require.Nil(t, c.GetOpen(k), "a reader being opened")
+	_, ok = c.GetOpen(k)
+	require.False(t, ok, "a reader being opened")
 	close(release)
 	c.Release(<-done)
 	require.EqualValues(t, 1, opens.Load())
 
-	h := c.GetOpen(k)
-	require.NotNil(t, h)
+	h, ok := c.GetOpen(k)
+	require.True(t, ok)
 	require.EqualValues(t, 1, opens.Load(), "GetOpen opened a reader")
 	c.Evict(k)
 	require.False(t, h.Reader().(*fakeReader).closed.Load(), "evicted under its reference")
-	require.Nil(t, c.GetOpen(k), "an evicted key")
+	_, ok = c.GetOpen(k)
+	require.False(t, ok, "an evicted key")
 	c.Release(h)
 	require.Zero(t, open.Load())
 
 	_, err := c.Get(k, func() (io.Closer, error) { return nil, errors.New("no") })
 	require.Error(t, err)
-	require.Nil(t, c.GetOpen(k), "after a failed open")
+	_, ok = c.GetOpen(k)
+	require.False(t, ok, "after a failed open")
 
 	h2, err := c.Get(k, opener(&open, &opens))
 	require.NoError(t, err)
 	c.Release(h2)
 	c.Close()
-	require.Nil(t, c.GetOpen(k), "after Close")
+	_, ok = c.GetOpen(k)
+	require.False(t, ok, "after Close")
+}
+
+// TestEvictionNeverClosesAHeldReader: readers hit, miss and GetOpen a few
+// keys from several goroutines while the bound evicts and others Evict
+// and the cache finally closes; no reader is closed while a reference to
+// it is held, none twice (fakeReader panics), and all are closed at the
+// end. The striped references must not let a reader close under a user
+// whose reference sits in a stripe summed early.
+func TestEvictionNeverClosesAHeldReader(t *testing.T) {
+	var open, opens atomic.Int32
+	c := New(3)
+	var underUser atomic.Int32
+	var wg sync.WaitGroup
+	var stop atomic.Bool
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; !stop.Load(); i++ {
+				k := key(base.FileTypeTable, (i*7+g)%6)
+				var r Ref
+				var ok bool
+				switch {
+				case g == 5 && i%5 == 0:
+					c.Evict(k)
+					continue
+				case i%3 == 0:
+					r, ok = c.GetOpen(k)
+				default:
+					var err error
+					r, err = c.Get(k, opener(&open, &opens))
+					if errors.Is(err, ErrClosed) {
+						return
+					}
+					require.NoError(t, err)
+					ok = true
+				}
+				if !ok {
+					continue
+				}
+				fr := r.Reader().(*fakeReader)
+				for range i % 4 {
+					if fr.closed.Load() {
+						underUser.Add(1)
+					}
+					runtime.Gosched()
+				}
+				if fr.closed.Load() {
+					underUser.Add(1)
+				}
+				c.Release(r)
+			}
+		}()
+	}
+	for opens.Load() < 20000 {
+		runtime.Gosched()
+	}
+	c.Close()
+	stop.Store(true)
+	wg.Wait()
+	require.Zero(t, underUser.Load(), "readers closed while held")
+	require.Zero(t, open.Load(), "readers left open after Close and the last release")
 }
