@@ -2,7 +2,9 @@ package strata
 
 import (
 	"fmt"
+	"maps"
 	"sync"
+	"sync/atomic"
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
@@ -57,46 +59,56 @@ const (
 // one, read through its LiveWriter, and finished ones, read through the
 // reader cache with the metadata the LiveWriter kept. An entry goes when
 // its file is deleted.
+//
+// Reads look a file up without a lock: the map is replaced, never changed
+// (a value log comes and goes every ValueLogFileSize of writes), so that
+// readers do not share a lock's cache line (measured with two readers of
+// values still in live logs: the lock and the line it shared with the
+// read state's pointer took 5% of their time).
 type liveVlogs struct {
-	mu sync.RWMutex
-	m  map[base.FileNum]*vlog.LiveWriter
+	mu sync.Mutex // serializes replacements of m
+	m  atomic.Pointer[map[base.FileNum]*vlog.LiveWriter]
 }
 
-func (l *liveVlogs) get(num base.FileNum) *vlog.LiveWriter {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.m[num]
+// all returns the live value logs by file number; the caller must not
+// change the map.
+func (l *liveVlogs) all() map[base.FileNum]*vlog.LiveWriter {
+	if m := l.m.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
+
+func (l *liveVlogs) get(num base.FileNum) *vlog.LiveWriter { return l.all()[num] }
+
+// replace publishes a copy of the map changed by change.
+func (l *liveVlogs) replace(change func(map[base.FileNum]*vlog.LiveWriter)) {
+	l.mu.Lock()
+	m := maps.Clone(l.all())
+	if m == nil {
+		m = make(map[base.FileNum]*vlog.LiveWriter)
+	}
+	change(m)
+	l.m.Store(&m)
+	l.mu.Unlock()
 }
 
 func (l *liveVlogs) add(w *vlog.LiveWriter) {
-	l.mu.Lock()
-	if l.m == nil {
-		l.m = make(map[base.FileNum]*vlog.LiveWriter)
-	}
-	l.m[w.FileNum()] = w
-	l.mu.Unlock()
+	l.replace(func(m map[base.FileNum]*vlog.LiveWriter) { m[w.FileNum()] = w })
 }
 
 // presync syncs what the value logs still being written hold so far (see
 // vlog.LiveWriter.Presync).
 func (l *liveVlogs) presync() {
-	l.mu.RLock()
-	ws := make([]*vlog.LiveWriter, 0, 2)
-	for _, w := range l.m {
+	for _, w := range l.all() {
 		if w.Finished() == nil {
-			ws = append(ws, w)
+			w.Presync()
 		}
-	}
-	l.mu.RUnlock()
-	for _, w := range ws {
-		w.Presync()
 	}
 }
 
 func (l *liveVlogs) remove(num base.FileNum) {
-	l.mu.Lock()
-	delete(l.m, num)
-	l.mu.Unlock()
+	l.replace(func(m map[base.FileNum]*vlog.LiveWriter) { delete(m, num) })
 }
 
 // separatedMemSize returns the memtable bytes b needs once its large

@@ -241,13 +241,11 @@ func (d *DB) markCollectingLocked(v *manifest.Version) {
 // d.mu held.
 func (d *DB) ledgerLocked(v *manifest.Version) gc.Ledger {
 	l := gc.NewLedger(v, d.gcFileStateLocked)
-	d.live.mu.RLock()
-	for num, lw := range d.live.m {
+	for num, lw := range d.live.all() {
 		if v.Vlogs[num] == nil && lw.Finished() == nil {
 			l.PendingBytes += lw.Size()
 		}
 	}
-	d.live.mu.RUnlock()
 	return l
 }
 
