@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/stripe"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/vfs"
 )
@@ -39,15 +40,18 @@ import (
 type LiveWriter struct {
 	mu   sync.RWMutex // guards w, the fields below, and the buffers' contents past what view publishes
 	cond *sync.Cond   // on mu: pending shrank, or the flusher should look again
-	// fileMu keeps the file open while Get reads it: Get takes it (shared)
-	// and checks fileClosed; closing the file takes it (exclusive).
+	// fileMu keeps the file open while Get reads it with ReadAt: Get
+	// takes it (shared) and checks fileClosed; closing the file takes it
+	// (exclusive).
 	fileMu     sync.RWMutex
 	fileClosed bool // guarded by fileMu
 	// mapped reads, through a read-only mapping of the file's first bytes
 	// (see Map), the records the flusher has written; nil when the file
-	// is not mapped. Set before any Get; unmapped and cleared when the
-	// file closes, under fileMu.
-	mapped *Reader
+	// is not mapped. Set before any Get. Get loads it inside an epoch
+	// (enter, exit), not under fileMu, so that concurrent reads share no
+	// lock; unmap clears it and waits out the readers that may hold it
+	// (synchronize) before unmapping.
+	mapped atomic.Pointer[Reader]
 	w      *Writer
 	name   string
 	// meta describes the file once Finish has returned; after that Get
@@ -76,11 +80,16 @@ type LiveWriter struct {
 	view    atomic.Pointer[liveView]
 	fileEnd atomic.Uint64
 	size    atomic.Uint64
-	// Readers count themselves in readers[epoch&1] while they copy from a
-	// view's buffers (enter, exit); synchronize waits them out before a
-	// buffer is reused.
+	// Readers count themselves in readers[epoch&1], in their goroutine's
+	// stripe (internal/stripe), while they copy from a view's buffers or
+	// the mapping (enter, exit); synchronize waits them out before a
+	// buffer is reused or the mapping goes. Striped, concurrent readers
+	// do not move one count's line between processors on every read.
 	epoch   atomic.Uint64
-	readers [2]paddedCount
+	readers [2][1 << stripe.Bits]paddedCount
+	// graceMu keeps grace periods (synchronize) from overlapping: the
+	// flusher's and unmap's.
+	graceMu sync.Mutex
 }
 
 // liveView is what Get sees of the buffers: immutable but for cur.n.
@@ -147,7 +156,7 @@ func NewLiveWriter(f vfs.File, num base.FileNum) *LiveWriter {
 // ReadAt, as they are when the filesystem cannot map (vfs.MapFile) or
 // the mapping fails. Call it once, before any Get.
 func (l *LiveWriter) Map(size int64) {
-	if size <= 0 || l.mapped != nil {
+	if size <= 0 || l.mapped.Load() != nil {
 		return
 	}
 	size = (size + vfs.MapAlign - 1) / vfs.MapAlign * vfs.MapAlign
@@ -157,15 +166,17 @@ func (l *LiveWriter) Map(size int64) {
 	}
 	// Pointers are checked against the written bytes by Get; the Reader
 	// only bounds them by the window.
-	l.mapped = &Reader{fileNum: l.w.fileNum, name: l.name, size: uint64(size), recordsEnd: uint64(size), mapped: m}
+	l.mapped.Store(&Reader{fileNum: l.w.fileNum, name: l.name, size: uint64(size), recordsEnd: uint64(size), mapped: m})
 }
 
-// unmapLocked releases the mapping. l.fileMu held exclusively, as the
-// file closes.
-func (l *LiveWriter) unmapLocked() {
-	if l.mapped != nil {
-		_ = vfs.Unmap(l.mapped.mapped) // fails only for a mapping it did not make
-		l.mapped = nil
+// unmap releases the mapping, once no Get can be reading through it.
+// Called as the file closes.
+func (l *LiveWriter) unmap() {
+	if r := l.mapped.Swap(nil); r != nil {
+		// A Get that loaded r entered before the swap; one entering later
+		// finds nil.
+		l.synchronize()
+		_ = vfs.Unmap(r.mapped) // fails only for a mapping it did not make
 	}
 }
 
@@ -237,31 +248,46 @@ func (l *LiveWriter) viewCurrent(v *liveView, buf []byte) bool {
 		unsafe.SliceData(v.cur.b) == unsafe.SliceData(buf)
 }
 
-// enter counts a reader in, returning the epoch to exit with. A reader
-// between enter and exit may copy from any buffer of a view it loaded.
-func (l *LiveWriter) enter() uint64 {
+// liveEpoch is a reader's place in the counts: epoch and stripe.
+type liveEpoch struct {
+	e uint64
+	s int
+}
+
+// enter counts a reader in, returning where to exit. A reader between
+// enter and exit may copy from any buffer of a view it loaded, and read
+// through the mapping it loaded.
+func (l *LiveWriter) enter() liveEpoch {
+	s := stripe.Of(stripe.Bits)
 	for {
 		e := l.epoch.Load()
-		l.readers[e&1].n.Add(1)
+		l.readers[e&1][s].n.Add(1)
 		if l.epoch.Load() == e {
-			return e
+			return liveEpoch{e, s}
 		}
 		// A grace period began meanwhile and may not have counted us:
 		// enter in the new epoch.
-		l.readers[e&1].n.Add(-1)
+		l.readers[e&1][s].n.Add(-1)
 	}
 }
 
-func (l *LiveWriter) exit(e uint64) { l.readers[e&1].n.Add(-1) }
+func (l *LiveWriter) exit(e liveEpoch) { l.readers[e.e&1][e.s].n.Add(-1) }
 
 // synchronize waits until every reader that entered before it was called
 // has exited, so that a buffer no view published since holds can be
-// reused. Only the flusher calls it (grace periods do not overlap). A
-// reader copies a record at most, so the wait is short.
+// reused, or a mapping no reader can load any more unmapped. A reader
+// copies a record at most, so the wait is short. Each stripe counts the
+// readers that entered through it and have not exited (an exit takes
+// from the stripe its enter added to), so a stripe read at zero holds
+// none that entered before the epoch moved on.
 func (l *LiveWriter) synchronize() {
+	l.graceMu.Lock()
+	defer l.graceMu.Unlock()
 	e := l.epoch.Add(1) - 1
-	for l.readers[e&1].n.Load() != 0 {
-		runtime.Gosched()
+	for i := range l.readers[e&1] {
+		for l.readers[e&1][i].n.Load() != 0 {
+			runtime.Gosched()
+		}
 	}
 }
 
@@ -422,8 +448,8 @@ func (l *LiveWriter) Finish() (*manifest.VlogMetadata, error) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.unmap()
 	l.fileMu.Lock()
-	l.unmapLocked()
 	err = l.w.closeFile()
 	l.fileClosed = true
 	l.fileMu.Unlock()
@@ -448,9 +474,9 @@ func (l *LiveWriter) Abort() {
 	l.aborted = true
 	l.publishLocked()
 	l.stopLocked()
+	l.unmap()
 	l.fileMu.Lock()
 	defer l.fileMu.Unlock()
-	l.unmapLocked()
 	l.fileClosed = true
 	l.w.Abort()
 }
@@ -488,8 +514,9 @@ var (
 // fails: read through a Reader then (Finished gives the metadata).
 //
 // It takes no lock that Add takes: it copies from the buffers a view
-// publishes, inside an epoch that keeps them from reuse, and reads the
-// file under fileMu, which keeps it open.
+// publishes, or from the mapping, inside an epoch that keeps them from
+// reuse and the mapping from going, and reads the rest of the file under
+// fileMu, which keeps it open.
 func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 	if p.Length < minRecordLen {
 		return nil, base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s shorter than a record", p)
@@ -568,15 +595,14 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 // finished file's mapped read is (Reader.AppendValue); ok is false when
 // it cannot be read so (no mapping, past the window, or the file closed).
 func (l *LiveWriter) getMapped(p Pointer, key, dst []byte) (v []byte, ok bool, err error) {
-	l.fileMu.RLock()
-	defer l.fileMu.RUnlock()
-	if l.fileClosed || l.mapped == nil || p.End() > l.mapped.recordsEnd {
+	r := l.mapped.Load()
+	if r == nil || p.End() > r.recordsEnd {
 		return nil, false, nil
 	}
 	if testHookMappedRead != nil {
 		testHookMappedRead()
 	}
-	v, err = l.mapped.AppendValue(dst, p, key)
+	v, err = r.AppendValue(dst, p, key)
 	return v, true, err
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/vfs"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -43,7 +44,7 @@ func liveFile(t *testing.T, fs vfs.FS, dir string, window int64) (*LiveWriter, s
 	lw := NewLiveWriter(f, 9)
 	lw.Map(window)
 	if _, isMem := fs.(*vfs.MemFS); !isMem && window > 0 {
-		require.NotNil(t, lw.mapped, "a file of the disk filesystem maps")
+		require.NotNil(t, lw.mapped.Load(), "a file of the disk filesystem maps")
 	}
 	return lw, name
 }
@@ -132,7 +133,7 @@ func testLiveWriterReads(t *testing.T, fs vfs.FS, dir string, window int64) {
 	require.Same(t, meta, lw.Finished())
 	_, err = lw.Get(recs[0].p, recs[0].key, nil)
 	require.True(t, errors.Is(err, errFinished))
-	require.Nil(t, lw.mapped, "unmapped once finished")
+	require.Nil(t, lw.mapped.Load(), "unmapped once finished")
 	rf, err := fs.Open(name)
 	require.NoError(t, err)
 	r, err := NewReader(rf, 9, int64(meta.Size), ReaderOptions{})
@@ -203,6 +204,68 @@ func TestLiveWriterReadsRacingEnd(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestLiveWriterEndWaitsForMappedReads: Finish and Abort do not unmap the
+// file while a Get reads a record through the mapping (the Get holds an
+// epoch, not a lock): the end waits for the read, which returns the
+// right value. (Finish also waits in the flusher's grace period after the
+// footer; Abort, which writes nothing, waits only in unmap.)
+func TestLiveWriterEndWaitsForMappedReads(t *testing.T) {
+	for _, abort := range []bool{false, true} {
+		t.Run(map[bool]string{false: "finish", true: "abort"}[abort], func(t *testing.T) {
+			lw, _ := liveFile(t, vfs.Default, t.TempDir(), 4<<20)
+			var ps []Pointer
+			for i := range 100 {
+				p, err := lw.Add([]byte(fmt.Sprintf("key%04d", i)), bytes.Repeat([]byte{byte(i)}, 2048))
+				require.NoError(t, err)
+				ps = append(ps, p)
+			}
+			require.NoError(t, lw.Sync()) // every record in the file: read mapped
+
+			in, proceed := make(chan struct{}), make(chan struct{})
+			var once sync.Once
+			testHookMappedRead = func() {
+				once.Do(func() {
+					close(in)
+					<-proceed
+				})
+			}
+			defer func() { testHookMappedRead = nil }()
+			type result struct {
+				v   []byte
+				err error
+			}
+			got := make(chan result, 1)
+			go func() {
+				v, err := lw.Get(ps[7], []byte("key0007"), nil)
+				got <- result{v, err}
+			}()
+			<-in // the read holds the mapping it loaded
+
+			ended := make(chan struct{})
+			go func() {
+				defer close(ended)
+				if abort {
+					lw.Abort()
+				} else {
+					_, err := lw.Finish()
+					assert.NoError(t, err)
+				}
+			}()
+			select {
+			case <-ended:
+				t.Fatal("the file ended (and was unmapped) under a mapped read")
+			case <-time.After(100 * time.Millisecond):
+			}
+			close(proceed)
+			r := <-got
+			require.NoError(t, r.err)
+			require.Equal(t, bytes.Repeat([]byte{7}, 2048), r.v)
+			<-ended
+			require.Nil(t, lw.mapped.Load())
+		})
 	}
 }
 
