@@ -277,8 +277,9 @@ func (d *DB) sealActiveLog() error {
 // that does not decode, or into no value log, is a corruption error
 // naming where it was found, built only then. Get and iterators share
 // it, so both look in the same order, and both cope with a value log
-// finished between two checks.
-func (d *DB) valueSource(v *manifest.Version, ptr, key, dst []byte, f *manifest.FileMetadata, source string) (p vlog.Pointer, m *manifest.VlogMetadata, value []byte, found bool, err error) {
+// finished between two checks. A scan passes the next row's record as
+// next, for a read of a value still being written to prefetch it.
+func (d *DB) valueSource(v *manifest.Version, ptr, key, dst []byte, f *manifest.FileMetadata, source string, next vlog.Ahead) (p vlog.Pointer, m *manifest.VlogMetadata, value []byte, found bool, err error) {
 	p, err = vlog.DecodePointer(ptr)
 	if err == nil {
 		if m = v.Vlogs[p.FileNum]; m != nil {
@@ -287,7 +288,7 @@ func (d *DB) valueSource(v *manifest.Version, ptr, key, dst []byte, f *manifest.
 		if lw := d.live.get(p.FileNum); lw == nil {
 			m = d.newerVlog(p.FileNum)
 		} else if m = lw.Finished(); m == nil {
-			if value, err = lw.Get(p, key, dst); err == nil {
+			if value, err = lw.GetAhead(p, key, dst, next); err == nil {
 				return p, nil, value, true, nil
 			}
 			if m = lw.Finished(); m == nil { // or finished between the two checks

@@ -8,6 +8,7 @@ import (
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/lsm/manifest"
 	"github.com/strata-db/strata/vfs"
+	"github.com/strata-db/strata/vlog"
 )
 
 // Get returns the value of key, or an error matching ErrNotFound. The
@@ -320,7 +321,7 @@ func (d *DB) readSeparated(v *manifest.Version, key, ptr []byte, source string) 
 // source when f is nil, appending the value to dst. The value is copied
 // once: into dst, or with dst nil into a slice of its own length.
 func (d *DB) readValue(v *manifest.Version, key, ptr []byte, f *manifest.FileMetadata, source string, dst []byte) ([]byte, error) {
-	p, m, value, found, err := d.valueSource(v, ptr, key, dst, f, source)
+	p, m, value, found, err := d.valueSource(v, ptr, key, dst, f, source, vlog.Ahead{})
 	if err != nil {
 		return nil, err
 	}

@@ -78,8 +78,11 @@ type Iterator struct {
 	mappedValues bool
 	// ptrBuf holds the current row's value pointer once lookAhead has
 	// stepped past its entry; ahead is the next row's record, if known.
-	ptrBuf []byte
-	ahead  vlog.Ahead
+	// fetched: Value has read a separated value (lookAhead locates
+	// records only for a scan that reads them).
+	ptrBuf  []byte
+	ahead   vlog.Ahead
+	fetched bool
 }
 
 // NewIter returns an iterator over the current state of the DB.
@@ -347,7 +350,9 @@ func (i *Iterator) findNext(skip bool) bool {
 // lookAhead steps a forward scan's internal iterator past the current
 // row, whose value is a pointer, onto the next entry, and when that entry
 // is the newest visible one of the next key and a pointer into a mapped
-// value log, notes where its record is (ahead): Value then prefetches it
+// value log (a finished one, or the one being written at commit, for
+// records its flusher has written), notes where its record is (ahead):
+// Value then prefetches it
 // while it verifies this row's value, so the next row does not wait for
 // memory (see vlog.Reader.AppendValueAhead). Next goes on from there as
 // after a merge (pastKey); the step is one Next would take anyway, and a
@@ -372,12 +377,26 @@ func (i *Iterator) lookAhead() {
 	rv, ok := i.readAhead[p.FileNum]
 	if !ok {
 		// A value log the scan has not read from yet: hold it now if the
-		// scan reads values (it holds one) and the log is open; a look
-		// ahead opens no file (a value log in an object store takes a
-		// round trip), and a scan of keys alone holds none.
-		m := i.rs.version.Vlogs[p.FileNum]
-		if len(i.readAhead) == 0 || m == nil {
+		// scan reads values and the log is open; a look ahead opens no
+		// file (a value log in an object store takes a round trip), and a
+		// scan of keys alone holds none.
+		if !i.fetched {
 			return
+		}
+		m := i.rs.version.Vlogs[p.FileNum]
+		if m == nil {
+			// Written at commit and not in the read state's version: the
+			// value log being written (read through its LiveWriter, which
+			// the look ahead need not hold: a prefetch cannot fault) or
+			// one finished since (read as the version's are).
+			lw := i.db.live.get(p.FileNum)
+			if lw == nil {
+				return
+			}
+			if m = lw.Finished(); m == nil {
+				i.ahead = lw.Ahead(p)
+				return
+			}
 		}
 		h, open := i.db.vlogs.AcquireOpen(m)
 		if !open {
@@ -706,7 +725,8 @@ func (i *Iterator) flushVlogReads() {
 
 // fetch reads the value a pointer points to.
 func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
-	p, m, v, found, err := i.db.valueSource(i.rs.version, ptr, i.key, i.liveBuf[:0], nil, "an SSTable")
+	i.fetched = true
+	p, m, v, found, err := i.db.valueSource(i.rs.version, ptr, i.key, i.liveBuf[:0], nil, "an SSTable", i.ahead)
 	if err != nil {
 		return nil, err
 	}

@@ -518,6 +518,12 @@ var (
 // reuse and the mapping from going, and reads the rest of the file under
 // fileMu, which keeps it open.
 func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
+	return l.GetAhead(p, key, dst, Ahead{})
+}
+
+// GetAhead is Get that, reading through the mapping, prefetches next while
+// it verifies the value (see Reader.AppendValueAhead).
+func (l *LiveWriter) GetAhead(p Pointer, key, dst []byte, next Ahead) ([]byte, error) {
 	if p.Length < minRecordLen {
 		return nil, base.CorruptionErrorf(l.name, int64(p.Offset), "pointer %s shorter than a record", p)
 	}
@@ -548,7 +554,7 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 		m = int(min(uint64(p.Length), fe-p.Offset))
 	}
 	if m == len(rec) {
-		if v, ok, err := l.getMapped(p, key, dst[:base0]); ok {
+		if v, ok, err := l.getMapped(p, key, dst[:base0], next); ok {
 			l.exit(e)
 			return v, err
 		}
@@ -590,11 +596,24 @@ func (l *LiveWriter) Get(p Pointer, key, dst []byte) ([]byte, error) {
 	return append(dst[:base0], val...), nil // v lies after base0: a move down
 }
 
+// Ahead locates the record p points to in the mapping, for a read of
+// another record to prefetch (see Reader.Ahead), if the flusher has
+// written it whole inside the window; else the zero Ahead. Nothing is
+// read: the Ahead stays harmless after the file is unmapped.
+func (l *LiveWriter) Ahead(p Pointer) Ahead {
+	r := l.mapped.Load()
+	if r == nil || p.FileNum != l.w.fileNum || p.Offset < HeaderLen || p.Length < minRecordLen ||
+		p.End() > r.recordsEnd || p.End() > l.fileEnd.Load() {
+		return Ahead{}
+	}
+	return Ahead{r.mapped[p.Offset:p.End():p.End()]}
+}
+
 // getMapped is Get for a record the flusher has written whole: through
 // the mapping, if the record lies inside it, verified and copied as a
 // finished file's mapped read is (Reader.AppendValue); ok is false when
 // it cannot be read so (no mapping, past the window, or the file closed).
-func (l *LiveWriter) getMapped(p Pointer, key, dst []byte) (v []byte, ok bool, err error) {
+func (l *LiveWriter) getMapped(p Pointer, key, dst []byte, next Ahead) (v []byte, ok bool, err error) {
 	r := l.mapped.Load()
 	if r == nil || p.End() > r.recordsEnd {
 		return nil, false, nil
@@ -602,7 +621,7 @@ func (l *LiveWriter) getMapped(p Pointer, key, dst []byte) (v []byte, ok bool, e
 	if testHookMappedRead != nil {
 		testHookMappedRead()
 	}
-	v, err = r.AppendValue(dst, p, key)
+	v, err = r.AppendValueAhead(dst, p, key, next)
 	return v, true, err
 }
 
