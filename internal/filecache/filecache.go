@@ -4,9 +4,10 @@
 // A reader is opened on first use and shared by every later one. The cache
 // holds at most MaxOpen readers; past that it closes the least recently used
 // ones that nobody is using (a CLOCK approximation of LRU: a hit only sets a
-// bit, so hits share a read lock). A reader in use is never closed under its
-// user: each Get takes a reference, the cache holds one of its own while the
-// reader is cached, and the reader is closed when the last one is released.
+// bit, so hits take no lock; see Handle). A reader in use is never closed
+// under its user: each Get takes a reference, the cache holds one of its own
+// while the reader is cached, and the reader is closed when the last one is
+// released.
 // So the bound can be exceeded only by readers that are in use at the
 // moment (an iterator over many files holds one per file it is reading).
 //
