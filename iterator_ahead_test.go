@@ -160,18 +160,7 @@ func TestIteratorLookAheadEveryRow(t *testing.T) {
 	require.Greater(t, db.Metrics().ValueLogs.Files, 10)
 	// The first scan opens the value logs; the second finds them open.
 	for scan := 0; scan < 2; scan++ {
-		it, err := db.NewIter(nil)
-		require.NoError(t, err)
-		located, j := 0, 0
-		for ok := it.First(); ok; ok = it.Next() {
-			require.Equal(t, string(aheadVal(j*7, 0)), string(it.Value()), "row %d", j)
-			if it.ahead.Located() {
-				located++
-			}
-			j++
-		}
-		require.NoError(t, it.Close())
-		require.Equal(t, n, j)
+		located := scanLocated(t, db, nil, n)
 		if scan == 1 {
 			require.Equal(t, n-2, located, "rows that located the next row's record (all but the first and the last)")
 		}
@@ -195,7 +184,16 @@ func TestIteratorLookAheadLiveLog(t *testing.T) {
 	// located).
 	require.NoError(t, db.Set([]byte("z"), aheadVal(1, 0), &WriteOptions{Sync: true}))
 	require.Zero(t, db.Metrics().ValueLogs.Files, "the values are in the live log only")
-	it, err := db.NewIter(&IterOptions{UpperBound: []byte("z")})
+	located := scanLocated(t, db, &IterOptions{UpperBound: []byte("z")}, n)
+	require.Equal(t, n-2, located, "rows that located the next row's record (all but the first, which had read no value yet, and the last)")
+}
+
+// scanLocated scans db (n rows k%05d with values aheadVal(i*7, 0)),
+// checking each row's value, and returns how many rows had located the
+// next row's record.
+func scanLocated(t *testing.T, db *DB, o *IterOptions, n int) int {
+	t.Helper()
+	it, err := db.NewIter(o)
 	require.NoError(t, err)
 	located, j := 0, 0
 	for ok := it.First(); ok; ok = it.Next() {
@@ -207,7 +205,7 @@ func TestIteratorLookAheadLiveLog(t *testing.T) {
 	}
 	require.NoError(t, it.Close())
 	require.Equal(t, n, j)
-	require.Equal(t, n-2, located, "rows that located the next row's record (all but the first, which had read no value yet, and the last)")
+	return located
 }
 
 // TestIteratorLookAheadCorrupt: a corrupt record fails the row it belongs
