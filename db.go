@@ -153,29 +153,17 @@ type DB struct {
 // readState is what a read needs: the memtables (newest first) and the
 // version, referenced so files stay while the read runs.
 //
-// Readers take references in stripes (see internal/stripe): a Get adds one
-// to its goroutine's stripe and later takes it from the same stripe, so
-// that readers on different processors do not move one count's cache line
-// between them twice per read (with two readers that line and the lock
-// that guarded the pointer took a fifth of their time). The DB's own
-// reference is not counted: it holds the state until it sets retired. The
-// state lets go of its version and memtables once, when it is retired and
-// every stripe is at zero; whoever sees that last (the retiring writer or
-// a reader's unref) does it. That check is sound because a reader that
-// still holds the state added to its stripe before the state was retired
-// (loadReadState checks it was still current after adding), and its
-// stripe stays above zero until it takes that reference back.
+// Readers take references in stripes (stripe.Refs), so that readers on
+// different processors do not move one count's cache line between them
+// twice per read (with two readers that line and the lock that guarded
+// the pointer took a fifth of their time). The DB's own reference is the
+// Refs' owner's: swapReadState drops it. The state lets go of its version
+// and memtables once, when it is dropped and no reader holds it; a reader
+// checks after Acquire that the state is still current (loadReadState).
 type readState struct {
-	refs      [1 << stripe.Bits]paddedInt64
-	retired   atomic.Bool
-	released  atomic.Bool
+	refs      stripe.Refs
 	version   *manifest.Version
 	memtables []*memTable
-}
-
-type paddedInt64 struct {
-	n atomic.Int64
-	_ [56]byte
 }
 
 // readRef is a reference to a read state: the state and the stripe its
@@ -188,23 +176,13 @@ type readRef struct {
 
 // unref drops the reference.
 func (r readRef) unref() {
-	r.refs[r.stripe].n.Add(-1)
-	r.maybeRelease()
+	if r.refs.Release(r.stripe) {
+		r.release()
+	}
 }
 
-// maybeRelease lets go of the version and memtables if rs is retired and
-// unreferenced, once.
-func (rs *readState) maybeRelease() {
-	if !rs.retired.Load() {
-		return
-	}
-	var n int64
-	for i := range rs.refs {
-		n += rs.refs[i].n.Load()
-	}
-	if n != 0 || !rs.released.CompareAndSwap(false, true) {
-		return
-	}
+// release lets go of the version and memtables (stripe.Refs says when).
+func (rs *readState) release() {
 	rs.version.Unref()
 	for _, m := range rs.memtables {
 		m.unref()
@@ -219,8 +197,7 @@ func (d *DB) loadReadState() readRef {
 		if rs == nil {
 			return readRef{}
 		}
-		r := readRef{rs, stripe.Of(stripe.Bits)}
-		rs.refs[r.stripe].n.Add(1)
+		r := readRef{rs, rs.refs.Acquire()}
 		if d.readState.Load() == rs {
 			// Still current, so not retired before the add: whoever
 			// retires it will count this reference.
@@ -250,9 +227,8 @@ func (d *DB) updateReadStateLocked() {
 // swapReadState publishes rs (nil once the DB is closed) and retires the
 // previous one, which lets go of its files once its readers are done.
 func (d *DB) swapReadState(rs *readState) {
-	if old := d.readState.Swap(rs); old != nil {
-		old.retired.Store(true)
-		old.maybeRelease()
+	if old := d.readState.Swap(rs); old != nil && old.refs.Drop() {
+		old.release()
 	}
 }
 

@@ -45,21 +45,19 @@ type Opener func() (io.Closer, error)
 //
 // A hit touches no cache line that other readers write: the cache's index
 // is a sync.Map (lock-free loads), and the users' references are counted
-// in stripes (internal/stripe), each Ref taking back from the stripe it
-// added to. With one lock and one count per file, two readers of the same
+// in stripes (stripe.Refs), each Ref giving back to the stripe it took
+// from. With one lock and one count per file, two readers of the same
 // table moved those lines between the processors three times a read
 // (measured: 7-20% of two readers' time, the more the farther apart the
-// processors). The cache's own reference is not counted: it holds the
-// reader until it sets dropped. The reader is closed once, by whoever
-// sees it dropped with every stripe at zero; a user that still holds it
-// added to its stripe before it was dropped (Get checks dropped after
-// adding, and backs off if set), so its stripe stays above zero until it
-// releases.
+// processors). The cache's reference is the Refs' owner's, dropped when
+// it lets the reader go; the reader is closed once, when it is dropped
+// and no user holds it. A hit checks after Acquire that the handle was
+// not dropped, and backs off if it was.
 type Handle struct {
 	// refs come first: a Handle is 640 bytes, a size Go allocates at
 	// multiples of 64, so each stripe's count has a line of its own and
 	// the fields after, which every hit reads, are on lines no hit writes.
-	refs   [1 << stripe.Bits]paddedInt32
+	refs   stripe.Refs
 	key    Key
 	ready  chan struct{}
 	reader io.Closer
@@ -68,14 +66,7 @@ type Handle struct {
 	// that a hit need not receive from ready, which locks the channel.
 	opened atomic.Bool
 	// used is the CLOCK bit: set by hits, cleared by the hand.
-	used    atomic.Bool
-	dropped atomic.Bool // the cache let go of its reference
-	closed  atomic.Bool // the reader was closed (or had none to close)
-}
-
-type paddedInt32 struct {
-	n atomic.Int32
-	_ [60]byte
+	used atomic.Bool
 }
 
 // Ref is a user's reference to a cached reader: it stays open until the
@@ -89,38 +80,25 @@ type Ref struct {
 func (r Ref) Reader() io.Closer { return r.h.reader }
 
 // ref adds a user's reference in the calling goroutine's stripe.
-func (h *Handle) ref() Ref {
-	r := Ref{h, stripe.Of(stripe.Bits)}
-	h.refs[r.stripe].n.Add(1)
-	return r
-}
+func (h *Handle) ref() Ref { return Ref{h, h.refs.Acquire()} }
 
 // unref takes a user's reference back and closes the reader if it was the
 // last one of a dropped handle.
 func (r Ref) unref() {
-	r.h.refs[r.stripe].n.Add(-1)
-	r.h.maybeClose()
+	if r.h.refs.Release(r.stripe) {
+		r.h.close()
+	}
 }
 
 // drop lets go of the cache's reference.
 func (h *Handle) drop() {
-	h.dropped.Store(true)
-	h.maybeClose()
+	if h.refs.Drop() {
+		h.close()
+	}
 }
 
-// maybeClose closes the reader, once, if the cache let go of it and no
-// user holds it.
-func (h *Handle) maybeClose() {
-	if !h.dropped.Load() {
-		return
-	}
-	var n int32
-	for i := range h.refs {
-		n += h.refs[i].n.Load()
-	}
-	if n != 0 || !h.closed.CompareAndSwap(false, true) {
-		return
-	}
+// close closes the reader, once it is open (stripe.Refs says when).
+func (h *Handle) close() {
 	<-h.ready
 	if h.reader != nil {
 		h.reader.Close()
@@ -156,7 +134,7 @@ func (c *Cache) hit(key Key) (Ref, bool) {
 	}
 	h := v.(*Handle)
 	r := h.ref()
-	if h.dropped.Load() {
+	if h.refs.Dropped() {
 		r.unref() // evicted under us
 		return Ref{}, false
 	}

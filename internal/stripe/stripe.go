@@ -56,3 +56,64 @@ func (c *Counter) Load() uint64 {
 	}
 	return s
 }
+
+// Refs counts the references to an object that an owner holds and users
+// borrow, for objects that many goroutines borrow at once (a read state,
+// an open file): each user's reference is added to its goroutine's stripe
+// (Acquire) and given back to the same stripe (Release); the owner's is
+// not counted but is a flag, cleared by Drop. The object is to be released
+// once, by whoever sees it dropped with every stripe at zero: Release and
+// Drop report that to their caller, to one of them only.
+//
+// That is sound because a user that still holds a reference added it
+// before the owner dropped (the user checks, after Acquire, that the owner
+// still holds the object, and gives the reference back if not), and its
+// stripe stays above zero until it gives it back: a stripe never reads
+// below the references held through it, so a sum of zero taken after the
+// drop means none is held. The zero value is ready (held by its owner).
+type Refs struct {
+	stripes  [1 << Bits]paddedInt64
+	dropped  atomic.Bool
+	released atomic.Bool
+}
+
+type paddedInt64 struct {
+	n atomic.Int64
+	_ [56]byte
+}
+
+// Acquire adds a user's reference and returns its stripe, to Release.
+func (r *Refs) Acquire() int {
+	s := Of(Bits)
+	r.stripes[s].n.Add(1)
+	return s
+}
+
+// Release gives back a reference Acquire took in stripe s, and reports
+// whether the caller must release the object.
+func (r *Refs) Release(s int) (last bool) {
+	r.stripes[s].n.Add(-1)
+	return r.last()
+}
+
+// Drop lets go of the owner's reference, and reports whether the caller
+// must release the object.
+func (r *Refs) Drop() (last bool) {
+	r.dropped.Store(true)
+	return r.last()
+}
+
+// Dropped reports whether the owner let go.
+func (r *Refs) Dropped() bool { return r.dropped.Load() }
+
+// last reports, once, that the owner let go and no user holds a reference.
+func (r *Refs) last() bool {
+	if !r.dropped.Load() {
+		return false
+	}
+	var n int64
+	for i := range r.stripes {
+		n += r.stripes[i].n.Load()
+	}
+	return n == 0 && r.released.CompareAndSwap(false, true)
+}

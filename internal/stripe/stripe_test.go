@@ -1,7 +1,9 @@
 package stripe
 
 import (
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -73,4 +75,47 @@ func BenchmarkCounterParallel(b *testing.B) {
 			}
 		})
 	})
+}
+
+// TestRefsLastOnce: users borrow and give back from many goroutines while
+// the owner drops; exactly one call (a Release or the Drop) reports the
+// last reference, and only after the drop and every borrow returned.
+func TestRefsLastOnce(t *testing.T) {
+	for round := range 200 {
+		var r Refs
+		var lasts, held atomic.Int32
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range 50 {
+					s := r.Acquire()
+					if r.Dropped() {
+						if r.Release(s) {
+							lasts.Add(1)
+						}
+						return
+					}
+					held.Add(1)
+					if (i+g+round)%7 == 0 {
+						runtime.Gosched()
+					}
+					held.Add(-1)
+					if r.Release(s) {
+						lasts.Add(1)
+					}
+				}
+			}()
+		}
+		if round%2 == 0 {
+			runtime.Gosched()
+		}
+		if r.Drop() {
+			require.Zero(t, held.Load(), "round %d: last reported while a reference was held", round)
+			lasts.Add(1)
+		}
+		wg.Wait()
+		require.EqualValues(t, 1, lasts.Load(), "round %d: the last reference reported %d times", round, lasts.Load())
+	}
 }
