@@ -1,6 +1,7 @@
 package strata
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"slices"
@@ -83,6 +84,21 @@ type Iterator struct {
 	ptrBuf  []byte
 	ahead   vlog.Ahead
 	fetched bool
+	// The look ahead decodes the next row's pointer and finds its value
+	// log; fetch reuses that for the row, instead of decoding and looking
+	// up again, when the row's pointer has the same bytes (same record):
+	// next is what the last look ahead found, cur what the one before it
+	// found (for the current row).
+	next, cur aheadPtr
+}
+
+// aheadPtr is a pointer a look ahead decoded, its bytes, and the value
+// log it points into, held by the iterator (ok false: none).
+type aheadPtr struct {
+	raw []byte
+	p   vlog.Pointer
+	rv  iterVlog
+	ok  bool
 }
 
 // NewIter returns an iterator over the current state of the DB.
@@ -362,6 +378,8 @@ func (i *Iterator) lookAhead() {
 	i.ptrBuf = append(i.ptrBuf[:0], i.value...)
 	i.value = i.ptrBuf
 	i.pastKey = true
+	i.cur, i.next = i.next, i.cur // cur's buffer is reused for next
+	i.next.ok = false
 	if !i.iter.Next() {
 		return
 	}
@@ -370,7 +388,8 @@ func (i *Iterator) lookAhead() {
 		(i.upper != nil && base.Compare(k.UserKey, i.upper) >= 0) {
 		return
 	}
-	p, err := vlog.DecodePointer(payload(k, i.iter.Value()))
+	raw := payload(k, i.iter.Value())
+	p, err := vlog.DecodePointer(raw)
 	if err != nil {
 		return // Next reports it, if the entry is the next row
 	}
@@ -407,6 +426,8 @@ func (i *Iterator) lookAhead() {
 	if rv.ra == nil {
 		i.ahead = rv.h.Reader.Ahead(p)
 	}
+	i.next.raw = append(i.next.raw[:0], raw...)
+	i.next.p, i.next.rv, i.next.ok = p, rv, true
 }
 
 func (i *Iterator) countRow() {
@@ -726,6 +747,15 @@ func (i *Iterator) flushVlogReads() {
 // fetch reads the value a pointer points to.
 func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 	i.fetched = true
+	if c := &i.cur; c.ok && c.rv.ra == nil && !i.mappedValues && bytes.Equal(ptr, c.raw) {
+		// Decoded and found by the look ahead (see lookAhead).
+		v, err := c.rv.h.Reader.AppendValueAhead(i.liveBuf[:0], c.p, i.key, i.ahead)
+		if err != nil {
+			return nil, err
+		}
+		i.liveBuf = v
+		return v, nil
+	}
 	p, m, v, found, err := i.db.valueSource(i.rs.version, ptr, i.key, i.liveBuf[:0], nil, "an SSTable", i.ahead)
 	if err != nil {
 		return nil, err

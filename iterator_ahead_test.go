@@ -160,9 +160,10 @@ func TestIteratorLookAheadEveryRow(t *testing.T) {
 	require.Greater(t, db.Metrics().ValueLogs.Files, 10)
 	// The first scan opens the value logs; the second finds them open.
 	for scan := 0; scan < 2; scan++ {
-		located := scanLocated(t, db, nil, n)
+		located, reused := scanLocated(t, db, nil, n)
 		if scan == 1 {
 			require.Equal(t, n-2, located, "rows that located the next row's record (all but the first and the last)")
+			require.Equal(t, n-2, reused, "rows read with the pointer the look ahead decoded (all but the first two: the first had read no value when it looked ahead)")
 		}
 	}
 }
@@ -184,19 +185,23 @@ func TestIteratorLookAheadLiveLog(t *testing.T) {
 	// located).
 	require.NoError(t, db.Set([]byte("z"), aheadVal(1, 0), &WriteOptions{Sync: true}))
 	require.Zero(t, db.Metrics().ValueLogs.Files, "the values are in the live log only")
-	located := scanLocated(t, db, &IterOptions{UpperBound: []byte("z")}, n)
+	located, _ := scanLocated(t, db, &IterOptions{UpperBound: []byte("z")}, n)
 	require.Equal(t, n-2, located, "rows that located the next row's record (all but the first, which had read no value yet, and the last)")
 }
 
 // scanLocated scans db (n rows k%05d with values aheadVal(i*7, 0)),
 // checking each row's value, and returns how many rows had located the
-// next row's record.
-func scanLocated(t *testing.T, db *DB, o *IterOptions, n int) int {
+// next row's record, and how many were read with the pointer and value
+// log the look ahead from the row before had found.
+func scanLocated(t *testing.T, db *DB, o *IterOptions, n int) (located, reused int) {
 	t.Helper()
 	it, err := db.NewIter(o)
 	require.NoError(t, err)
-	located, j := 0, 0
+	j := 0
 	for ok := it.First(); ok; ok = it.Next() {
+		if it.isPtr && it.cur.ok && bytes.Equal(it.cur.raw, it.value) {
+			reused++ // fetch reads with the pointer the look ahead decoded
+		}
 		require.Equal(t, string(aheadVal(j*7, 0)), string(it.Value()), "row %d", j)
 		if it.ahead.Located() {
 			located++
@@ -205,7 +210,7 @@ func scanLocated(t *testing.T, db *DB, o *IterOptions, n int) int {
 	}
 	require.NoError(t, it.Close())
 	require.Equal(t, n, j)
-	return located
+	return located, reused
 }
 
 // TestIteratorLookAheadCorrupt: a corrupt record fails the row it belongs
