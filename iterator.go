@@ -87,9 +87,10 @@ type Iterator struct {
 	// The look ahead decodes the next row's pointer and finds its value
 	// log; fetch reuses that for the row, instead of decoding and looking
 	// up again, when the row's pointer has the same bytes (same record):
-	// next is what the last look ahead found, cur what the one before it
-	// found (for the current row).
-	next, cur aheadPtr
+	// aheads[nextAhead] is what the last look ahead found, the other one
+	// what the one before it found (for the current row).
+	aheads    [2]aheadPtr
+	nextAhead int
 }
 
 // aheadPtr is a pointer a look ahead decoded, its bytes, and the value
@@ -378,8 +379,9 @@ func (i *Iterator) lookAhead() {
 	i.ptrBuf = append(i.ptrBuf[:0], i.value...)
 	i.value = i.ptrBuf
 	i.pastKey = true
-	i.cur, i.next = i.next, i.cur // cur's buffer is reused for next
-	i.next.ok = false
+	i.nextAhead ^= 1 // the next row's becomes the current row's
+	next := &i.aheads[i.nextAhead]
+	next.ok = false
 	if !i.iter.Next() {
 		return
 	}
@@ -426,8 +428,8 @@ func (i *Iterator) lookAhead() {
 	if rv.ra == nil {
 		i.ahead = rv.h.Reader.Ahead(p)
 	}
-	i.next.raw = append(i.next.raw[:0], raw...)
-	i.next.p, i.next.rv, i.next.ok = p, rv, true
+	next.raw = append(next.raw[:0], raw...)
+	next.p, next.rv, next.ok = p, rv, true
 }
 
 func (i *Iterator) countRow() {
@@ -747,7 +749,7 @@ func (i *Iterator) flushVlogReads() {
 // fetch reads the value a pointer points to.
 func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 	i.fetched = true
-	if c := &i.cur; c.ok && c.rv.ra == nil && !i.mappedValues && bytes.Equal(ptr, c.raw) {
+	if c := &i.aheads[i.nextAhead^1]; c.ok && c.rv.ra == nil && !i.mappedValues && bytes.Equal(ptr, c.raw) {
 		// Decoded and found by the look ahead (see lookAhead).
 		v, err := c.rv.h.Reader.AppendValueAhead(i.liveBuf[:0], c.p, i.key, i.ahead)
 		if err != nil {

@@ -199,7 +199,7 @@ func scanLocated(t *testing.T, db *DB, o *IterOptions, n int) (located, reused i
 	require.NoError(t, err)
 	j := 0
 	for ok := it.First(); ok; ok = it.Next() {
-		if it.isPtr && it.cur.ok && bytes.Equal(it.cur.raw, it.value) {
+		if c := it.aheads[it.nextAhead^1]; it.isPtr && c.ok && bytes.Equal(c.raw, it.value) {
 			reused++ // fetch reads with the pointer the look ahead decoded
 		}
 		require.Equal(t, string(aheadVal(j*7, 0)), string(it.Value()), "row %d", j)
