@@ -236,3 +236,59 @@ func BenchmarkScan(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkScan4K is BenchmarkScan over 100,000 separated values of 4 KiB
+// (400 MiB, past the CPU's caches), in an order unrelated to the keys', so
+// each row's value comes from a random place in memory, as kvbench
+// seekrandom's do; each value's lines are read once (as bench.Touch does).
+func BenchmarkScan4K(b *testing.B) {
+	const n = 100_000
+	db := openBench(b, &Options{Compression: "none"})
+	value := make([]byte, 4096)
+	var kb [16]byte
+	batch := db.NewBatch()
+	for i := uint64(0); i < n; i++ {
+		for j := 0; j < len(value); j += 512 {
+			value[j] = byte(i + uint64(j))
+		}
+		batch.Set(benchKey(kb[:], i), value)
+		if batch.Len() == 100 {
+			if err := db.Apply(batch, NoSync); err != nil {
+				b.Fatal(err)
+			}
+			batch.Reset()
+		}
+	}
+	if err := db.Apply(batch, NoSync); err != nil {
+		b.Fatal(err)
+	}
+	if err := db.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	var sum uint64
+	rows := 0
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		it, err := db.NewIter(nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		k := 0
+		for ok := it.SeekGE(benchKey(kb[:], rng.Uint64N(n))); ok && k < 100; ok = it.Next() {
+			v := it.Value()
+			for j := 0; j < len(v); j += 64 {
+				sum += uint64(v[j])
+			}
+			k++
+		}
+		rows += k
+		if err := it.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+	scan4KSink = sum
+}
+
+var scan4KSink uint64

@@ -341,9 +341,8 @@ func (r *Reader) copyMapped(dst []byte, p Pointer, key []byte, next []byte) (out
 	}
 	// checkPointer made sure the value fits after a minimal header.
 	vstart := len(rec) - int(p.ValueLen)
-	// A nil dst grows to exactly the value without being zeroed first.
-	out = append(dst, rec[vstart:]...)
-	sum := crcAhead(crc(rec[recordChecksumLen:vstart]), out[len(dst):], next)
+	out = appendAhead(dst, rec[vstart:], next)
+	sum := crc32.Update(crc(rec[recordChecksumLen:vstart]), castagnoli, out[len(dst):])
 	if err := r.checkSum(rec, p, sum); err != nil {
 		return nil, err
 	}
@@ -356,7 +355,47 @@ func (r *Reader) copyMapped(dst []byte, p Pointer, key []byte, next []byte) (out
 	return out, nil
 }
 
-// aheadChunk is how many bytes crcAhead checksums between two prefetches:
+// appendAhead appends src to dst, a chunk at a time, and prefetches an
+// equal share of next after each chunk. The copy is where a record's
+// lines arrive from memory; the checksum then runs over the copy in the
+// cache in one call. Measured against prefetching between the chunks of
+// the checksum (crcAhead over the copy), random 4 KiB records from a
+// mapping held in huge pages, one thread: 1.46-1.48M against 1.32-1.35M
+// records a second; the checksum's fixed cost is paid per call (Go's
+// three-way CRC32-C combines its streams at the end of each), four times
+// per value before. A nil dst, or one too small, grows to exactly the
+// value.
+func appendAhead(dst, src, next []byte) []byte {
+	if len(next) == 0 {
+		return append(dst, src...)
+	}
+	n := len(dst) + len(src)
+	var out []byte
+	if cap(dst) >= n {
+		out = dst[:n]
+	} else {
+		out = make([]byte, n)
+		copy(out, dst)
+	}
+	w := out[len(dst):]
+	chunks := max(1, (len(src)+aheadChunk-1)/aheadChunk)
+	share := (len(next) + chunks - 1) / chunks
+	for len(src) > 0 {
+		c := min(aheadChunk, len(src))
+		copy(w[:c], src[:c])
+		w, src = w[c:], src[c:]
+		if len(src) == 0 {
+			share = len(next) // the last chunk takes what is left
+		}
+		m := min(share, len(next))
+		prefetch.Lines(next[:m])
+		next = next[m:]
+	}
+	return out
+}
+
+// aheadChunk is how many bytes appendAhead copies, and crcAhead
+// checksums, between two prefetches:
 // small enough to spread the prefetches of a record over the checksum
 // (issued at once they fill the processor's miss buffers and stall it),
 // large enough that the checksum runs at full speed.
