@@ -12,6 +12,48 @@ import (
 // prefetches between the chunks, is the checksum of the whole, for values
 // and next records of every length around the chunk size.
 func TestCRCAhead(t *testing.T) {
+	forAheadCases(func(b, next []byte) {
+		for _, seed := range []uint32{0, 0xdeadbeef} {
+			want := crc32.Update(seed, castagnoli, b)
+			require.Equal(t, want, crcAhead(seed, b, next), "value of %d bytes, next %d", len(b), len(next))
+		}
+	})
+}
+
+// TestAppendAhead: appendAhead, which copies a chunk at a time with
+// prefetches between the chunks, appends what append does, to a nil dst,
+// one with room and one without (which it must not write past), for
+// values and next records of every length around the chunk size.
+func TestAppendAhead(t *testing.T) {
+	forAheadCases(func(src, next []byte) {
+		n, m := len(src), len(next)
+		for _, room := range []int{-1, 0, 7, n + 9} {
+			var dst []byte
+			if room >= 0 {
+				dst = append(make([]byte, 0, 3+room), "pre"...)
+			}
+			// Bytes past dst's length, which appendAhead may only
+			// overwrite within the copy's length.
+			full := dst[:cap(dst)]
+			for j := len(dst); j < len(full); j++ {
+				full[j] = 0xee
+			}
+			want := append(append([]byte(nil), dst...), src...)
+			got := appendAhead(dst, src, next)
+			require.Equal(t, want, got[:len(got):len(got)], "value %d, next %d, room %d", n, m, room)
+			if room >= 0 && cap(dst) >= len(want) {
+				require.Equal(t, &full[0], &got[0], "value %d, room %d: the copy went elsewhere though it fit", n, room)
+				for j := len(want); j < len(full); j++ {
+					require.Equal(t, byte(0xee), full[j], "value %d, room %d: byte %d past the copy", n, room, j)
+				}
+			}
+		}
+	})
+}
+
+// forAheadCases calls f with values and next records of random bytes, of
+// every length around aheadChunk.
+func forAheadCases(f func(b, next []byte)) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	buf := make([]byte, 5*aheadChunk+100)
 	for i := range buf {
@@ -20,50 +62,7 @@ func TestCRCAhead(t *testing.T) {
 	lens := []int{0, 1, 63, 64, 65, aheadChunk - 1, aheadChunk, aheadChunk + 1, 3*aheadChunk + 17, 5 * aheadChunk}
 	for _, n := range lens {
 		for _, m := range lens {
-			b, next := buf[:n], buf[len(buf)-m:]
-			for _, seed := range []uint32{0, 0xdeadbeef} {
-				want := crc32.Update(seed, castagnoli, b)
-				require.Equal(t, want, crcAhead(seed, b, next), "value of %d bytes, next %d", n, m)
-			}
-		}
-	}
-}
-
-// TestAppendAhead: appendAhead, which copies a chunk at a time with
-// prefetches between the chunks, appends what append does, to a nil dst,
-// one with room and one without (which it must not write past), for
-// values and next records of every length around the chunk size.
-func TestAppendAhead(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	buf := make([]byte, 5*aheadChunk+100)
-	for i := range buf {
-		buf[i] = byte(rng.Uint32())
-	}
-	lens := []int{0, 1, 63, 64, 65, aheadChunk - 1, aheadChunk, aheadChunk + 1, 3*aheadChunk + 17, 5 * aheadChunk}
-	for _, n := range lens {
-		for _, m := range lens {
-			src, next := buf[:n], buf[len(buf)-m:]
-			for _, room := range []int{-1, 0, 7, n + 9} {
-				var dst []byte
-				if room >= 0 {
-					dst = append(make([]byte, 0, 3+room), "pre"...)
-				}
-				// Bytes past dst's length, which appendAhead may only
-				// overwrite within the copy's length.
-				full := dst[:cap(dst)]
-				for j := len(dst); j < len(full); j++ {
-					full[j] = 0xee
-				}
-				want := append(append([]byte(nil), dst...), src...)
-				got := appendAhead(dst, src, next)
-				require.Equal(t, want, got[:len(got):len(got)], "value %d, next %d, room %d", n, m, room)
-				if room >= 0 && cap(dst) >= len(want) {
-					require.Equal(t, &full[0], &got[0], "value %d, room %d: the copy went elsewhere though it fit", n, room)
-					for j := len(want); j < len(full); j++ {
-						require.Equal(t, byte(0xee), full[j], "value %d, room %d: byte %d past the copy", n, room, j)
-					}
-				}
-			}
+			f(buf[:n], buf[len(buf)-m:])
 		}
 	}
 }

@@ -378,20 +378,26 @@ func appendAhead(dst, src, next []byte) []byte {
 		copy(out, dst)
 	}
 	w := out[len(dst):]
-	chunks := max(1, (len(src)+aheadChunk-1)/aheadChunk)
+	spreadAhead(len(src), next, func(lo, hi int) { copy(w[lo:hi], src[lo:hi]) })
+	return out
+}
+
+// spreadAhead calls do for each chunk [lo, hi) of [0, n), aheadChunk bytes
+// long, and after each prefetches an equal share of next (the last chunk
+// what is left).
+func spreadAhead(n int, next []byte, do func(lo, hi int)) {
+	chunks := max(1, (n+aheadChunk-1)/aheadChunk)
 	share := (len(next) + chunks - 1) / chunks
-	for len(src) > 0 {
-		c := min(aheadChunk, len(src))
-		copy(w[:c], src[:c])
-		w, src = w[c:], src[c:]
-		if len(src) == 0 {
-			share = len(next) // the last chunk takes what is left
+	for lo := 0; lo < n; lo += aheadChunk {
+		hi := min(lo+aheadChunk, n)
+		do(lo, hi)
+		if hi == n {
+			share = len(next)
 		}
 		m := min(share, len(next))
 		prefetch.Lines(next[:m])
 		next = next[m:]
 	}
-	return out
 }
 
 // aheadChunk is how many bytes appendAhead copies, and crcAhead
@@ -407,19 +413,7 @@ func crcAhead(sum uint32, b, next []byte) uint32 {
 	if len(next) == 0 {
 		return crc32.Update(sum, castagnoli, b)
 	}
-	chunks := max(1, (len(b)+aheadChunk-1)/aheadChunk)
-	share := (len(next) + chunks - 1) / chunks
-	for len(b) > 0 {
-		n := min(aheadChunk, len(b))
-		sum = crc32.Update(sum, castagnoli, b[:n])
-		b = b[n:]
-		if len(b) == 0 {
-			share = len(next) // the last chunk takes what is left
-		}
-		m := min(share, len(next))
-		prefetch.Lines(next[:m])
-		next = next[m:]
-	}
+	spreadAhead(len(b), next, func(lo, hi int) { sum = crc32.Update(sum, castagnoli, b[lo:hi]) })
 	return sum
 }
 
