@@ -96,10 +96,25 @@ func fillBench(b *testing.B, db *DB, flush bool) {
 	b.Helper()
 	value := make([]byte, 100)
 	var kb [16]byte
+	applyBench(b, db, benchKeys, 1000, func(batch *Batch, i uint64) { batch.Set(benchKey(kb[:], i), value) })
+	if flush {
+		if err := db.Flush(); err != nil {
+			b.Fatal(err)
+		}
+		if err := db.Compact(nil, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// applyBench writes n keys, set adding key i to a batch, applied every
+// per keys without syncing.
+func applyBench(b *testing.B, db *DB, n uint64, per int, set func(batch *Batch, i uint64)) {
+	b.Helper()
 	batch := db.NewBatch()
-	for i := uint64(0); i < benchKeys; i++ {
-		batch.Set(benchKey(kb[:], i), value)
-		if batch.Len() == 1000 {
+	for i := uint64(0); i < n; i++ {
+		set(batch, i)
+		if batch.Len() == per {
 			if err := db.Apply(batch, NoSync); err != nil {
 				b.Fatal(err)
 			}
@@ -108,14 +123,6 @@ func fillBench(b *testing.B, db *DB, flush bool) {
 	}
 	if err := db.Apply(batch, NoSync); err != nil {
 		b.Fatal(err)
-	}
-	if flush {
-		if err := db.Flush(); err != nil {
-			b.Fatal(err)
-		}
-		if err := db.Compact(nil, nil); err != nil {
-			b.Fatal(err)
-		}
 	}
 }
 
@@ -220,21 +227,29 @@ func BenchmarkScan(b *testing.B) {
 			b.ReportAllocs()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				it, err := db.NewIter(nil)
-				if err != nil {
-					b.Fatal(err)
-				}
-				rows := 0
-				for ok := it.SeekGE(benchKey(kb[:], rng.Uint64N(benchKeys))); ok && rows < 100; ok = it.Next() {
-					_ = it.Value()
-					rows++
-				}
-				if err := it.Close(); err != nil {
-					b.Fatal(err)
-				}
+				scanBench(b, db, benchKey(kb[:], rng.Uint64N(benchKeys)), func([]byte) {})
 			}
 		})
 	}
+}
+
+// scanBench is one scan of BenchmarkScan: a new iterator, a seek to key,
+// up to 100 rows whose values it passes to use, Close. It returns the
+// rows.
+func scanBench(b *testing.B, db *DB, key []byte, use func(v []byte)) int {
+	it, err := db.NewIter(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rows := 0
+	for ok := it.SeekGE(key); ok && rows < 100; ok = it.Next() {
+		use(it.Value())
+		rows++
+	}
+	if err := it.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return rows
 }
 
 // BenchmarkScan4K is BenchmarkScan over 100,000 separated values of 4 KiB
@@ -246,22 +261,12 @@ func BenchmarkScan4K(b *testing.B) {
 	db := openBench(b, &Options{Compression: "none"})
 	value := make([]byte, 4096)
 	var kb [16]byte
-	batch := db.NewBatch()
-	for i := uint64(0); i < n; i++ {
+	applyBench(b, db, n, 100, func(batch *Batch, i uint64) {
 		for j := 0; j < len(value); j += 512 {
 			value[j] = byte(i + uint64(j))
 		}
 		batch.Set(benchKey(kb[:], i), value)
-		if batch.Len() == 100 {
-			if err := db.Apply(batch, NoSync); err != nil {
-				b.Fatal(err)
-			}
-			batch.Reset()
-		}
-	}
-	if err := db.Apply(batch, NoSync); err != nil {
-		b.Fatal(err)
-	}
+	})
 	if err := db.Flush(); err != nil {
 		b.Fatal(err)
 	}
@@ -269,23 +274,13 @@ func BenchmarkScan4K(b *testing.B) {
 	var sum uint64
 	rows := 0
 	b.ResetTimer()
+	touch := func(v []byte) {
+		for j := 0; j < len(v); j += 64 {
+			sum += uint64(v[j])
+		}
+	}
 	for i := 0; i < b.N; i++ {
-		it, err := db.NewIter(nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		k := 0
-		for ok := it.SeekGE(benchKey(kb[:], rng.Uint64N(n))); ok && k < 100; ok = it.Next() {
-			v := it.Value()
-			for j := 0; j < len(v); j += 64 {
-				sum += uint64(v[j])
-			}
-			k++
-		}
-		rows += k
-		if err := it.Close(); err != nil {
-			b.Fatal(err)
-		}
+		rows += scanBench(b, db, benchKey(kb[:], rng.Uint64N(n)), touch)
 	}
 	b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
 	scan4KSink = sum
