@@ -597,16 +597,15 @@ func (l *LiveWriter) GetAhead(p Pointer, key, dst []byte, next Ahead) ([]byte, e
 }
 
 // Ahead locates the record p points to in the mapping, for a read of
-// another record to prefetch (see Reader.Ahead), if the flusher has
-// written it whole inside the window; else the zero Ahead. Nothing is
-// read: the Ahead stays harmless after the file is unmapped.
+// another record to prefetch (see Reader.Ahead, which bounds it by the
+// window), if the flusher has written it whole; else the zero Ahead.
+// Nothing is read: the Ahead stays harmless after the file is unmapped.
 func (l *LiveWriter) Ahead(p Pointer) Ahead {
 	r := l.mapped.Load()
-	if r == nil || p.FileNum != l.w.fileNum || p.Offset < HeaderLen || p.Length < minRecordLen ||
-		p.End() > r.recordsEnd || p.End() > l.fileEnd.Load() {
+	if r == nil || p.End() > l.fileEnd.Load() {
 		return Ahead{}
 	}
-	return Ahead{r.mapped[p.Offset:p.End():p.End()]}
+	return r.Ahead(p)
 }
 
 // getMapped is Get for a record the flusher has written whole: through
