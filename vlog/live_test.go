@@ -224,25 +224,8 @@ func TestLiveWriterEndWaitsForMappedReads(t *testing.T) {
 			}
 			require.NoError(t, lw.Sync()) // every record in the file: read mapped
 
-			in, proceed := make(chan struct{}), make(chan struct{})
-			var once sync.Once
-			testHookMappedRead = func() {
-				once.Do(func() {
-					close(in)
-					<-proceed
-				})
-			}
-			defer func() { testHookMappedRead = nil }()
-			type result struct {
-				v   []byte
-				err error
-			}
-			got := make(chan result, 1)
-			go func() {
-				v, err := lw.Get(ps[7], []byte("key0007"), nil)
-				got <- result{v, err}
-			}()
-			<-in // the read holds the mapping it loaded
+			// The read holds the mapping it loaded.
+			proceed, got := heldGet(t, &testHookMappedRead, lw, ps[7], []byte("key0007"))
 
 			ended := make(chan struct{})
 			go func() {
@@ -267,6 +250,35 @@ func TestLiveWriterEndWaitsForMappedReads(t *testing.T) {
 			require.Nil(t, lw.mapped.Load())
 		})
 	}
+}
+
+// heldGet runs lw.Get(p, key) in a goroutine that, the first time it
+// reaches the test hook *hook, waits there until release is closed. It
+// returns once the read is at the hook; the read's result arrives on got.
+func heldGet(t *testing.T, hook *func(), lw *LiveWriter, p Pointer, key []byte) (release chan struct{}, got chan heldResult) {
+	t.Helper()
+	at := make(chan struct{})
+	release = make(chan struct{})
+	var once sync.Once
+	*hook = func() {
+		once.Do(func() {
+			close(at)
+			<-release
+		})
+	}
+	t.Cleanup(func() { *hook = nil })
+	got = make(chan heldResult, 1)
+	go func() {
+		v, err := lw.Get(p, key, nil)
+		got <- heldResult{v, err}
+	}()
+	<-at
+	return release, got
+}
+
+type heldResult struct {
+	v   []byte
+	err error
 }
 
 // gatedFile holds every Write until its gate opens, and can fail them.
@@ -450,25 +462,7 @@ func TestLiveWriterKeepsBuffersOfReaders(t *testing.T) {
 		require.NoError(t, add())
 	}
 	const target = 10
-	loaded, resume := make(chan struct{}), make(chan struct{})
-	var once sync.Once
-	testHookBeforeCopy = func() {
-		once.Do(func() {
-			close(loaded)
-			<-resume
-		})
-	}
-	defer func() { testHookBeforeCopy = nil }()
-	type result struct {
-		v   []byte
-		err error
-	}
-	got := make(chan result, 1)
-	go func() {
-		v, err := lw.Get(ptrs[target], key(target), nil)
-		got <- result{v, err}
-	}()
-	<-loaded
+	resume, got := heldGet(t, &testHookBeforeCopy, lw, ptrs[target], key(target))
 	// The held buffer is written now, and four more are filled: without a
 	// grace period the flusher would hand it back to Add to refill.
 	close(g.gate)
