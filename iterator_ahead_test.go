@@ -149,13 +149,8 @@ func TestIteratorLookAhead(t *testing.T) {
 // database has open (the values were written in random order to many
 // small logs); the row a seek lands on has no row before it to locate it.
 func TestIteratorLookAheadEveryRow(t *testing.T) {
-	db, err := Open(t.TempDir(), &Options{ValueThreshold: 64, ValueLogFileSize: 64 << 10, MemTableSize: 1 << 20})
-	require.NoError(t, err)
-	defer db.Close()
 	const n = 3000
-	for _, i := range rand.New(rand.NewPCG(3, 3)).Perm(n) {
-		require.NoError(t, db.Set([]byte(fmt.Sprintf("k%05d", i)), aheadVal(i*7, 0), nil))
-	}
+	db := openShuffled(t, &Options{ValueThreshold: 64, ValueLogFileSize: 64 << 10, MemTableSize: 1 << 20}, n, 3)
 	require.NoError(t, db.Flush())
 	require.Greater(t, db.Metrics().ValueLogs.Files, 10)
 	// The first scan opens the value logs; the second finds them open.
@@ -173,13 +168,8 @@ func TestIteratorLookAheadEveryRow(t *testing.T) {
 // next row's record in that log's mapping, as it does in finished logs,
 // and reads the right values.
 func TestIteratorLookAheadLiveLog(t *testing.T) {
-	db, err := Open(t.TempDir(), &Options{ValueThreshold: 64, ValueLogFileSize: 64 << 20, MemTableSize: 32 << 20})
-	require.NoError(t, err)
-	defer db.Close()
 	const n = 3000
-	for _, i := range rand.New(rand.NewPCG(4, 4)).Perm(n) {
-		require.NoError(t, db.Set([]byte(fmt.Sprintf("k%05d", i)), aheadVal(i*7, 0), nil))
-	}
+	db := openShuffled(t, &Options{ValueThreshold: 64, ValueLogFileSize: 64 << 20, MemTableSize: 32 << 20}, n, 4)
 	// A synced write puts every record in the file, where the mapping
 	// reads it (records still in the writer's buffer are copied, not
 	// located).
@@ -187,6 +177,20 @@ func TestIteratorLookAheadLiveLog(t *testing.T) {
 	require.Zero(t, db.Metrics().ValueLogs.Files, "the values are in the live log only")
 	located, _ := scanLocated(t, db, &IterOptions{UpperBound: []byte("z")}, n)
 	require.Equal(t, n-2, located, "rows that located the next row's record (all but the first, which had read no value yet, and the last)")
+}
+
+// openShuffled opens a DB with opts (closed when the test ends) and
+// writes the n rows scanLocated reads, in an order drawn from seed (so
+// their values lie in the value logs in no order of the keys).
+func openShuffled(t *testing.T, opts *Options, n int, seed uint64) *DB {
+	t.Helper()
+	db, err := Open(t.TempDir(), opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { db.Close() })
+	for _, i := range rand.New(rand.NewPCG(seed, seed)).Perm(n) {
+		require.NoError(t, db.Set([]byte(fmt.Sprintf("k%05d", i)), aheadVal(i*7, 0), nil))
+	}
+	return db
 }
 
 // scanLocated scans db (n rows k%05d with values aheadVal(i*7, 0)),
