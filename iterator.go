@@ -749,45 +749,49 @@ func (i *Iterator) flushVlogReads() {
 // fetch reads the value a pointer points to.
 func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 	i.fetched = true
-	if c := &i.aheads[i.nextAhead^1]; c.ok && c.rv.ra == nil && !i.mappedValues && bytes.Equal(ptr, c.raw) {
-		// Decoded and found by the look ahead (see lookAhead).
-		v, err := c.rv.h.Reader.AppendValueAhead(i.liveBuf[:0], c.p, i.key, i.ahead)
+	var (
+		p  vlog.Pointer
+		rv iterVlog
+	)
+	if c := &i.aheads[i.nextAhead^1]; c.ok && bytes.Equal(ptr, c.raw) {
+		p, rv = c.p, c.rv // decoded and found by the look ahead (see lookAhead)
+	} else {
+		var (
+			m     *manifest.VlogMetadata
+			v     []byte
+			found bool
+			err   error
+		)
+		p, m, v, found, err = i.db.valueSource(i.rs.version, ptr, i.key, i.liveBuf[:0], nil, "an SSTable", i.ahead)
 		if err != nil {
 			return nil, err
 		}
-		i.liveBuf = v
-		return v, nil
-	}
-	p, m, v, found, err := i.db.valueSource(i.rs.version, ptr, i.key, i.liveBuf[:0], nil, "an SSTable", i.ahead)
-	if err != nil {
-		return nil, err
-	}
-	if found {
-		i.liveBuf = v
-		return v, nil
-	}
-	rv, err := i.vlog(m)
-	if err != nil {
-		return nil, err
-	}
-	if rv.ra == nil {
-		// A mapped value log needs no read-ahead: the value is verified in
-		// the mapping and copied to the one buffer the iterator reuses, or,
-		// with mappedValues, returned in the mapping, which the handle
-		// keeps until Close.
-		if i.mappedValues {
-			if v, ok, err := rv.h.Reader.MappedValueAhead(p, i.key, i.ahead); ok {
-				return v, err
-			}
+		if found {
+			i.liveBuf = v
+			return v, nil
 		}
-		v, err := rv.h.Reader.AppendValueAhead(i.liveBuf[:0], p, i.key, i.ahead)
-		if err != nil {
+		if rv, err = i.vlog(m); err != nil {
 			return nil, err
 		}
-		i.liveBuf = v
-		return v, nil
 	}
-	return rv.ra.Get(p, i.key)
+	if rv.ra != nil {
+		return rv.ra.Get(p, i.key)
+	}
+	// A mapped value log needs no read-ahead: the value is verified in the
+	// mapping and copied to the one buffer the iterator reuses, or, with
+	// mappedValues, returned in the mapping, which the handle keeps until
+	// Close.
+	if i.mappedValues {
+		if v, ok, err := rv.h.Reader.MappedValueAhead(p, i.key, i.ahead); ok {
+			return v, err
+		}
+	}
+	v, err := rv.h.Reader.AppendValueAhead(i.liveBuf[:0], p, i.key, i.ahead)
+	if err != nil {
+		return nil, err
+	}
+	i.liveBuf = v
+	return v, nil
 }
 
 // vlog returns the value log m describes, opened for the iterator's reads
