@@ -3,10 +3,10 @@ package vlog
 import (
 	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 	"math"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/crc32c"
 	"github.com/strata-db/strata/lsm/manifest"
 )
 
@@ -49,10 +49,8 @@ const (
 	MaxRecordLen = math.MaxUint32
 )
 
-// castagnoli is the CRC-32C table used by every checksum in the format.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-func crc(b []byte) uint32 { return crc32.Checksum(b, castagnoli) }
+// Every checksum in the format is a CRC-32C (package crc32c).
+func crc(b []byte) uint32 { return crc32c.Checksum(b) }
 
 // Unnumbered is the file number in the header and footer of a value log
 // written outside a database, for ingestion (strata.TableWriter): such a

@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/crc32c"
 	"github.com/strata-db/strata/internal/prefetch"
 	"github.com/strata-db/strata/vfs"
 )
@@ -342,7 +342,7 @@ func (r *Reader) copyMapped(dst []byte, p Pointer, key []byte, next []byte) (out
 	// checkPointer made sure the value fits after a minimal header.
 	vstart := len(rec) - int(p.ValueLen)
 	out = appendAhead(dst, rec[vstart:], next)
-	sum := crc32.Update(crc(rec[recordChecksumLen:vstart]), castagnoli, out[len(dst):])
+	sum := crc32c.Update(crc(rec[recordChecksumLen:vstart]), out[len(dst):])
 	if err := r.checkSum(rec, p, sum); err != nil {
 		return nil, err
 	}
@@ -411,9 +411,9 @@ const aheadChunk = 1024
 // share of next after each chunk.
 func crcAhead(sum uint32, b, next []byte) uint32 {
 	if len(next) == 0 {
-		return crc32.Update(sum, castagnoli, b)
+		return crc32c.Update(sum, b)
 	}
-	spreadAhead(len(b), next, func(lo, hi int) { sum = crc32.Update(sum, castagnoli, b[lo:hi]) })
+	spreadAhead(len(b), next, func(lo, hi int) { sum = crc32c.Update(sum, b[lo:hi]) })
 	return sum
 }
 

@@ -4,9 +4,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/strata-db/strata/internal/base"
+	"github.com/strata-db/strata/internal/crc32c"
 	"github.com/strata-db/strata/vfs"
 )
 
@@ -95,9 +95,9 @@ func (w *Writer) Add(key, value []byte) (Pointer, error) {
 		return Pointer{}, fmt.Errorf("vlog: record of %d bytes (key %d, value %d) exceeds the maximum of %d",
 			total, len(key), len(value), uint64(MaxRecordLen))
 	}
-	sum := crc32.Update(0, castagnoli, w.scratch[recordChecksumLen:n])
-	sum = crc32.Update(sum, castagnoli, key)
-	sum = crc32.Update(sum, castagnoli, value)
+	sum := crc32c.Update(0, w.scratch[recordChecksumLen:n])
+	sum = crc32c.Update(sum, key)
+	sum = crc32c.Update(sum, value)
 	binary.LittleEndian.PutUint32(w.scratch[:], sum)
 
 	p := Pointer{

@@ -2,7 +2,8 @@ package record
 
 import (
 	"encoding/binary"
-	"hash/crc32"
+
+	"github.com/strata-db/strata/internal/crc32c"
 )
 
 // BlockSize is the size of a log block. No chunk crosses a block boundary.
@@ -40,8 +41,6 @@ func chunkHeaderSize(typ byte) int {
 	return legacyHeaderSize
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // maskDelta is LevelDB's checksum mask constant.
 const maskDelta = 0xa282ead8
 
@@ -49,7 +48,7 @@ const maskDelta = 0xa282ead8
 // chunk after its length: the type byte, the synced offset (in chunks that
 // carry one) and the payload, adjacent on disk.
 func chunkChecksum(b []byte) uint32 {
-	c := crc32.Checksum(b, castagnoli)
+	c := crc32c.Checksum(b)
 	return ((c >> 15) | (c << 17)) + maskDelta
 }
 

@@ -1,0 +1,87 @@
+// Package crc32c computes CRC-32C (the Castagnoli polynomial) checksums:
+// the same values as hash/crc32 with crc32.MakeTable(crc32.Castagnoli),
+// which every checksum of the value log and the WAL uses.
+//
+// On amd64 processors with AVX-512 and VPCLMULQDQ it folds 256 bytes at a
+// time with carry-less multiplications over four independent 512-bit
+// accumulators, then reduces the last 16 bytes with the CRC32 instruction.
+// hash/crc32 runs three streams of the CRC32 instruction instead, at most
+// 8 bytes a cycle. On the project's machine (AMD EPYC, Zen 5) a 4 KiB
+// value took 81-82 ns against hash/crc32's 151-153 ns, 1 KiB 25-26 ns
+// against 42-43 ns (BenchmarkUpdate); a value log's scan of 4 KiB values,
+// which checksums every value it returns, ran 3-15% faster
+// (BenchmarkScan4K, three alternated rounds). Elsewhere, and for inputs
+// shorter than 256 bytes, Update is hash/crc32's.
+package crc32c
+
+import "hash/crc32"
+
+var table = crc32.MakeTable(crc32.Castagnoli)
+
+// Size is the size of a checksum in bytes.
+const Size = 4
+
+// Checksum returns the CRC-32C checksum of p.
+func Checksum(p []byte) uint32 { return Update(0, p) }
+
+// Update returns the result of adding the bytes in p to crc, as
+// crc32.Update with the Castagnoli table does.
+func Update(crc uint32, p []byte) uint32 {
+	if useFold && len(p) >= foldMin {
+		n := len(p) &^ (foldBlock - 1)
+		// fold takes and returns the register's value, not inverted.
+		crc = ^fold(^crc, p[:n], &foldKeys)
+		p = p[n:]
+	}
+	return crc32.Update(crc, table, p)
+}
+
+// foldMin is the shortest input fold takes: its loop folds four 64-byte
+// blocks at a time, and below this length the setup costs more than
+// hash/crc32 does.
+const (
+	foldMin   = 256
+	foldBlock = 64
+)
+
+// foldKeys are the multipliers fold uses, computed from the polynomial
+// (see keys).
+var foldKeys = keys()
+
+// keys returns fold's constants, eight pairs of 64-bit words (lo, hi),
+// each the pair that moves a 128-bit lane forward by a distance of d
+// bytes: lo multiplies the lane's low word, which holds its first
+// bytes, hi its high word. In the bit-reflected form the CRC uses, the
+// pair for d bytes is x^(8d+31) and x^(8d-33) modulo the polynomial
+// (TestFoldKeys checks the pairs against hash/crc32).
+//
+//	[0:2]  256 bytes: the main loop, each accumulator past the next four blocks
+//	[2:4]   64 bytes: one accumulator onto the next, and single blocks
+//	[4:12]  48, 32, 16 and 0 bytes: a 512-bit accumulator's four lanes onto its last
+func keys() [12]uint64 {
+	pair := func(d int) (uint64, uint64) { return xnmodp(8*d + 31), xnmodp(8*d - 33) }
+	var k [12]uint64
+	k[0], k[1] = pair(256)
+	k[2], k[3] = pair(64)
+	k[4], k[5] = pair(48)
+	k[6], k[7] = pair(32)
+	k[8], k[9] = pair(16)
+	// k[10], k[11] stay 0: the last lane is not moved (fold adds it as is).
+	return k
+}
+
+// xnmodp returns x^n modulo the Castagnoli polynomial, bit-reflected (x^0
+// is the top bit), one multiplication by x at a time: n is at most a few
+// thousand and this runs once.
+func xnmodp(n int) uint64 {
+	const reflected = 0x82F63B78 // the polynomial without x^32, reflected
+	v := uint32(1 << 31)
+	for ; n > 0; n-- {
+		if v&1 != 0 {
+			v = v>>1 ^ reflected
+		} else {
+			v >>= 1
+		}
+	}
+	return uint64(v)
+}

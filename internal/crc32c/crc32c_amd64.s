@@ -1,0 +1,97 @@
+#include "textflag.h"
+
+// func fold(crc uint32, p []byte, k *[12]uint64) uint32
+//
+// Folding: a 128-bit lane L of the message, d bytes before the bytes B it
+// is added to, becomes clmul(L.lo, k.lo) ^ clmul(L.hi, k.hi) ^ B, with k
+// the pair for d (see keys): the result has the same remainder modulo the
+// polynomial as L shifted by d bytes, added to B. Four 512-bit
+// accumulators (Z0-Z3) take the message 256 bytes at a time, so that four
+// chains of multiplications run at once; they are then folded onto one
+// (Z3), which takes any 64-byte blocks left, and its four lanes onto one
+// 128-bit value. The CRC of the message is the CRC of that value's 16
+// bytes from a zero register, which two CRC32 instructions compute.
+TEXT ·fold(SB), NOSPLIT, $0-44
+	MOVL crc+0(FP), AX
+	MOVQ p_base+8(FP), SI
+	MOVQ p_len+16(FP), CX
+	MOVQ k+32(FP), DX
+
+	VMOVDQU64 (SI), Z0
+	VMOVDQU64 64(SI), Z1
+	VMOVDQU64 128(SI), Z2
+	VMOVDQU64 192(SI), Z3
+
+	// The register's initial value is added to the message's first 4 bytes.
+	VPXORQ  Z4, Z4, Z4
+	VMOVD   AX, X4
+	VPXORQ  Z4, Z0, Z0
+	ADDQ    $256, SI
+	SUBQ    $256, CX
+
+	VBROADCASTI32X4 (DX), Z8 // 256 bytes
+	CMPQ CX, $256
+	JB   four
+
+loop256:
+	VPCLMULQDQ $0x00, Z8, Z0, Z4
+	VPCLMULQDQ $0x11, Z8, Z0, Z0
+	VPTERNLOGD $0x96, (SI), Z4, Z0
+	VPCLMULQDQ $0x00, Z8, Z1, Z5
+	VPCLMULQDQ $0x11, Z8, Z1, Z1
+	VPTERNLOGD $0x96, 64(SI), Z5, Z1
+	VPCLMULQDQ $0x00, Z8, Z2, Z6
+	VPCLMULQDQ $0x11, Z8, Z2, Z2
+	VPTERNLOGD $0x96, 128(SI), Z6, Z2
+	VPCLMULQDQ $0x00, Z8, Z3, Z7
+	VPCLMULQDQ $0x11, Z8, Z3, Z3
+	VPTERNLOGD $0x96, 192(SI), Z7, Z3
+	ADDQ $256, SI
+	SUBQ $256, CX
+	CMPQ CX, $256
+	JAE  loop256
+
+four:
+	// Z0 onto Z1, Z1 onto Z2, Z2 onto Z3: each 64 bytes before the next.
+	VBROADCASTI32X4 16(DX), Z8 // 64 bytes
+	VPCLMULQDQ $0x00, Z8, Z0, Z4
+	VPCLMULQDQ $0x11, Z8, Z0, Z0
+	VPTERNLOGD $0x96, Z4, Z0, Z1
+	VPCLMULQDQ $0x00, Z8, Z1, Z4
+	VPCLMULQDQ $0x11, Z8, Z1, Z1
+	VPTERNLOGD $0x96, Z4, Z1, Z2
+	VPCLMULQDQ $0x00, Z8, Z2, Z4
+	VPCLMULQDQ $0x11, Z8, Z2, Z2
+	VPTERNLOGD $0x96, Z4, Z2, Z3
+
+loop64:
+	CMPQ CX, $64
+	JB   lanes
+	VPCLMULQDQ $0x00, Z8, Z3, Z4
+	VPCLMULQDQ $0x11, Z8, Z3, Z3
+	VPTERNLOGD $0x96, (SI), Z4, Z3
+	ADDQ $64, SI
+	SUBQ $64, CX
+	JMP  loop64
+
+lanes:
+	// Lanes 0-2 move 48, 32 and 16 bytes; lane 3's pair is zero, so
+	// its product is zero and it is added unmoved from Z3.
+	VMOVDQU64     32(DX), Z8
+	VPCLMULQDQ    $0x00, Z8, Z3, Z4
+	VPCLMULQDQ    $0x11, Z8, Z3, Z5
+	VPXORQ        Z5, Z4, Z4
+	VEXTRACTI64X4 $1, Z4, Y5
+	VPXOR         Y5, Y4, Y4
+	VEXTRACTI128  $1, Y4, X5
+	VEXTRACTI64X2 $3, Z3, X6
+	VPTERNLOGD    $0x96, X6, X5, X4
+
+	VMOVQ   X4, AX
+	VPEXTRQ $1, X4, BX
+	XORL    R8, R8
+	CRC32Q  AX, R8
+	CRC32Q  BX, R8
+	VZEROUPPER
+	MOVL R8, ret+40(FP)
+	RET

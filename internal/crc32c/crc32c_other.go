@@ -1,0 +1,7 @@
+//go:build !amd64
+
+package crc32c
+
+const useFold = false
+
+func fold(crc uint32, p []byte, k *[12]uint64) uint32 { panic("crc32c: no fold on this architecture") }

@@ -1,0 +1,178 @@
+package crc32c
+
+import (
+	"hash/crc32"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// withFold runs f with the fold path on and, when the processor has it,
+// off, so that both paths are checked wherever the tests run.
+func withFold(t *testing.T, f func(t *testing.T)) {
+	was := useFold
+	defer func() { useFold = was }()
+	for _, on := range []bool{false, true} {
+		if on && !was {
+			t.Log("this processor has no fold path; only hash/crc32's was checked")
+			continue
+		}
+		useFold = on
+		name := "hash-crc32"
+		if on {
+			name = "fold"
+		}
+		t.Run(name, f)
+	}
+}
+
+// TestUpdateMatchesHashCRC32: every length up to 3 KiB, at every
+// alignment in a cache line, from random registers, gives hash/crc32's
+// value, and so does a chain of Updates over pieces.
+func TestUpdateMatchesHashCRC32(t *testing.T) {
+	withFold(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		buf := make([]byte, 3*1024+64)
+		for i := range buf {
+			buf[i] = byte(rng.Uint32())
+		}
+		for n := 0; n <= 3*1024; n++ {
+			off := n % 64
+			p := buf[off : off+n]
+			seed := rng.Uint32()
+			require.Equal(t, crc32.Update(seed, table, p), Update(seed, p), "%d bytes at offset %d", n, off)
+		}
+		for i := 0; i < 200; i++ {
+			p := buf[rng.IntN(64):]
+			p = p[:rng.IntN(len(p))]
+			want := crc32.Checksum(p, table)
+			var got uint32
+			for rest := p; len(rest) > 0; {
+				k := min(len(rest), rng.IntN(1200))
+				got = Update(got, rest[:k])
+				rest = rest[k:]
+			}
+			require.Equal(t, want, got, "%d bytes in pieces", len(p))
+			require.Equal(t, want, Checksum(p))
+		}
+	})
+}
+
+// TestUpdateLarge: long inputs, all ones and all zeros (which a wrong
+// multiplier can map to the right value for zeros alone), and random.
+func TestUpdateLarge(t *testing.T) {
+	withFold(t, func(t *testing.T) {
+		for _, n := range []int{256, 320, 511, 512, 4096, 4160, 65536 + 17, 1 << 20} {
+			for _, fill := range []byte{0, 0xff} {
+				p := make([]byte, n)
+				for i := range p {
+					p[i] = fill
+				}
+				require.Equal(t, crc32.Checksum(p, table), Checksum(p), "%d bytes of %#x", n, fill)
+			}
+			p := make([]byte, n)
+			for i := range p {
+				p[i] = byte(i*131 + i>>9)
+			}
+			require.Equal(t, crc32.Checksum(p, table), Checksum(p), "%d bytes", n)
+		}
+	})
+}
+
+// TestFoldKeys: the pairs keys derives are the ones folding needs: a
+// model of one fold in Go (carry-less multiplication by shifts) over each
+// distance gives hash/crc32's value.
+func TestFoldKeys(t *testing.T) {
+	k := keys()
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, c := range []struct{ d, i int }{{256, 0}, {64, 2}, {48, 4}, {32, 6}, {16, 8}} {
+		// A 16-byte lane, then d-16 bytes, then a 16-byte block it is
+		// folded onto; the rest of the message is zeros here.
+		msg := make([]byte, c.d+16)
+		for i := range msg[:16] {
+			msg[i] = byte(rng.Uint32())
+		}
+		for i := c.d; i < len(msg); i++ {
+			msg[i] = byte(rng.Uint32())
+		}
+		lo, hi := le64(msg), le64(msg[8:])
+		a0, a1 := clmul(lo, k[c.i])
+		b0, b1 := clmul(hi, k[c.i+1])
+		var folded [16]byte
+		put64(folded[:], a0^b0^le64(msg[c.d:]))
+		put64(folded[8:], a1^b1^le64(msg[c.d+8:]))
+		// The folded 16 bytes stand for the whole message: the CRC
+		// register (not inverted) from zero over each is the same.
+		require.Equal(t, register(msg), register(folded[:]), "distance %d", c.d)
+		// And a wrong pair would not do: the pair for the next distance.
+		a0, a1 = clmul(lo, xnmodp(8*(c.d+1)+31))
+		b0, b1 = clmul(hi, xnmodp(8*(c.d+1)-33))
+		put64(folded[:], a0^b0^le64(msg[c.d:]))
+		put64(folded[8:], a1^b1^le64(msg[c.d+8:]))
+		require.NotEqual(t, register(msg), register(folded[:]), "distance %d, the pair of %d", c.d, c.d+1)
+	}
+}
+
+// register returns the CRC register, not inverted, after p from zero.
+func register(p []byte) uint32 { return ^crc32.Update(^uint32(0), table, p) }
+
+func le64(b []byte) uint64 {
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+func put64(b []byte, v uint64) {
+	for i := range 8 {
+		b[i] = byte(v >> (8 * i))
+	}
+}
+
+// clmul is carry-less multiplication, the 128-bit product of a and b.
+func clmul(a, b uint64) (lo, hi uint64) {
+	for i := range 64 {
+		if b>>i&1 != 0 {
+			lo ^= a << i
+			if i > 0 {
+				hi ^= a >> (64 - i)
+			}
+		}
+	}
+	return lo, hi
+}
+
+var sink uint32
+
+func BenchmarkUpdate(b *testing.B) {
+	for _, n := range []int{1024, 4096, 65536} {
+		p := make([]byte, n)
+		for _, on := range []bool{false, true} {
+			if on && !useFold {
+				continue
+			}
+			name := "hash-crc32"
+			if on {
+				name = "fold"
+			}
+			b.Run(name+"/"+itoa(n), func(b *testing.B) {
+				was := useFold
+				useFold = on
+				defer func() { useFold = was }()
+				b.SetBytes(int64(n))
+				for range b.N {
+					sink += Update(0, p)
+				}
+			})
+		}
+	}
+}
+
+func itoa(n int) string {
+	switch {
+	case n >= 1024 && n%1024 == 0:
+		return itoa(n/1024) + "KiB"
+	case n < 10:
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}
