@@ -8,23 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCRCAhead: the checksum crcAhead computes a chunk at a time, with
-// prefetches between the chunks, is the checksum of the whole, for values
-// and next records of every length around the chunk size.
-func TestCRCAhead(t *testing.T) {
-	forAheadCases(func(b, next []byte) {
-		for _, seed := range []uint32{0, 0xdeadbeef} {
-			want := crc32.Update(seed, crc32.MakeTable(crc32.Castagnoli), b)
-			require.Equal(t, want, crcAhead(seed, b, next), "value of %d bytes, next %d", len(b), len(next))
-		}
-	})
-}
-
-// TestAppendAhead: appendAhead, which copies a chunk at a time with
-// prefetches between the chunks, appends what append does, to a nil dst,
-// one with room and one without (which it must not write past), for
-// values and next records of every length around the chunk size.
-func TestAppendAhead(t *testing.T) {
+// TestAppendSum: appendSum appends what append does, to a nil dst, one
+// with room and one without (which it must not write past), and returns
+// the checksum extended over the value, for values and next records of
+// every length around the sizes the copy works in.
+func TestAppendSum(t *testing.T) {
+	table := crc32.MakeTable(crc32.Castagnoli)
 	forAheadCases(func(src, next []byte) {
 		n, m := len(src), len(next)
 		for _, room := range []int{-1, 0, 7, n + 9} {
@@ -32,15 +21,16 @@ func TestAppendAhead(t *testing.T) {
 			if room >= 0 {
 				dst = append(make([]byte, 0, 3+room), "pre"...)
 			}
-			// Bytes past dst's length, which appendAhead may only
+			// Bytes past dst's length, which appendSum may only
 			// overwrite within the copy's length.
 			full := dst[:cap(dst)]
 			for j := len(dst); j < len(full); j++ {
 				full[j] = 0xee
 			}
 			want := append(append([]byte(nil), dst...), src...)
-			got := appendAhead(dst, src, next)
+			got, sum := appendSum(dst, src, 0xdeadbeef, next)
 			require.Equal(t, want, got[:len(got):len(got)], "value %d, next %d, room %d", n, m, room)
+			require.Equal(t, crc32.Update(0xdeadbeef, table, src), sum, "value %d, next %d, room %d", n, m, room)
 			if room >= 0 && cap(dst) >= len(want) {
 				require.Equal(t, &full[0], &got[0], "value %d, room %d: the copy went elsewhere though it fit", n, room)
 				for j := len(want); j < len(full); j++ {
@@ -52,14 +42,15 @@ func TestAppendAhead(t *testing.T) {
 }
 
 // forAheadCases calls f with values and next records of random bytes, of
-// every length around aheadChunk.
+// every length around the sizes the copy and checksum work in (64-byte
+// blocks, 256-byte groups, 1 KiB chunks).
 func forAheadCases(f func(b, next []byte)) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	buf := make([]byte, 5*aheadChunk+100)
+	buf := make([]byte, 5*1024+100)
 	for i := range buf {
 		buf[i] = byte(rng.Uint32())
 	}
-	lens := []int{0, 1, 63, 64, 65, aheadChunk - 1, aheadChunk, aheadChunk + 1, 3*aheadChunk + 17, 5 * aheadChunk}
+	lens := []int{0, 1, 63, 64, 65, 255, 256, 257, 1023, 1024, 1025, 3*1024 + 17, 5 * 1024}
 	for _, n := range lens {
 		for _, m := range lens {
 			f(buf[:n], buf[len(buf)-m:])

@@ -11,7 +11,6 @@ import (
 	"github.com/strata-db/strata/cache"
 	"github.com/strata-db/strata/internal/base"
 	"github.com/strata-db/strata/internal/crc32c"
-	"github.com/strata-db/strata/internal/prefetch"
 	"github.com/strata-db/strata/vfs"
 )
 
@@ -323,15 +322,15 @@ func (r *Reader) readMapped(dst []byte, p Pointer, key []byte, next []byte) ([]b
 	return out, err
 }
 
-// copyMapped copies the value out of the mapping before checksumming it,
-// having first loaded one byte of every cache line of the record: a record
-// that is not in the CPU cache (a random read of a large file) comes in
-// from memory fastest through such independent loads, next through a copy
-// and slowest through the checksum loop, and the copy and the checksum
-// then run over bytes in the cache. The checksum covers the same bytes as
-// verify's, the front of the record in the mapping and the value in the
-// copy (the mapped file does not change); only a record whose checksum
-// verifies is decoded and matched against p and key.
+// copyMapped copies the value out of the mapping and checksums it as it
+// copies (crc32c.CopyUpdate), having first loaded one byte of every cache
+// line of the record: a record that is not in the CPU cache (a random read
+// of a large file) comes in from memory fastest through such independent
+// loads, next through a copy and slowest through a checksum loop. The
+// checksum covers the same bytes as verify's, the front of the record and
+// the value as the copy read it (the mapped file does not change); only a
+// record whose checksum verifies is decoded and matched against p and
+// key.
 func (r *Reader) copyMapped(dst []byte, p Pointer, key []byte, next []byte) (out []byte, err error) {
 	old := vfs.BeginMapped()
 	defer vfs.EndMapped(old, &err)
@@ -341,8 +340,7 @@ func (r *Reader) copyMapped(dst []byte, p Pointer, key []byte, next []byte) (out
 	}
 	// checkPointer made sure the value fits after a minimal header.
 	vstart := len(rec) - int(p.ValueLen)
-	out = appendAhead(dst, rec[vstart:], next)
-	sum := crc32c.Update(crc(rec[recordChecksumLen:vstart]), out[len(dst):])
+	out, sum := appendSum(dst, rec[vstart:], crc(rec[recordChecksumLen:vstart]), next)
 	if err := r.checkSum(rec, p, sum); err != nil {
 		return nil, err
 	}
@@ -355,20 +353,10 @@ func (r *Reader) copyMapped(dst []byte, p Pointer, key []byte, next []byte) (out
 	return out, nil
 }
 
-// appendAhead appends src to dst, a chunk at a time, and prefetches an
-// equal share of next after each chunk. The copy is where a record's
-// lines arrive from memory; the checksum then runs over the copy in the
-// cache in one call. Measured against prefetching between the chunks of
-// the checksum (crcAhead over the copy), random 4 KiB records from a
-// mapping held in huge pages, one thread: 1.46-1.48M against 1.32-1.35M
-// records a second; the checksum's fixed cost is paid per call (Go's
-// three-way CRC32-C combines its streams at the end of each), four times
-// per value before. A nil dst, or one too small, grows to exactly the
-// value.
-func appendAhead(dst, src, next []byte) []byte {
-	if len(next) == 0 {
-		return append(dst, src...)
-	}
+// appendSum appends src to dst and returns the checksum sum extended over
+// src, prefetching next while it copies (see crc32c.CopyUpdate). A nil
+// dst, or one too small, grows to exactly the value.
+func appendSum(dst, src []byte, sum uint32, next []byte) ([]byte, uint32) {
 	n := len(dst) + len(src)
 	var out []byte
 	if cap(dst) >= n {
@@ -377,44 +365,7 @@ func appendAhead(dst, src, next []byte) []byte {
 		out = make([]byte, n)
 		copy(out, dst)
 	}
-	w := out[len(dst):]
-	spreadAhead(len(src), next, func(lo, hi int) { copy(w[lo:hi], src[lo:hi]) })
-	return out
-}
-
-// spreadAhead calls do for each chunk [lo, hi) of [0, n), aheadChunk bytes
-// long, and after each prefetches an equal share of next (the last chunk
-// what is left).
-func spreadAhead(n int, next []byte, do func(lo, hi int)) {
-	chunks := max(1, (n+aheadChunk-1)/aheadChunk)
-	share := (len(next) + chunks - 1) / chunks
-	for lo := 0; lo < n; lo += aheadChunk {
-		hi := min(lo+aheadChunk, n)
-		do(lo, hi)
-		if hi == n {
-			share = len(next)
-		}
-		m := min(share, len(next))
-		prefetch.Lines(next[:m])
-		next = next[m:]
-	}
-}
-
-// aheadChunk is how many bytes appendAhead copies, and crcAhead
-// checksums, between two prefetches:
-// small enough to spread the prefetches of a record over the checksum
-// (issued at once they fill the processor's miss buffers and stall it),
-// large enough that the checksum runs at full speed.
-const aheadChunk = 1024
-
-// crcAhead extends sum over b, a chunk at a time, and prefetches an equal
-// share of next after each chunk.
-func crcAhead(sum uint32, b, next []byte) uint32 {
-	if len(next) == 0 {
-		return crc32c.Update(sum, b)
-	}
-	spreadAhead(len(b), next, func(lo, hi int) { sum = crc32c.Update(sum, b[lo:hi]) })
-	return sum
+	return out, crc32c.CopyUpdate(out[len(dst):], src, sum, next)
 }
 
 // touchLines loads one byte of every 64-byte cache line of b and returns
@@ -442,9 +393,9 @@ func (r *Reader) verify(rec []byte, p Pointer, key []byte) ([]byte, error) {
 }
 
 // verifyAhead is verify that prefetches next while it checksums rec (see
-// crcAhead).
+// crc32c.UpdateAhead).
 func (r *Reader) verifyAhead(rec []byte, p Pointer, key []byte, next []byte) ([]byte, error) {
-	if err := r.checkSum(rec, p, crcAhead(0, rec[recordChecksumLen:], next)); err != nil {
+	if err := r.checkSum(rec, p, crc32c.UpdateAhead(0, rec[recordChecksumLen:], next)); err != nil {
 		return nil, err
 	}
 	return r.match(rec, p, key)

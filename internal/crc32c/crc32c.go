@@ -14,7 +14,11 @@
 // shorter than 256 bytes, Update is hash/crc32's.
 package crc32c
 
-import "hash/crc32"
+import (
+	"hash/crc32"
+
+	"github.com/strata-db/strata/internal/prefetch"
+)
 
 var table = crc32.MakeTable(crc32.Castagnoli)
 
@@ -35,6 +39,77 @@ func Update(crc uint32, p []byte) uint32 {
 	}
 	return crc32.Update(crc, table, p)
 }
+
+// CopyUpdate copies src to dst, which must be at least as long, and
+// returns Update(crc, src). ahead is memory the caller reads next (a
+// scan's next value, say), or nil: CopyUpdate starts loading its cache
+// lines as it goes, a share after each part of the copy, so that they
+// arrive while this copy and checksum run instead of stalling the next
+// read (issued at once, the prefetches would fill the processor's miss
+// buffers and stall this one).
+//
+// With the fold, the copy's loads feed the checksum directly: its
+// multiplications run while later loads wait for memory, and the bytes
+// are read once. Otherwise src is copied a chunk at a time with
+// prefetches between the chunks, then checksummed in one call over the
+// copy in the cache.
+func CopyUpdate(dst, src []byte, crc uint32, ahead []byte) uint32 {
+	dst = dst[:len(src)]
+	if useFold && len(src) >= foldMin {
+		n := len(src) &^ (foldBlock - 1)
+		crc = ^foldCopy(^crc, dst[:n], src[:n], ahead, &foldKeys)
+		copy(dst[n:], src[n:])
+		return crc32.Update(crc, table, src[n:])
+	}
+	if len(ahead) == 0 {
+		copy(dst, src)
+	} else {
+		spread(len(src), ahead, func(lo, hi int) { copy(dst[lo:hi], src[lo:hi]) })
+	}
+	return crc32.Update(crc, table, dst)
+}
+
+// UpdateAhead is Update that prefetches the cache lines of ahead, a share
+// after each part of p (see CopyUpdate).
+func UpdateAhead(crc uint32, p, ahead []byte) uint32 {
+	if useFold && len(p) >= foldMin {
+		n := len(p) &^ (foldBlock - 1)
+		crc = ^foldCopy(^crc, nil, p[:n], ahead, &foldKeys)
+		return crc32.Update(crc, table, p[n:])
+	}
+	if len(ahead) == 0 {
+		return crc32.Update(crc, table, p)
+	}
+	spread(len(p), ahead, func(lo, hi int) { crc = crc32.Update(crc, table, p[lo:hi]) })
+	return crc
+}
+
+// spread calls do for each chunk [lo, hi) of [0, n), spreadChunk bytes
+// long, and after each prefetches an equal share of ahead (the last chunk
+// what is left).
+func spread(n int, ahead []byte, do func(lo, hi int)) {
+	chunks := max(1, (n+spreadChunk-1)/spreadChunk)
+	share := (len(ahead) + chunks - 1) / chunks
+	for lo := 0; lo < n; lo += spreadChunk {
+		hi := min(lo+spreadChunk, n)
+		do(lo, hi)
+		if hi == n {
+			share = len(ahead)
+		}
+		m := min(share, len(ahead))
+		prefetch.Lines(ahead[:m])
+		ahead = ahead[m:]
+	}
+}
+
+// spreadChunk is how many bytes the paths without the fold copy or
+// checksum between two prefetches: small enough to spread a record's
+// prefetches, large enough that hash/crc32 runs at full speed (it pays a
+// fixed cost per call). Measured with hash/crc32 alone, random 4 KiB
+// records from a mapping held in huge pages, one thread: copying in such
+// chunks and checksumming the copy in one call read 1.46-1.48M records a
+// second, prefetching between four checksum calls instead 1.32-1.35M.
+const spreadChunk = 1024
 
 // foldMin is the shortest input fold takes: its loop folds four 64-byte
 // blocks at a time, and below this length the setup costs more than

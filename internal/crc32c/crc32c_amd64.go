@@ -13,3 +13,11 @@ var useFold = cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ && cpu.X86.HasAVX512VL &
 //
 //go:noescape
 func fold(crc uint32, p []byte, k *[12]uint64) uint32
+
+// foldCopy is fold over src that also copies src to dst (when dst is not
+// empty; it must then be at least as long) and prefetches the cache lines
+// of ahead as it goes. len(src) must be at least foldMin and a multiple of
+// foldBlock.
+//
+//go:noescape
+func foldCopy(crc uint32, dst, src, ahead []byte, k *[12]uint64) uint32

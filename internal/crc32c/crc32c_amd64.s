@@ -95,3 +95,152 @@ lanes:
 	VZEROUPPER
 	MOVL R8, ret+40(FP)
 	RET
+
+// func foldCopy(crc uint32, dst, src, ahead []byte, k *[12]uint64) uint32
+//
+// fold over src that also copies src to dst (unless dst is empty) and
+// prefetches ahead's cache lines, 256 bytes of them for each 256 bytes of
+// src and any left at the end. The copy's loads feed the fold, so the
+// multiplications of one block run while the loads of the next wait for
+// memory.
+TEXT ·foldCopy(SB), NOSPLIT, $0-92
+	MOVL crc+0(FP), AX
+	MOVQ dst_base+8(FP), DI
+	MOVQ dst_len+16(FP), R11
+	MOVQ src_base+32(FP), SI
+	MOVQ src_len+40(FP), CX
+	MOVQ ahead_base+56(FP), R9
+	MOVQ ahead_len+64(FP), R10
+	MOVQ k+80(FP), DX
+
+	VMOVDQU64 (SI), Z0
+	VMOVDQU64 64(SI), Z1
+	VMOVDQU64 128(SI), Z2
+	VMOVDQU64 192(SI), Z3
+	TESTQ     R11, R11
+	JZ        copied0
+	VMOVDQU64 Z0, (DI)
+	VMOVDQU64 Z1, 64(DI)
+	VMOVDQU64 Z2, 128(DI)
+	VMOVDQU64 Z3, 192(DI)
+	ADDQ      $256, DI
+
+copied0:
+	TESTQ      R10, R10
+	JLE        ahead0
+	PREFETCHT0 (R9)
+	PREFETCHT0 64(R9)
+	PREFETCHT0 128(R9)
+	PREFETCHT0 192(R9)
+	ADDQ       $256, R9
+	SUBQ       $256, R10
+
+ahead0:
+	VPXORQ Z4, Z4, Z4
+	VMOVD  AX, X4
+	VPXORQ Z4, Z0, Z0
+	ADDQ   $256, SI
+	SUBQ   $256, CX
+
+	VBROADCASTI32X4 (DX), Z8 // 256 bytes
+	CMPQ CX, $256
+	JB   cfour
+
+cloop256:
+	VMOVDQU64 (SI), Z10
+	VMOVDQU64 64(SI), Z11
+	VMOVDQU64 128(SI), Z12
+	VMOVDQU64 192(SI), Z13
+	TESTQ     R11, R11
+	JZ        ccopied
+	VMOVDQU64 Z10, (DI)
+	VMOVDQU64 Z11, 64(DI)
+	VMOVDQU64 Z12, 128(DI)
+	VMOVDQU64 Z13, 192(DI)
+	ADDQ      $256, DI
+
+ccopied:
+	TESTQ      R10, R10
+	JLE        cahead
+	PREFETCHT0 (R9)
+	PREFETCHT0 64(R9)
+	PREFETCHT0 128(R9)
+	PREFETCHT0 192(R9)
+	ADDQ       $256, R9
+	SUBQ       $256, R10
+
+cahead:
+	VPCLMULQDQ $0x00, Z8, Z0, Z4
+	VPCLMULQDQ $0x11, Z8, Z0, Z0
+	VPTERNLOGD $0x96, Z10, Z4, Z0
+	VPCLMULQDQ $0x00, Z8, Z1, Z5
+	VPCLMULQDQ $0x11, Z8, Z1, Z1
+	VPTERNLOGD $0x96, Z11, Z5, Z1
+	VPCLMULQDQ $0x00, Z8, Z2, Z6
+	VPCLMULQDQ $0x11, Z8, Z2, Z2
+	VPTERNLOGD $0x96, Z12, Z6, Z2
+	VPCLMULQDQ $0x00, Z8, Z3, Z7
+	VPCLMULQDQ $0x11, Z8, Z3, Z3
+	VPTERNLOGD $0x96, Z13, Z7, Z3
+	ADDQ       $256, SI
+	SUBQ       $256, CX
+	CMPQ       CX, $256
+	JAE        cloop256
+
+cfour:
+	VBROADCASTI32X4 16(DX), Z8 // 64 bytes
+	VPCLMULQDQ $0x00, Z8, Z0, Z4
+	VPCLMULQDQ $0x11, Z8, Z0, Z0
+	VPTERNLOGD $0x96, Z4, Z0, Z1
+	VPCLMULQDQ $0x00, Z8, Z1, Z4
+	VPCLMULQDQ $0x11, Z8, Z1, Z1
+	VPTERNLOGD $0x96, Z4, Z1, Z2
+	VPCLMULQDQ $0x00, Z8, Z2, Z4
+	VPCLMULQDQ $0x11, Z8, Z2, Z2
+	VPTERNLOGD $0x96, Z4, Z2, Z3
+
+cloop64:
+	CMPQ      CX, $64
+	JB        crest
+	VMOVDQU64 (SI), Z10
+	TESTQ     R11, R11
+	JZ        ccopied64
+	VMOVDQU64 Z10, (DI)
+	ADDQ      $64, DI
+
+ccopied64:
+	VPCLMULQDQ $0x00, Z8, Z3, Z4
+	VPCLMULQDQ $0x11, Z8, Z3, Z3
+	VPTERNLOGD $0x96, Z10, Z4, Z3
+	ADDQ       $64, SI
+	SUBQ       $64, CX
+	JMP        cloop64
+
+crest:
+	// What is left of ahead, when it is longer than src.
+	TESTQ      R10, R10
+	JLE        clanes
+	PREFETCHT0 (R9)
+	ADDQ       $64, R9
+	SUBQ       $64, R10
+	JMP        crest
+
+clanes:
+	VMOVDQU64     32(DX), Z8
+	VPCLMULQDQ    $0x00, Z8, Z3, Z4
+	VPCLMULQDQ    $0x11, Z8, Z3, Z5
+	VPXORQ        Z5, Z4, Z4
+	VEXTRACTI64X4 $1, Z4, Y5
+	VPXOR         Y5, Y4, Y4
+	VEXTRACTI128  $1, Y4, X5
+	VEXTRACTI64X2 $3, Z3, X6
+	VPTERNLOGD    $0x96, X6, X5, X4
+
+	VMOVQ   X4, AX
+	VPEXTRQ $1, X4, BX
+	XORL    R8, R8
+	CRC32Q  AX, R8
+	CRC32Q  BX, R8
+	VZEROUPPER
+	MOVL R8, ret+88(FP)
+	RET

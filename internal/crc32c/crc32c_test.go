@@ -59,6 +59,44 @@ func TestUpdateMatchesHashCRC32(t *testing.T) {
 	})
 }
 
+// TestCopyUpdate: CopyUpdate copies src and returns hash/crc32's
+// checksum of it, for every length around the sizes it works in and at
+// every alignment in a cache line, with memory ahead of every such length
+// too (or none); it writes nothing past len(src) in dst. UpdateAhead
+// returns the same checksum without copying.
+func TestCopyUpdate(t *testing.T) {
+	withFold(t, func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(5, 6))
+		buf := make([]byte, 6*1024)
+		for i := range buf {
+			buf[i] = byte(rng.Uint32())
+		}
+		lens := []int{0, 1, 15, 63, 64, 65, 255, 256, 257, 319, 320, 511, 512, 1023, 1024, 1025, 4096, 4096 + 40, 5*1024 + 3}
+		dst := make([]byte, len(buf)+64)
+		for _, n := range lens {
+			for _, m := range append(lens, -1) {
+				off := rng.IntN(64)
+				src := buf[off : off+n]
+				var ahead []byte
+				if m >= 0 {
+					ahead = buf[len(buf)-m:]
+				}
+				for j := range dst {
+					dst[j] = 0xee
+				}
+				seed := rng.Uint32()
+				want := crc32.Update(seed, table, src)
+				require.Equal(t, want, CopyUpdate(dst, src, seed, ahead), "%d bytes, %d ahead", n, m)
+				require.Equal(t, src, dst[:n], "%d bytes, %d ahead: the copy", n, m)
+				for j := n; j < len(dst); j++ {
+					require.Equal(t, byte(0xee), dst[j], "%d bytes, %d ahead: byte %d past the copy", n, m, j)
+				}
+				require.Equal(t, want, UpdateAhead(seed, src, ahead), "%d bytes, %d ahead: UpdateAhead", n, m)
+			}
+		}
+	})
+}
+
 // TestUpdateLarge: long inputs, all ones and all zeros (which a wrong
 // multiplier can map to the right value for zeros alone), and random.
 func TestUpdateLarge(t *testing.T) {
