@@ -146,10 +146,11 @@
 //
 // A scan knows the record it reads next (Reader.Ahead locates it in a
 // mapping) and reads the current one with AppendValueAhead or
-// MappedValueAhead, which checksum the value a chunk at a time and
-// prefetch a share of the next record after each chunk: its loads then
-// overlap this record's checksum instead of stalling the next read, and,
-// spread out, they do not fill the processor's miss buffers at once.
+// MappedValueAhead, which prefetch a share of the next record as they
+// copy and checksum this one (crc32c.CopyUpdate and UpdateAhead): its
+// loads then overlap this record's checksum instead of stalling the next
+// read, and, spread out, they do not fill the processor's miss buffers at
+// once.
 //
 // The Writer writes 2 MiB pieces at 2 MiB-aligned offsets, which
 // filesystems with large folios (ext4, xfs) cache as huge pages; the
