@@ -33,8 +33,8 @@ func Checksum(p []byte) uint32 { return Update(0, p) }
 func Update(crc uint32, p []byte) uint32 {
 	if useFold && len(p) >= foldMin {
 		n := len(p) &^ (foldBlock - 1)
-		// fold takes and returns the register's value, not inverted.
-		crc = ^fold(^crc, p[:n], &foldKeys)
+		// foldCopy takes and returns the register's value, not inverted.
+		crc = ^foldCopy(^crc, nil, p[:n], nil, &foldKeys)
 		p = p[n:]
 	}
 	return crc32.Update(crc, table, p)
@@ -119,11 +119,11 @@ const (
 	foldBlock = 64
 )
 
-// foldKeys are the multipliers fold uses, computed from the polynomial
+// foldKeys are the multipliers foldCopy uses, computed from the polynomial
 // (see keys).
 var foldKeys = keys()
 
-// keys returns fold's constants, eight pairs of 64-bit words (lo, hi),
+// keys returns the fold's constants, eight pairs of 64-bit words (lo, hi),
 // each the pair that moves a 128-bit lane forward by a distance of d
 // bytes: lo multiplies the lane's low word, which holds its first
 // bytes, hi its high word. In the bit-reflected form the CRC uses, the

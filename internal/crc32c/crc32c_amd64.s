@@ -1,6 +1,6 @@
 #include "textflag.h"
 
-// func fold(crc uint32, p []byte, k *[12]uint64) uint32
+// func foldCopy(crc uint32, dst, src, ahead []byte, k *[12]uint64) uint32
 //
 // Folding: a 128-bit lane L of the message, d bytes before the bytes B it
 // is added to, becomes clmul(L.lo, k.lo) ^ clmul(L.hi, k.hi) ^ B, with k
@@ -11,97 +11,11 @@
 // (Z3), which takes any 64-byte blocks left, and its four lanes onto one
 // 128-bit value. The CRC of the message is the CRC of that value's 16
 // bytes from a zero register, which two CRC32 instructions compute.
-TEXT ·fold(SB), NOSPLIT, $0-44
-	MOVL crc+0(FP), AX
-	MOVQ p_base+8(FP), SI
-	MOVQ p_len+16(FP), CX
-	MOVQ k+32(FP), DX
-
-	VMOVDQU64 (SI), Z0
-	VMOVDQU64 64(SI), Z1
-	VMOVDQU64 128(SI), Z2
-	VMOVDQU64 192(SI), Z3
-
-	// The register's initial value is added to the message's first 4 bytes.
-	VPXORQ  Z4, Z4, Z4
-	VMOVD   AX, X4
-	VPXORQ  Z4, Z0, Z0
-	ADDQ    $256, SI
-	SUBQ    $256, CX
-
-	VBROADCASTI32X4 (DX), Z8 // 256 bytes
-	CMPQ CX, $256
-	JB   four
-
-loop256:
-	VPCLMULQDQ $0x00, Z8, Z0, Z4
-	VPCLMULQDQ $0x11, Z8, Z0, Z0
-	VPTERNLOGD $0x96, (SI), Z4, Z0
-	VPCLMULQDQ $0x00, Z8, Z1, Z5
-	VPCLMULQDQ $0x11, Z8, Z1, Z1
-	VPTERNLOGD $0x96, 64(SI), Z5, Z1
-	VPCLMULQDQ $0x00, Z8, Z2, Z6
-	VPCLMULQDQ $0x11, Z8, Z2, Z2
-	VPTERNLOGD $0x96, 128(SI), Z6, Z2
-	VPCLMULQDQ $0x00, Z8, Z3, Z7
-	VPCLMULQDQ $0x11, Z8, Z3, Z3
-	VPTERNLOGD $0x96, 192(SI), Z7, Z3
-	ADDQ $256, SI
-	SUBQ $256, CX
-	CMPQ CX, $256
-	JAE  loop256
-
-four:
-	// Z0 onto Z1, Z1 onto Z2, Z2 onto Z3: each 64 bytes before the next.
-	VBROADCASTI32X4 16(DX), Z8 // 64 bytes
-	VPCLMULQDQ $0x00, Z8, Z0, Z4
-	VPCLMULQDQ $0x11, Z8, Z0, Z0
-	VPTERNLOGD $0x96, Z4, Z0, Z1
-	VPCLMULQDQ $0x00, Z8, Z1, Z4
-	VPCLMULQDQ $0x11, Z8, Z1, Z1
-	VPTERNLOGD $0x96, Z4, Z1, Z2
-	VPCLMULQDQ $0x00, Z8, Z2, Z4
-	VPCLMULQDQ $0x11, Z8, Z2, Z2
-	VPTERNLOGD $0x96, Z4, Z2, Z3
-
-loop64:
-	CMPQ CX, $64
-	JB   lanes
-	VPCLMULQDQ $0x00, Z8, Z3, Z4
-	VPCLMULQDQ $0x11, Z8, Z3, Z3
-	VPTERNLOGD $0x96, (SI), Z4, Z3
-	ADDQ $64, SI
-	SUBQ $64, CX
-	JMP  loop64
-
-lanes:
-	// Lanes 0-2 move 48, 32 and 16 bytes; lane 3's pair is zero, so
-	// its product is zero and it is added unmoved from Z3.
-	VMOVDQU64     32(DX), Z8
-	VPCLMULQDQ    $0x00, Z8, Z3, Z4
-	VPCLMULQDQ    $0x11, Z8, Z3, Z5
-	VPXORQ        Z5, Z4, Z4
-	VEXTRACTI64X4 $1, Z4, Y5
-	VPXOR         Y5, Y4, Y4
-	VEXTRACTI128  $1, Y4, X5
-	VEXTRACTI64X2 $3, Z3, X6
-	VPTERNLOGD    $0x96, X6, X5, X4
-
-	VMOVQ   X4, AX
-	VPEXTRQ $1, X4, BX
-	XORL    R8, R8
-	CRC32Q  AX, R8
-	CRC32Q  BX, R8
-	VZEROUPPER
-	MOVL R8, ret+40(FP)
-	RET
-
-// func foldCopy(crc uint32, dst, src, ahead []byte, k *[12]uint64) uint32
 //
-// fold over src that also copies src to dst (unless dst is empty) and
-// prefetches ahead's cache lines, 256 bytes of them for each 256 bytes of
-// src and any left at the end. The copy's loads feed the fold, so the
-// multiplications of one block run while the loads of the next wait for
+// It copies src to dst as it goes (unless dst is empty) and prefetches
+// ahead's cache lines, 256 bytes of them for each 256 bytes of src and
+// any left at the end. The copy's loads feed the fold, so the
+// multiplications of one group run while the loads of the next wait for
 // memory.
 TEXT ·foldCopy(SB), NOSPLIT, $0-92
 	MOVL crc+0(FP), AX
@@ -144,24 +58,24 @@ ahead0:
 
 	VBROADCASTI32X4 (DX), Z8 // 256 bytes
 	CMPQ CX, $256
-	JB   cfour
+	JB   four
 
-cloop256:
+loop256:
 	VMOVDQU64 (SI), Z10
 	VMOVDQU64 64(SI), Z11
 	VMOVDQU64 128(SI), Z12
 	VMOVDQU64 192(SI), Z13
 	TESTQ     R11, R11
-	JZ        ccopied
+	JZ        copied
 	VMOVDQU64 Z10, (DI)
 	VMOVDQU64 Z11, 64(DI)
 	VMOVDQU64 Z12, 128(DI)
 	VMOVDQU64 Z13, 192(DI)
 	ADDQ      $256, DI
 
-ccopied:
+copied:
 	TESTQ      R10, R10
-	JLE        cahead
+	JLE        multiply
 	PREFETCHT0 (R9)
 	PREFETCHT0 64(R9)
 	PREFETCHT0 128(R9)
@@ -169,7 +83,7 @@ ccopied:
 	ADDQ       $256, R9
 	SUBQ       $256, R10
 
-cahead:
+multiply:
 	VPCLMULQDQ $0x00, Z8, Z0, Z4
 	VPCLMULQDQ $0x11, Z8, Z0, Z0
 	VPTERNLOGD $0x96, Z10, Z4, Z0
@@ -185,9 +99,9 @@ cahead:
 	ADDQ       $256, SI
 	SUBQ       $256, CX
 	CMPQ       CX, $256
-	JAE        cloop256
+	JAE        loop256
 
-cfour:
+four:
 	VBROADCASTI32X4 16(DX), Z8 // 64 bytes
 	VPCLMULQDQ $0x00, Z8, Z0, Z4
 	VPCLMULQDQ $0x11, Z8, Z0, Z0
@@ -199,33 +113,33 @@ cfour:
 	VPCLMULQDQ $0x11, Z8, Z2, Z2
 	VPTERNLOGD $0x96, Z4, Z2, Z3
 
-cloop64:
+loop64:
 	CMPQ      CX, $64
-	JB        crest
+	JB        rest
 	VMOVDQU64 (SI), Z10
 	TESTQ     R11, R11
-	JZ        ccopied64
+	JZ        copied64
 	VMOVDQU64 Z10, (DI)
 	ADDQ      $64, DI
 
-ccopied64:
+copied64:
 	VPCLMULQDQ $0x00, Z8, Z3, Z4
 	VPCLMULQDQ $0x11, Z8, Z3, Z3
 	VPTERNLOGD $0x96, Z10, Z4, Z3
 	ADDQ       $64, SI
 	SUBQ       $64, CX
-	JMP        cloop64
+	JMP        loop64
 
-crest:
+rest:
 	// What is left of ahead, when it is longer than src.
 	TESTQ      R10, R10
-	JLE        clanes
+	JLE        lanes
 	PREFETCHT0 (R9)
 	ADDQ       $64, R9
 	SUBQ       $64, R10
-	JMP        crest
+	JMP        rest
 
-clanes:
+lanes:
 	VMOVDQU64     32(DX), Z8
 	VPCLMULQDQ    $0x00, Z8, Z3, Z4
 	VPCLMULQDQ    $0x11, Z8, Z3, Z5
