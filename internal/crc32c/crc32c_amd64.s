@@ -27,63 +27,26 @@ TEXT ·foldCopy(SB), NOSPLIT, $0-92
 	MOVQ ahead_len+64(FP), R10
 	MOVQ k+80(FP), DX
 
-	VMOVDQU64 (SI), Z0
-	VMOVDQU64 64(SI), Z1
-	VMOVDQU64 128(SI), Z2
-	VMOVDQU64 192(SI), Z3
-	TESTQ     R11, R11
-	JZ        copied0
-	VMOVDQU64 Z0, (DI)
-	VMOVDQU64 Z1, 64(DI)
-	VMOVDQU64 Z2, 128(DI)
-	VMOVDQU64 Z3, 192(DI)
-	ADDQ      $256, DI
-
-copied0:
-	TESTQ      R10, R10
-	JLE        ahead0
-	PREFETCHT0 (R9)
-	PREFETCHT0 64(R9)
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	ADDQ       $256, R9
-	SUBQ       $256, R10
-
-ahead0:
-	VPXORQ Z4, Z4, Z4
-	VMOVD  AX, X4
-	VPXORQ Z4, Z0, Z0
-	ADDQ   $256, SI
-	SUBQ   $256, CX
-
 	VBROADCASTI32X4 (DX), Z8 // 256 bytes
-	CMPQ CX, $256
-	JB   four
 
-loop256:
+	// The first group starts the accumulators, with the register's
+	// initial value added to the message's first 4 bytes.
 	VMOVDQU64 (SI), Z10
 	VMOVDQU64 64(SI), Z11
 	VMOVDQU64 128(SI), Z12
 	VMOVDQU64 192(SI), Z13
-	TESTQ     R11, R11
-	JZ        copied
-	VMOVDQU64 Z10, (DI)
-	VMOVDQU64 Z11, 64(DI)
-	VMOVDQU64 Z12, 128(DI)
-	VMOVDQU64 Z13, 192(DI)
-	ADDQ      $256, DI
+	VMOVD     AX, X0 // zeroes the rest of Z0
+	VPXORQ    Z10, Z0, Z0
+	VMOVDQA64 Z11, Z1
+	VMOVDQA64 Z12, Z2
+	VMOVDQA64 Z13, Z3
+	JMP       copy
 
-copied:
-	TESTQ      R10, R10
-	JLE        multiply
-	PREFETCHT0 (R9)
-	PREFETCHT0 64(R9)
-	PREFETCHT0 128(R9)
-	PREFETCHT0 192(R9)
-	ADDQ       $256, R9
-	SUBQ       $256, R10
-
-multiply:
+loop256:
+	VMOVDQU64  (SI), Z10
+	VMOVDQU64  64(SI), Z11
+	VMOVDQU64  128(SI), Z12
+	VMOVDQU64  192(SI), Z13
 	VPCLMULQDQ $0x00, Z8, Z0, Z4
 	VPCLMULQDQ $0x11, Z8, Z0, Z0
 	VPTERNLOGD $0x96, Z10, Z4, Z0
@@ -96,10 +59,31 @@ multiply:
 	VPCLMULQDQ $0x00, Z8, Z3, Z7
 	VPCLMULQDQ $0x11, Z8, Z3, Z3
 	VPTERNLOGD $0x96, Z13, Z7, Z3
-	ADDQ       $256, SI
-	SUBQ       $256, CX
-	CMPQ       CX, $256
-	JAE        loop256
+
+copy:
+	TESTQ     R11, R11
+	JZ        copied
+	VMOVDQU64 Z10, (DI)
+	VMOVDQU64 Z11, 64(DI)
+	VMOVDQU64 Z12, 128(DI)
+	VMOVDQU64 Z13, 192(DI)
+	ADDQ      $256, DI
+
+copied:
+	TESTQ      R10, R10
+	JLE        next
+	PREFETCHT0 (R9)
+	PREFETCHT0 64(R9)
+	PREFETCHT0 128(R9)
+	PREFETCHT0 192(R9)
+	ADDQ       $256, R9
+	SUBQ       $256, R10
+
+next:
+	ADDQ $256, SI
+	SUBQ $256, CX
+	CMPQ CX, $256
+	JAE  loop256
 
 four:
 	VBROADCASTI32X4 16(DX), Z8 // 64 bytes
