@@ -32,6 +32,13 @@ func TestParseDefaults(t *testing.T) {
 	require.Equal(t, bench.KeyUniform, opts.spec.KeyDist)
 	require.Equal(t, 1.3, opts.spec.Config.GCBudget)
 	require.Equal(t, "kvbench-report.json", opts.jsonOut)
+	require.Equal(t, int64(defaultComparisonReads), opts.spec.Reads, "the default comparison's read phases last long enough to compare")
+	// Any run that names its size or benchmarks reads --num times.
+	for _, args := range [][]string{{"--num", "1000"}, {"--benchmarks", "fillrandom,ycsb-e"}} {
+		opts = parse(t, args...)
+		require.Equal(t, opts.spec.Num, opts.spec.Reads, "%v", args)
+	}
+	require.Equal(t, int64(5), parse(t, "--reads", "5").spec.Reads)
 }
 
 func TestParseGCLab(t *testing.T) {
