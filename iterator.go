@@ -46,9 +46,9 @@ type Iterator struct {
 
 	// isPtr: value holds a value pointer not yet resolved (Value fetches
 	// it). held are the value logs the iterator has read, held open until
-	// Close (see heldVlog).
+	// Close.
 	isPtr bool
-	held  []heldVlog
+	held  heldVlogs
 	// pastKey: after a forward merge (see iterator_merge.go) or a look
 	// ahead (see lookAhead), the internal iterator is already past the
 	// current key's newest entry.
@@ -396,7 +396,7 @@ func (i *Iterator) lookAhead() {
 	if err != nil {
 		return // Next reports it, if the entry is the next row
 	}
-	rv, ok := i.heldVlog(p.FileNum)
+	rv, ok := i.held.get(p.FileNum)
 	if !ok {
 		// A value log the scan has not read from yet: hold it now if the
 		// scan reads values and the log is open; a look ahead opens no
@@ -798,7 +798,7 @@ func (i *Iterator) fetch(ptr []byte) ([]byte, error) {
 // vlog returns the value log m describes, opened for the iterator's reads
 // the first time and held until Close.
 func (i *Iterator) vlog(m *manifest.VlogMetadata) (iterVlog, error) {
-	if rv, ok := i.heldVlog(m.FileNum); ok {
+	if rv, ok := i.held.get(m.FileNum); ok {
 		return rv, nil
 	}
 	h, err := i.db.vlogs.Acquire(m)
@@ -810,40 +810,81 @@ func (i *Iterator) vlog(m *manifest.VlogMetadata) (iterVlog, error) {
 
 // keepVlog holds h, value log num, for the iterator's reads until Close.
 func (i *Iterator) keepVlog(num base.FileNum, h vlog.Handle) iterVlog {
-	if i.held == nil {
-		i.held = make([]heldVlog, 0, heldVlogs)
-	}
 	rv := iterVlog{h: h}
 	if !h.Reader.Mapped() {
 		rv.ra = h.Reader.NewReadAhead(i.db.opts.ValueLogReadAhead)
 	}
-	i.held = append(i.held, heldVlog{num, rv})
+	i.held.add(num, rv)
 	return rv
 }
 
-// heldVlog returns value log num if the iterator holds it. A scan's rows
-// point into value logs at random (they hold values in write order), and
-// a scan of a database of a few hundred MiB holds a dozen or so: a look
-// through a short slice costs less than hashing into a map, which every
-// row did (kvbench ycsb-e, 4 threads: the map's lookups and growth took
-// 3% of the time).
-func (i *Iterator) heldVlog(num base.FileNum) (iterVlog, bool) {
-	for j := range i.held {
-		if i.held[j].num == num {
-			return i.held[j].rv, true
-		}
-	}
-	return iterVlog{}, false
+// heldVlogs are the value logs an iterator holds, by number. A scan's rows
+// point into value logs at random (they hold values in write order), so
+// every row looks its log up: through a short list while the iterator
+// holds at most heldVlogsList logs (a scan of a few hundred MiB holds a
+// dozen), which costs less than hashing into a map (kvbench ycsb-e, 4
+// threads: the map's lookups and growth took 3% of the time; an
+// open-addressing table measured no better than the list there), and
+// through a map beyond, so that a long scan of a large database does not
+// look through hundreds.
+type heldVlogs struct {
+	list  []heldVlog
+	byNum map[base.FileNum]iterVlog // instead of list, once it would outgrow heldVlogsList
 }
 
-// heldVlog is a value log an iterator holds, by number.
 type heldVlog struct {
 	num base.FileNum
 	rv  iterVlog
 }
 
-// heldVlogs is the room an iterator makes for held value logs at first.
-const heldVlogs = 16
+const heldVlogsList = 64
+
+// get returns value log num if it is held.
+func (hs *heldVlogs) get(num base.FileNum) (iterVlog, bool) {
+	if hs.byNum != nil {
+		rv, ok := hs.byNum[num]
+		return rv, ok
+	}
+	for j := range hs.list {
+		if hs.list[j].num == num {
+			return hs.list[j].rv, true
+		}
+	}
+	return iterVlog{}, false
+}
+
+// add holds value log num, which is not held yet.
+func (hs *heldVlogs) add(num base.FileNum, rv iterVlog) {
+	switch {
+	case hs.byNum != nil:
+	case len(hs.list) < heldVlogsList:
+		if hs.list == nil {
+			hs.list = make([]heldVlog, 0, 16)
+		}
+		hs.list = append(hs.list, heldVlog{num, rv})
+		return
+	default:
+		hs.byNum = make(map[base.FileNum]iterVlog, 2*heldVlogsList)
+		for _, e := range hs.list {
+			hs.byNum[e.num] = e.rv
+		}
+		hs.list = nil
+	}
+	hs.byNum[num] = rv
+}
+
+// len returns how many value logs are held.
+func (hs *heldVlogs) len() int { return len(hs.list) + len(hs.byNum) }
+
+// each calls f with every held value log.
+func (hs *heldVlogs) each(f func(iterVlog)) {
+	for _, e := range hs.list {
+		f(e.rv)
+	}
+	for _, rv := range hs.byNum {
+		f(rv)
+	}
+}
 
 // iterVlog is a value log an iterator reads, held open until it closes;
 // ra reads ahead in a value log that is not mapped.
@@ -878,10 +919,8 @@ func (i *Iterator) Close() error {
 		o.ObserveScan(i.rows, i.sepRows)
 	}
 	err := i.iter.Close()
-	for _, hv := range i.held {
-		i.db.vlogs.Release(hv.rv.h)
-	}
-	i.held = nil
+	i.held.each(func(rv iterVlog) { i.db.vlogs.Release(rv.h) })
+	i.held = heldVlogs{}
 	i.rs.unref()
 	i.rs = readRef{}
 	if iterErr != nil {

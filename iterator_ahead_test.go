@@ -106,7 +106,7 @@ func TestIteratorLookAhead(t *testing.T) {
 					j++
 				}
 				if every == 0 {
-					require.Empty(t, it.held, "%s: a scan of keys opened value logs", name)
+					require.Zero(t, it.held.len(), "%s: a scan of keys opened value logs", name)
 				}
 				require.NoError(t, it.Close(), name)
 				require.Equal(t, len(keys), j, name)
