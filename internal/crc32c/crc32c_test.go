@@ -1,6 +1,8 @@
 package crc32c
 
 import (
+	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
 	"testing"
@@ -134,37 +136,27 @@ func TestFoldKeys(t *testing.T) {
 		for i := c.d; i < len(msg); i++ {
 			msg[i] = byte(rng.Uint32())
 		}
-		lo, hi := le64(msg), le64(msg[8:])
-		a0, a1 := clmul(lo, k[c.i])
-		b0, b1 := clmul(hi, k[c.i+1])
-		var folded [16]byte
-		put64(folded[:], a0^b0^le64(msg[c.d:]))
-		put64(folded[8:], a1^b1^le64(msg[c.d+8:]))
+		// fold moves the first lane by d bytes with the pair (klo, khi)
+		// and adds it to the last block.
+		fold := func(klo, khi uint64) []byte {
+			le := binary.LittleEndian
+			a0, a1 := clmul(le.Uint64(msg), klo)
+			b0, b1 := clmul(le.Uint64(msg[8:]), khi)
+			folded := make([]byte, 16)
+			le.PutUint64(folded, a0^b0^le.Uint64(msg[c.d:]))
+			le.PutUint64(folded[8:], a1^b1^le.Uint64(msg[c.d+8:]))
+			return folded
+		}
 		// The folded 16 bytes stand for the whole message: the CRC
 		// register (not inverted) from zero over each is the same.
-		require.Equal(t, register(msg), register(folded[:]), "distance %d", c.d)
+		require.Equal(t, register(msg), register(fold(k[c.i], k[c.i+1])), "distance %d", c.d)
 		// And a wrong pair would not do: the pair for the next distance.
-		a0, a1 = clmul(lo, xnmodp(8*(c.d+1)+31))
-		b0, b1 = clmul(hi, xnmodp(8*(c.d+1)-33))
-		put64(folded[:], a0^b0^le64(msg[c.d:]))
-		put64(folded[8:], a1^b1^le64(msg[c.d+8:]))
-		require.NotEqual(t, register(msg), register(folded[:]), "distance %d, the pair of %d", c.d, c.d+1)
+		require.NotEqual(t, register(msg), register(fold(xnmodp(8*(c.d+1)+31), xnmodp(8*(c.d+1)-33))), "distance %d, the pair of %d", c.d, c.d+1)
 	}
 }
 
 // register returns the CRC register, not inverted, after p from zero.
 func register(p []byte) uint32 { return ^crc32.Update(^uint32(0), table, p) }
-
-func le64(b []byte) uint64 {
-	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
-		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
-}
-
-func put64(b []byte, v uint64) {
-	for i := range 8 {
-		b[i] = byte(v >> (8 * i))
-	}
-}
 
 // clmul is carry-less multiplication, the 128-bit product of a and b.
 func clmul(a, b uint64) (lo, hi uint64) {
@@ -192,7 +184,7 @@ func BenchmarkUpdate(b *testing.B) {
 			if on {
 				name = "fold"
 			}
-			b.Run(name+"/"+itoa(n), func(b *testing.B) {
+			b.Run(fmt.Sprintf("%s/%dKiB", name, n>>10), func(b *testing.B) {
 				was := useFold
 				useFold = on
 				defer func() { useFold = was }()
@@ -203,14 +195,4 @@ func BenchmarkUpdate(b *testing.B) {
 			})
 		}
 	}
-}
-
-func itoa(n int) string {
-	switch {
-	case n >= 1024 && n%1024 == 0:
-		return itoa(n/1024) + "KiB"
-	case n < 10:
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + string(rune('0'+n%10))
 }
