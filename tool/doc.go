@@ -17,6 +17,7 @@
 //	scan DIR [--start K] [--end K] [--limit N]
 //	get DIR KEY
 //	gc DIR [--policy NAME]            the garbage ledger and what the policy would decide next
+//	floor DIR [DIR...] [--rate R]     the least a point read of a separated value costs here, per database
 //	stress --dir DIR [...]            random concurrent workload, checked against an expected state
 //	crashtest --dir DIR [...]         stress killed with SIGKILL again and again, each restart verified
 //
@@ -39,5 +40,7 @@
 //
 // It does not own any format: it reads files through the packages that
 // write them (lsm/sstable, vlog, lsm/manifest, lsm/record), and the
-// database through the public API.
+// database through the public API. floor maps the tables and value logs
+// of the manifest's version itself, as the DB does, to time bare memory
+// accesses over them.
 package tool

@@ -63,6 +63,7 @@ func (t *Tool) Commands() []*Command {
 		{Name: "scan", Usage: "DIR [--start KEY] [--end KEY] [--limit N] [--hex]", Short: "print the keys and values in [start, end)", Run: t.runScan},
 		{Name: "get", Usage: "DIR KEY [--hex]", Short: "print the value of a key", Run: t.runGet},
 		{Name: "gc", Usage: "DIR [--policy NAME]", Short: "print the garbage ledger and what the policy would decide next", Run: t.runGC},
+		{Name: "floor", Usage: "DIR [DIR...] [--reads N] [--rounds N] [--value-size N] [--rate R]", Short: "measure the least a point read of a separated value costs on this machine for each database's files (a table line, then the value it leads to), and what a read rate measured on the first allows on the others", Run: t.runFloor},
 		{Name: "stress", Usage: "--dir DIR [--expected FILE] [--duration D] [--ops N] [--seed N] [--threads N]", Short: "random concurrent workload checked against an expected state that survives a kill", Run: t.runStress},
 		{Name: "crashtest", Usage: "--dir DIR [--duration D] [--cycles N] [--seed N]", Short: "run stress in a child, kill it with SIGKILL at random moments, verify every restart (a process crash, not a power loss: see --help)", Run: t.runCrashtest},
 	}
