@@ -32,15 +32,7 @@ func Checksum(p []byte) uint32 { return Update(0, p) }
 
 // Update returns the result of adding the bytes in p to crc, as
 // crc32.Update with the Castagnoli table does.
-func Update(crc uint32, p []byte) uint32 {
-	if useFold && len(p) >= foldMin {
-		n := len(p) &^ (foldBlock - 1)
-		// foldCopy takes and returns the register's value, not inverted.
-		crc = ^foldCopy(^crc, nil, p[:n], nil, &foldKeys)
-		p = p[n:]
-	}
-	return crc32.Update(crc, table, p)
-}
+func Update(crc uint32, p []byte) uint32 { return UpdateAhead(crc, p, nil) }
 
 // CopyUpdate copies src to dst, which must be at least as long, and
 // returns Update(crc, src). ahead is memory the caller reads next (a
@@ -76,6 +68,7 @@ func CopyUpdate(dst, src []byte, crc uint32, ahead []byte) uint32 {
 func UpdateAhead(crc uint32, p, ahead []byte) uint32 {
 	if useFold && len(p) >= foldMin {
 		n := len(p) &^ (foldBlock - 1)
+		// foldCopy takes and returns the register's value, not inverted.
 		crc = ^foldCopy(^crc, nil, p[:n], ahead, &foldKeys)
 		return crc32.Update(crc, table, p[n:])
 	}

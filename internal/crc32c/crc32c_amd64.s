@@ -86,6 +86,7 @@ next:
 	JAE  loop256
 
 four:
+	// Z0 onto Z1, Z1 onto Z2, Z2 onto Z3: each 64 bytes before the next.
 	VBROADCASTI32X4 16(DX), Z8 // 64 bytes
 	VPCLMULQDQ $0x00, Z8, Z0, Z4
 	VPCLMULQDQ $0x11, Z8, Z0, Z0
@@ -124,6 +125,8 @@ rest:
 	JMP        rest
 
 lanes:
+	// Lanes 0-2 move 48, 32 and 16 bytes; lane 3's pair is zero, so
+	// its product is zero and it is added unmoved from Z3.
 	VMOVDQU64     32(DX), Z8
 	VPCLMULQDQ    $0x00, Z8, Z3, Z4
 	VPCLMULQDQ    $0x11, Z8, Z3, Z5
